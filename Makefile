@@ -1,0 +1,29 @@
+# Two commands on a fresh machine:
+#   make demo   -> sets up .venv and runs the main job (active learning on the embedded FEBRL data)
+#   make test   -> sets up .venv and runs the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test clean
+
+$(BIN)/skrisk: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first, pinned to the local CPU build: a bare `torch` would pull GBs of CUDA packages
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
+	# modAL 0.4.2.1 pins skorch==0.9.0, which is broken: install it without its dependencies
+	$(BIN)/python -m pip install -q --no-deps "modAL-python==0.4.2.1"
+	touch $(BIN)/skrisk
+
+setup: $(BIN)/skrisk
+
+demo: setup
+	$(BIN)/skrisk demo
+
+test: setup
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) skrisk_demo

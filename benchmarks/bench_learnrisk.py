@@ -1,0 +1,205 @@
+"""Benchmark LearnRisk: finding a matcher's mispredictions on DBLP-Scholar and Abt-Buy.
+
+Protocol (issue #4): the matcher is trained on the ``train`` split; LearnRisk takes its rules and
+expectations from the training pairs, learns its ranking on the ``valid`` split and is evaluated on
+``test``. Reported per dataset (mean and std over seeds): ROC AUC of the risk for separating
+mispredicted from correct test pairs, and precision among the 10 % riskiest test pairs, for
+LearnRisk and for the matcher's uncertainty ``1 - max(p, 1 - p)`` and the expectation baseline
+``|yhat - p|`` (for a binary matcher the two baselines are the same number: min(p, 1-p)).
+
+Examples
+--------
+    python benchmarks/bench_learnrisk.py --quick
+    python benchmarks/bench_learnrisk.py --datasets dblp_scholar abt_buy --seeds 0 1 2
+    python benchmarks/bench_learnrisk.py --time-only            # fit time on DBLP-Scholar
+
+The matcher is a scikit-learn classifier on :class:`skrisk.data.SimilarityFeatures` (``--matcher
+logreg`` or ``rf``); ``--matcher rnn`` is reserved for :class:`skrisk.matchers.RNNMatcher`.
+``--train-proba oof`` gives the training pairs out-of-fold probabilities (5-fold
+``cross_val_predict``) for the bin statistics; ``insample`` uses the fitted matcher's own
+(overconfident) probabilities.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skrisk.data import load_deepmatcher
+from skrisk.risk import LearnRiskEstimator, mispredicted
+
+try:  # the lead exports it from skrisk.data once the foundation issue lands
+    from skrisk.data import SimilarityFeatures
+except ImportError:  # pragma: no cover
+    from skrisk.data._similarity import SimilarityFeatures
+
+
+def features(name: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    ds = load_deepmatcher(name)
+    sim = SimilarityFeatures().fit(ds.split("train").to_frame())
+    F = pd.DataFrame(sim.transform(ds.to_frame()).astype(np.float64), columns=sim.get_feature_names_out())
+    return F, ds.labels, ds.pairs["split"].to_numpy().astype(str)
+
+
+def make_matcher(kind: str, seed: int):
+    if kind == "logreg":
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    if kind == "rf":
+        return RandomForestClassifier(n_estimators=200, min_samples_leaf=2, n_jobs=1, random_state=seed)
+    if kind == "rnn":  # pragma: no cover - switch for later
+        from skrisk.matchers import RNNMatcher  # noqa: F401
+
+        raise SystemExit("--matcher rnn: wire RNNMatcher here once skrisk.matchers lands (needs pair texts).")
+    raise SystemExit(f"unknown matcher {kind!r}")
+
+
+def top_precision(z: np.ndarray, score: np.ndarray, frac: float = 0.1) -> float:
+    k = max(1, int(round(frac * z.size)))
+    order = np.argsort(-score, kind="stable")
+    return float(z[order[:k]].mean())
+
+
+def run_one(name, F, y, split, seed, args, log):
+    tr, va, te = (split == s for s in ("train", "valid", "test"))
+    matcher = make_matcher(args.matcher, seed)
+    matcher.fit(F[tr], y[tr])
+    proba = {k: matcher.predict_proba(F[m])[:, 1] for k, m in (("train", tr), ("valid", va), ("test", te))}
+    if args.train_proba == "oof":
+        cv = StratifiedKFold(5, shuffle=True, random_state=seed)
+        proba["train"] = cross_val_predict(
+            make_matcher(args.matcher, seed), F[tr], y[tr], cv=cv, method="predict_proba"
+        )[:, 1]
+
+    def X(part, mask):
+        out = F[mask].reset_index(drop=True).copy()
+        out["proba"] = proba[part]
+        return out
+
+    Xtr, Xva, Xte = X("train", tr), X("valid", va), X("test", te)
+    ytr, yva, yte = y[tr], y[va], y[te]
+    z = mispredicted(proba["test"], yte)
+    unc = 1.0 - np.maximum(proba["test"], 1.0 - proba["test"])
+    expb = np.abs((proba["test"] >= 0.5) - proba["test"])
+    row = {
+        "dataset": name, "seed": seed, "matcher": args.matcher, "train_proba": args.train_proba,
+        "valid_errors": int(mispredicted(proba["valid"], yva).sum()), "test_errors": int(z.sum()),
+        "test_pairs": int(z.size), "matcher_test_f1": _f1(yte, proba["test"] >= 0.5),
+        "auc_uncertainty": roc_auc_score(z, unc), "auc_expectation": roc_auc_score(z, expb),
+        "p10_uncertainty": top_precision(z, unc), "p10_expectation": top_precision(z, expb),
+    }
+    configs = {"learnrisk": {}}
+    if args.optimizer_variant:
+        configs["learnrisk_adam"] = {"optimizer": "adam", "learning_rate": 1e-2}
+    for label, extra in configs.items():
+        params = dict(epochs=args.epochs, random_state=seed, optimizer=args.optimizer,
+                      learning_rate=args.lr, match_gini=args.match_gini, unmatch_gini=args.unmatch_gini)
+        params.update(extra)
+        t = time.perf_counter()
+        est = LearnRiskEstimator(proba_column="proba", **params).fit(Xva, yva, X_train=Xtr, y_train=ytr)
+        row[f"fit_s_{label}"] = time.perf_counter() - t
+        risk = est.predict_risk(Xte)
+        row[f"auc_{label}"] = roc_auc_score(z, risk)
+        row[f"p10_{label}"] = top_precision(z, risk)
+        row[f"rules_{label}"] = len(est.rules_)
+        row[f"valid_auc_{label}"] = est.score(Xva, yva)
+    if args.tune:
+        zva = mispredicted(proba["valid"], yva)
+        grid = {"match_gini": [0.01, 0.1, 0.2, 0.3], "unmatch_gini": [1e-4, 0.02, 0.05, 0.1]}
+        base = LearnRiskEstimator(proba_column="proba", epochs=args.tune_epochs, optimizer=args.optimizer,
+                                  learning_rate=args.lr, random_state=seed)
+        cv = list(StratifiedKFold(3, shuffle=True, random_state=seed).split(Xva, 2 * yva + zva))
+        t = time.perf_counter()
+        gs = GridSearchCV(base, grid, cv=cv, n_jobs=1).fit(Xva, yva, X_train=Xtr, y_train=ytr)
+        best = gs.best_estimator_.set_params(epochs=args.epochs).fit(Xva, yva, X_train=Xtr, y_train=ytr)
+        row["fit_s_tuned"] = time.perf_counter() - t
+        risk = best.predict_risk(Xte)
+        row["auc_tuned"] = roc_auc_score(z, risk)
+        row["p10_tuned"] = top_precision(z, risk)
+        row["rules_tuned"] = len(best.rules_)
+        row["tuned_params"] = json.dumps(gs.best_params_)
+    log(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}))
+    return row
+
+
+def _f1(y, yhat):
+    tp = int(((y == 1) & yhat).sum())
+    return 2 * tp / max(1, int((y == 1).sum()) + int(yhat.sum()))
+
+
+def time_fit(args, log):
+    F, y, split = features("dblp_scholar")
+    tr, va = split == "train", split == "valid"
+    matcher = make_matcher("logreg", 0).fit(F[tr], y[tr])
+    Xtr = F[tr].assign(proba=matcher.predict_proba(F[tr])[:, 1])
+    Xva = F[va].assign(proba=matcher.predict_proba(F[va])[:, 1])
+    for mg, ug in ((0.01, 1e-4), (0.3, 0.1)):
+        t = time.perf_counter()
+        est = LearnRiskEstimator(proba_column="proba", epochs=args.epochs, match_gini=mg, unmatch_gini=ug,
+                                 random_state=0).fit(Xva, y[va], X_train=Xtr, y_train=y[tr])
+        dt = time.perf_counter() - t
+        log(f"fit time DBLP-Scholar: {int(va.sum())} validation pairs, {int(tr.sum())} training pairs, "
+            f"{len(est.rules_)} rules (gini {mg}/{ug}), {args.epochs} epochs: {dt:.1f} s "
+            f"(load average before/after: {args._load0} / {os.getloadavg()[0]:.2f})")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", nargs="+", default=["dblp_scholar", "abt_buy"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--matcher", choices=["logreg", "rf", "rnn"], default="logreg")
+    ap.add_argument("--train-proba", choices=["insample", "oof"], default="oof")
+    ap.add_argument("--epochs", type=int, default=1000)
+    ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--match-gini", type=float, default=0.01)
+    ap.add_argument("--unmatch-gini", type=float, default=1e-4)
+    ap.add_argument("--optimizer-variant", action="store_true", help="also fit with Adam lr 1e-2")
+    ap.add_argument("--tune", action="store_true", help="also GridSearchCV the Gini thresholds on valid")
+    ap.add_argument("--tune-epochs", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="one seed, 100 epochs, DBLP-Scholar only")
+    ap.add_argument("--time-only", action="store_true", help="only time the fit on DBLP-Scholar")
+    ap.add_argument("--out", default=None, help="write the per-run rows to this CSV")
+    args = ap.parse_args(argv)
+    args._load0 = f"{os.getloadavg()[0]:.2f}"
+    if args.quick:
+        args.seeds, args.epochs, args.datasets, args.tune_epochs = [0], 100, ["dblp_scholar"], 50
+
+    def log(msg):
+        print(msg, flush=True)
+
+    log(f"# {time.strftime('%Y-%m-%d %H:%M')} {platform.node()} cpus={os.cpu_count()} "
+        f"load={args._load0} args={vars(args)}")
+    if args.time_only:
+        time_fit(args, log)
+        return
+    rows = []
+    for name in args.datasets:
+        F, y, split = features(name)
+        for seed in args.seeds:
+            rows.append(run_one(name, F, y, split, seed, args, log))
+    df = pd.DataFrame(rows)
+    num = df.select_dtypes("number").drop(columns=["seed"]).columns
+    summary = df.groupby("dataset")[list(num)].agg(["mean", "std"])
+    pd.set_option("display.width", 250)
+    log(summary.T.to_string(float_format=lambda v: f"{v:.4f}"))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(args.out, index=False)
+    log(f"# load average at end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

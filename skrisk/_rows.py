@@ -1,0 +1,91 @@
+"""Positional row access for every pool type skrisk accepts.
+
+Pools are ndarrays, sparse matrices, pandas DataFrames, skorch ``SliceDict``s or plain mappings of
+equally long arrays. Rows are always taken by integer position (never by label: modAL's
+``retrieve_rows`` returns columns for a DataFrame with integer column labels), and stacking uses
+``pd.concat`` / per-key concatenation (``DataFrame.append`` is gone in pandas 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+__all__ = ["num_rows", "take_rows", "stack_rows"]
+
+
+def num_rows(X: Any) -> int:
+    """Number of rows (samples) of a pool."""
+    if isinstance(X, Mapping):
+        lengths = {len(v) for v in X.values()}
+        if len(lengths) != 1:
+            raise ValueError(
+                f"The arrays of a dict/SliceDict pool have different lengths {sorted(lengths)}: "
+                "every key must hold one row per pair."
+            )
+        return lengths.pop()
+    if hasattr(X, "shape") and len(X.shape) > 0:
+        return int(X.shape[0])
+    if isinstance(X, (list, tuple)):
+        return len(X)
+    raise TypeError(
+        f"Cannot count the rows of a {type(X).__name__}: pass an ndarray, a DataFrame, a sparse "
+        "matrix, a skorch SliceDict or a dict of arrays."
+    )
+
+
+def take_rows(X: Any, positions: Sequence[int] | np.ndarray) -> Any:
+    """Rows of ``X`` at integer ``positions``, in that order, keeping the container type."""
+    idx = np.asarray(positions, dtype=np.intp)
+    if isinstance(X, (pd.DataFrame, pd.Series)):
+        return X.iloc[idx]
+    if isinstance(X, Mapping):
+        taken = {k: _take(v, idx) for k, v in X.items()}
+        try:
+            return type(X)(**taken)
+        except TypeError:
+            return taken
+    return _take(X, idx)
+
+
+def _take(v: Any, idx: np.ndarray) -> Any:
+    if isinstance(v, (pd.DataFrame, pd.Series)):
+        return v.iloc[idx]
+    if sp.issparse(v):
+        return v[idx]
+    if isinstance(v, (list, tuple)):
+        return [v[i] for i in idx]
+    return v[idx]
+
+
+def stack_rows(parts: Sequence[Any]) -> Any:
+    """Concatenate pools of one type row-wise."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        raise ValueError("Nothing to stack.")
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    if isinstance(first, (pd.DataFrame, pd.Series)):
+        return pd.concat(parts, axis=0, ignore_index=True)
+    if isinstance(first, Mapping):
+        keys = list(first.keys())
+        for p in parts[1:]:
+            if not isinstance(p, Mapping) or list(p.keys()) != keys:
+                raise ValueError(
+                    f"Cannot stack a mapping pool with keys {keys} and one with different keys."
+                )
+        stacked = {k: stack_rows([p[k] for p in parts]) for k in keys}
+        try:
+            return type(first)(**stacked)
+        except TypeError:
+            return stacked
+    if sp.issparse(first):
+        return sp.vstack(parts, format="csr")
+    if isinstance(first, list):
+        return [row for p in parts for row in p]
+    return np.concatenate([np.asarray(p) for p in parts], axis=0)

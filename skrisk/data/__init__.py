@@ -1,0 +1,30 @@
+"""ER pair data: tables, candidate pairs, loaders, blocking, tokens, vectors and similarity features."""
+
+from ._blocking import BLOCKING_METHODS, BlockingResult, block
+from ._csv import load_csv_tables
+from ._febrl import FEBRL_BLOCKING, load_febrl
+from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, fetch_deepmatcher
+from ._loaders import DEEPMATCHER_DATASETS, get_data_home, load_deepmatcher, read_pairs, read_table
+from ._pairs import UNLABELLED, PairDataset
+from ._similarity import SIMILARITY_METRICS, SimilarityFeatures
+
+__all__ = [
+    "BLOCKING_METHODS",
+    "BlockingResult",
+    "ChecksumError",
+    "DEEPMATCHER_ARCHIVES",
+    "DEEPMATCHER_DATASETS",
+    "FEBRL_BLOCKING",
+    "PairDataset",
+    "SIMILARITY_METRICS",
+    "SimilarityFeatures",
+    "UNLABELLED",
+    "block",
+    "fetch_deepmatcher",
+    "get_data_home",
+    "load_csv_tables",
+    "load_deepmatcher",
+    "load_febrl",
+    "read_pairs",
+    "read_table",
+]

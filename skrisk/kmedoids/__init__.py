@@ -1,0 +1,11 @@
+"""Weighted k-medoids with fixed medoids (the paper's weighted fastPAM, section 4).
+
+:func:`weighted_fastpam` is the torch kernel (CPU or CUDA, distances computed on the fly in
+blocks, never an ``n x n`` matrix); :class:`WeightedKMedoids` wraps it as a scikit-learn
+estimator.
+"""
+
+from skrisk.kmedoids._estimator import WeightedKMedoids
+from skrisk.kmedoids._fastpam import KMedoidsResult, weighted_fastpam
+
+__all__ = ["KMedoidsResult", "WeightedKMedoids", "weighted_fastpam"]

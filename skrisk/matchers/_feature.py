@@ -1,0 +1,269 @@
+"""FeatureMatcher: any scikit-learn classifier on pair similarity features, same interface."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.ensemble import BaggingClassifier, ExtraTreesClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..data._pairs import PairDataset
+
+__all__ = ["FeatureMatcher"]
+
+_COMMITTEES = (RandomForestClassifier, ExtraTreesClassifier, BaggingClassifier)
+
+
+def _default_classifier(random_state: object) -> RandomForestClassifier:
+    return RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=random_state)
+
+
+def _has_committee(self: "FeatureMatcher") -> bool:
+    clf = self.classifier if self.classifier is not None else _default_classifier(None)
+    return isinstance(clf, _COMMITTEES)
+
+
+def _is_logistic(self: "FeatureMatcher") -> bool:
+    return isinstance(self.classifier, LogisticRegression)
+
+
+class FeatureMatcher(ClassifierMixin, BaseEstimator):
+    """A scikit-learn classifier on similarity features, with the matcher interface.
+
+    The fast alternative to :class:`RNNMatcher` for experiments and tests: strategies see the
+    same methods (where the classifier allows them).
+
+    Input ``X`` is either
+
+    * a pair frame (:meth:`PairDataset.to_frame`) or a :class:`PairDataset`: features are computed
+      with ``features`` (fitted in ``fit``);
+    * a float matrix ``(n_pairs, n_features)`` of precomputed features (e.g. SimilarityFeatures
+      fitted once on the whole pool, rows taken by integer position: the cheap way in active
+      learning);
+    * a mapping / :class:`skorch.helper.SliceDict` with a ``features`` entry (the hybrid
+      :class:`~skrisk.data.PairEncoder` output), whose ``tokens`` are ignored.
+
+    ``fit`` records which kind it got; later calls must pass the same kind.
+
+    ==============================  ===============================================================
+    method                          available
+    ==============================  ===============================================================
+    ``predict_proba``, ``represent``  always (``represent`` = standardised features)
+    ``predict_proba_mc``            ensembles of trees / bagging (RandomForest, ExtraTrees,
+                                    Bagging): each draw is one member's probabilities
+    ``gradient_embedding``,         ``LogisticRegression``: analytic last-layer gradients with the
+    ``expected_gradient_length``    standardised features as the representation
+    ==============================  ===============================================================
+
+    Parameters
+    ----------
+    classifier : classifier or None, default=None
+        Any sklearn classifier with ``predict_proba`` (cloned in ``fit``). None:
+        ``RandomForestClassifier(n_estimators=100)`` (chosen by measurement, see
+        ``benchmarks/results/matcher``).
+    features : transformer or None, default=None
+        Pair-frame transformer for frame input; None: :class:`~skrisk.data.SimilarityFeatures`.
+    random_state : int, RandomState or None, default=None
+        Passed to the classifier (when it takes one and its own is None) and to the committee
+        draws of ``predict_proba_mc`` when that call gets none.
+
+    Attributes
+    ----------
+    classifier_ : classifier
+        The fitted classifier.
+    features_ : transformer or None
+        The fitted feature transformer (frame input only).
+    scaler_ : StandardScaler
+        Standardises the features (the representation).
+    input_kind_ : {"frame", "matrix", "mapping"}
+        The kind of ``X`` seen in ``fit``.
+    classes_ : ndarray of shape (2,)
+        ``[0, 1]``.
+    n_features_in_ : int
+        Number of features (of the matrix the classifier sees).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrisk.matchers import FeatureMatcher
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.rand(100, 3); y = (X[:, 0] > 0.5).astype(int)
+    >>> m = FeatureMatcher(random_state=0).fit(X, y)
+    >>> m.predict_proba(X).shape, m.represent(X).shape, m.predict_proba_mc(X, n_iter=5).shape
+    ((100, 2), (100, 3), (5, 100, 2))
+    >>> hasattr(m, "gradient_embedding")
+    False
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> lr = FeatureMatcher(LogisticRegression()).fit(X, y)
+    >>> lr.gradient_embedding(X).shape, hasattr(lr, "predict_proba_mc")
+    ((100, 6), False)
+    """
+
+    def __init__(self, classifier: object = None, features: object = None, random_state: object = None) -> None:
+        self.classifier = classifier
+        self.features = features
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ input
+    @staticmethod
+    def _kind(X: object) -> str:
+        if isinstance(X, (PairDataset, pd.DataFrame)):
+            if isinstance(X, pd.DataFrame) and all(
+                pd.api.types.is_numeric_dtype(t) for t in X.dtypes
+            ) and not any(str(c).startswith(("left_", "right_")) for c in X.columns):
+                return "matrix"
+            return "frame"
+        if isinstance(X, Mapping):
+            return "mapping"
+        return "matrix"
+
+    def _features(self, X: object, *, fit: bool) -> np.ndarray:
+        kind = self._kind(X)
+        if fit:
+            self.input_kind_ = kind
+        elif kind != self.input_kind_:
+            raise ValueError(
+                f"FeatureMatcher was fitted on a {self.input_kind_} input but got a {kind}: pass the "
+                "same kind of X (pair frame, feature matrix, or SliceDict with 'features')."
+            )
+        if kind == "frame":
+            frame = X.to_frame() if isinstance(X, PairDataset) else X
+            if fit:
+                from ..data._similarity import SimilarityFeatures
+
+                tr = clone(self.features) if self.features is not None else SimilarityFeatures()
+                self.features_ = tr.fit(frame)
+            return np.asarray(self.features_.transform(frame), dtype=np.float64)
+        if fit:
+            self.features_ = None
+        if kind == "mapping":
+            if "features" not in X:
+                raise ValueError(
+                    "X is a mapping without 'features': pass PairEncoder(features=...) output, a "
+                    "feature matrix, or a pair frame."
+                )
+            return np.asarray(X["features"])
+        return X  # type: ignore[return-value]
+
+    def _matrix(self, X: object, *, fit: bool, y: object = None):
+        F = self._features(X, fit=fit)
+        if fit:
+            F, y = validate_data(self, F, y, dtype=np.float64, ensure_min_samples=1)
+            return F, y
+        return validate_data(self, F, reset=False, dtype=np.float64)
+
+    # ------------------------------------------------------------------ fit / predict
+    def fit(self, X: object, y: npt.ArrayLike) -> "FeatureMatcher":
+        """Fit the feature transformer (frame input), the scaler and the classifier.
+
+        Parameters
+        ----------
+        X : pair frame, PairDataset, float matrix (n, F) or SliceDict with "features"
+        y : array-like of shape (n,)
+            0 (non-match) / 1 (match); both classes are needed.
+
+        Returns
+        -------
+        self : FeatureMatcher
+        """
+        if self.classifier is not None and not hasattr(self.classifier, "predict_proba"):
+            raise TypeError(
+                f"classifier must have predict_proba, {type(self.classifier).__name__} has not "
+                "(e.g. use SVC(probability=True))."
+            )
+        if y is None:
+            raise ValueError("y is required: FeatureMatcher is a supervised classifier.")
+        F, y = self._matrix(X, fit=True, y=y)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if not np.isin(classes, (0, 1)).all():
+            raise ValueError(f"y must hold 0 (non-match) and 1 (match) only, got {classes.tolist()}.")
+        if len(classes) < 2:
+            raise ValueError(
+                "The training labels hold a single class: a matcher needs at least one match and "
+                "one non-match. Label more pairs."
+            )
+        self.scaler_ = StandardScaler().fit(F)
+        clf = clone(self.classifier) if self.classifier is not None else _default_classifier(None)
+        if self.random_state is not None and "random_state" in clf.get_params() and clf.get_params()["random_state"] is None:
+            clf.set_params(random_state=self.random_state)
+        self.classifier_ = clf.fit(self.scaler_.transform(F), y)
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def _proba_from_scaled(self, Z: np.ndarray) -> np.ndarray:
+        P = self.classifier_.predict_proba(Z)
+        return P[:, np.searchsorted(self.classifier_.classes_, [0, 1])]
+
+    def represent(self, X: object) -> npt.NDArray[np.float64]:
+        """Standardised features ``(n, n_features)``, in row order."""
+        check_is_fitted(self)
+        return self.scaler_.transform(self._matrix(X, fit=False))
+
+    def predict_proba(self, X: object) -> npt.NDArray[np.float64]:
+        """Class probabilities ``(n, 2)`` (non-match, match), in row order."""
+        return self._proba_from_scaled(self.represent(X))
+
+    def predict(self, X: object) -> npt.NDArray[np.int64]:
+        """Predicted labels (1 when the match probability exceeds 0.5)."""
+        return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
+
+    @available_if(_has_committee)
+    def predict_proba_mc(
+        self, X: object, n_iter: int = 20, random_state: object = None
+    ) -> npt.NDArray[np.float64]:
+        """Committee probabilities ``(n_iter, n, 2)``: each draw is one ensemble member's.
+
+        Members are drawn without replacement while ``n_iter <= n_estimators`` (else with),
+        seeded by ``random_state`` (or the matcher's ``random_state``).
+        """
+        if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
+            raise ValueError(f"n_iter must be an int >= 1, got {n_iter!r}.")
+        Z = self.represent(X)
+        members = self.classifier_.estimators_
+        rng = check_random_state(random_state if random_state is not None else self.random_state)
+        pick = rng.choice(len(members), size=n_iter, replace=n_iter > len(members))
+        feats = getattr(self.classifier_, "estimators_features_", None)  # Bagging
+        n = Z.shape[0]
+        out = np.zeros((n_iter, n, 2))
+        for t, i in enumerate(pick):
+            Zi = Z if feats is None else Z[:, feats[i]]
+            P = members[i].predict_proba(Zi)
+            cls = getattr(members[i], "classes_", np.arange(P.shape[1]))
+            # members are fitted on encoded labels 0..k-1 (forests) or on the labels (bagging)
+            for j, c in enumerate(cls):
+                out[t, :, int(c)] = P[:, j]
+        return out
+
+    @available_if(_is_logistic)
+    def gradient_embedding(self, X: object) -> npt.NDArray[np.float64]:
+        """BADGE embeddings ``(n, 2 * n_features)``: ``(p - onehot(yhat)) outer z`` with ``z`` the
+        standardised features (the logistic regression written as a 2-class softmax layer)."""
+        Z = self.represent(X)
+        P = self._proba_from_scaled(Z)
+        onehot = np.eye(2)[P.argmax(axis=1)]
+        return ((P - onehot)[:, :, None] * Z[:, None, :]).reshape(len(Z), -1)
+
+    @available_if(_is_logistic)
+    def expected_gradient_length(self, X: object) -> npt.NDArray[np.float64]:
+        """EGL ``(n,)``: ``sum_y p(y) ||p - onehot(y)|| ||z||``."""
+        Z = self.represent(X)
+        P = self._proba_from_scaled(Z)
+        norms = np.linalg.norm(P[:, None, :] - np.eye(2)[None], axis=2)
+        return (P * norms).sum(axis=1) * np.linalg.norm(Z, axis=1)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.dict = True
+        tags.classifier_tags.multi_class = False
+        return tags

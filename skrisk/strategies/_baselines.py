@@ -1,0 +1,205 @@
+"""The paper's baseline query strategies under one contract.
+
+Every strategy is ``f(learner, X_pool, n_instances=1, *, random_state=None, **kw)`` and returns
+``(positions, scores)``: integer positions into ``X_pool`` (distinct, ``n_instances`` of them) and
+the score each was chosen by. ``learner`` is a modAL learner (or skrisk's
+:class:`~skrisk.active.ActiveLearner`) whose ``estimator`` is a fitted matcher; the labelled set is
+``learner.X_training``. Pool rows are addressed by position only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+from .._rows import num_rows, take_rows
+from .._typing import FloatArray, IntArray, RandomStateLike
+from ..matchers._base import require
+from ._selection import check_query, labelled_pool, min_distances, resolve_device, top_k
+
+__all__ = [
+    "random_sampling",
+    "entropy_sampling",
+    "bald_sampling",
+    "coreset_sampling",
+    "egl_sampling",
+    "badge_sampling",
+    "entropy",
+]
+
+_EPS = 1e-12
+
+
+def entropy(proba: FloatArray, axis: int = -1) -> FloatArray:
+    """Shannon entropy (nats) of probability vectors along ``axis``."""
+    p = np.clip(np.asarray(proba, dtype=np.float64), _EPS, 1.0)
+    return -(p * np.log(p)).sum(axis=axis)
+
+
+def random_sampling(
+    learner: Any, X_pool: Any, n_instances: int = 1, *, random_state: RandomStateLike = None, **kw: Any
+) -> tuple[IntArray, FloatArray]:
+    """Uniformly random positions (needs nothing from the matcher).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrisk.strategies import random_sampling
+    >>> pos, _ = random_sampling(None, np.zeros((10, 2)), n_instances=3, random_state=0)
+    >>> len(set(pos.tolist()))
+    3
+    """
+    n_pool = check_query(X_pool, n_instances, "random_sampling")
+    rng = check_random_state(random_state)
+    pos = rng.choice(n_pool, size=n_instances, replace=False).astype(np.intp)
+    return pos, np.zeros(n_instances)
+
+
+def entropy_sampling(
+    learner: Any, X_pool: Any, n_instances: int = 1, *, random_state: RandomStateLike = None, **kw: Any
+) -> tuple[IntArray, FloatArray]:
+    """Maximum entropy of the matcher's class probabilities."""
+    check_query(X_pool, n_instances, "entropy_sampling")
+    proba = require(learner, "proba", "entropy_sampling")(X_pool)
+    return top_k(entropy(proba), n_instances, random_state)
+
+
+def bald_sampling(
+    learner: Any,
+    X_pool: Any,
+    n_instances: int = 1,
+    *,
+    random_state: RandomStateLike = None,
+    n_iter: int = 20,
+    **kw: Any,
+) -> tuple[IntArray, FloatArray]:
+    """BALD (Houlsby et al. 2011; Gal et al. 2017) with MC dropout: H[mean p] - mean H[p]."""
+    check_query(X_pool, n_instances, "bald_sampling")
+    if n_iter < 2:
+        raise ValueError(f"bald_sampling: n_iter must be at least 2 MC passes, got {n_iter}.")
+    mc = require(learner, "mc_dropout", "bald_sampling")(X_pool, n_iter=n_iter, random_state=random_state)
+    mc = np.asarray(mc, dtype=np.float64)
+    score = entropy(mc.mean(0)) - entropy(mc).mean(0)
+    return top_k(score, n_instances, random_state)
+
+
+def _representations(learner: Any, X_pool: Any, strategy: str, transform: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Representations of the pool and of the labelled set (empty if none)."""
+    represent = transform if transform is not None else require(learner, "representation", strategy)
+    pool = np.asarray(represent(X_pool), dtype=np.float32)
+    X_lab = labelled_pool(learner)
+    if X_lab is None or num_rows(X_lab) == 0:
+        lab = np.zeros((0, pool.shape[1]), dtype=np.float32)
+    else:
+        lab = np.asarray(represent(X_lab), dtype=np.float32)
+    return pool, lab
+
+
+def coreset_sampling(
+    learner: Any,
+    X_pool: Any,
+    n_instances: int = 1,
+    *,
+    random_state: RandomStateLike = None,
+    transform: Any = None,
+    device: str | None = "auto",
+    **kw: Any,
+) -> tuple[IntArray, FloatArray]:
+    """Core-set (Sener & Savarese 2018): k-center greedy on the representations, labelled set fixed.
+
+    Each step takes the pool pair farthest from every centre so far (the labelled pairs and the
+    pairs chosen before it). Ties go to a seeded random order. O(n_instances * n * d) time.
+    """
+    check_query(X_pool, n_instances, "coreset_sampling")
+    pool, lab = _representations(learner, X_pool, "coreset_sampling", transform)
+    dev = resolve_device(device)
+    dist = torch.as_tensor(min_distances(pool, lab, device=dev), dtype=torch.float32, device=dev)
+    P = torch.as_tensor(pool, device=dev)
+    rng = check_random_state(random_state)
+    tie = torch.as_tensor(rng.permutation(len(pool)).astype(np.float32) * 1e-30, device=dev)
+    chosen, scores = [], []
+    for _ in range(n_instances):
+        if torch.isinf(dist).all():  # no labelled set: start from a random pair
+            j = int(rng.randint(len(pool)))
+            score = float("inf")
+        else:
+            j = int(torch.argmax(dist + tie))
+            score = float(dist[j])
+        chosen.append(j)
+        scores.append(score)
+        d_new = torch.linalg.vector_norm(P - P[j], dim=1)
+        dist = torch.minimum(dist, d_new)
+        dist[j] = -1.0
+    return np.asarray(chosen, dtype=np.intp), np.asarray(scores)
+
+
+def egl_sampling(
+    learner: Any,
+    X_pool: Any,
+    n_instances: int = 1,
+    *,
+    random_state: RandomStateLike = None,
+    subsample: int | None = None,
+    **kw: Any,
+) -> tuple[IntArray, FloatArray]:
+    """Expected gradient length (Settles et al. 2008; Huang et al. 2016) of the last layer.
+
+    ``subsample``: score only a seeded random subset of that many pool pairs (the paper does
+    this for speed); positions still index the whole pool.
+    """
+    n_pool = check_query(X_pool, n_instances, "egl_sampling")
+    egl = require(learner, "expected_gradient_length", "egl_sampling")
+    rng = check_random_state(random_state)
+    if subsample is not None and subsample < n_pool:
+        if subsample < n_instances:
+            raise ValueError(
+                f"egl_sampling: subsample={subsample} is smaller than n_instances={n_instances}."
+            )
+        cand = np.sort(rng.choice(n_pool, size=subsample, replace=False)).astype(np.intp)
+        scores = np.asarray(egl(take_rows(X_pool, cand)), dtype=np.float64)
+        pos, sc = top_k(scores, n_instances, rng)
+        return cand[pos], sc
+    scores = np.asarray(egl(X_pool), dtype=np.float64)
+    return top_k(scores, n_instances, rng)
+
+
+def badge_sampling(
+    learner: Any,
+    X_pool: Any,
+    n_instances: int = 1,
+    *,
+    random_state: RandomStateLike = None,
+    device: str | None = "auto",
+    **kw: Any,
+) -> tuple[IntArray, FloatArray]:
+    """BADGE (Ash et al. 2020): k-means++ seeding on last-layer gradient embeddings.
+
+    The first pair is the one with the largest gradient norm; each next one is drawn with
+    probability proportional to its squared distance to the nearest chosen pair (seeded).
+    """
+    check_query(X_pool, n_instances, "badge_sampling")
+    G = np.asarray(require(learner, "gradient_embedding", "badge_sampling")(X_pool), dtype=np.float32)
+    rng = check_random_state(random_state)
+    dev = resolve_device(device)
+    Gt = torch.as_tensor(G, device=dev)
+    norms = torch.linalg.vector_norm(Gt, dim=1)
+    first = int(torch.argmax(norms))
+    chosen = [first]
+    scores = [float(norms[first])]
+    d2 = ((Gt - Gt[first]) ** 2).sum(1).double()
+    for _ in range(1, n_instances):
+        d2[chosen] = 0.0
+        total = float(d2.sum())
+        if total <= 0.0:  # all remaining pairs coincide with a centre: take random unchosen ones
+            rest = np.setdiff1d(np.arange(len(G)), chosen)
+            j = int(rng.choice(rest))
+        else:
+            p = (d2 / total).cpu().numpy()
+            j = int(rng.choice(len(G), p=p / p.sum()))
+        chosen.append(j)
+        scores.append(float(d2[j]))
+        d2 = torch.minimum(d2, ((Gt - Gt[j]) ** 2).sum(1).double())
+    return np.asarray(chosen, dtype=np.intp), np.asarray(scores)

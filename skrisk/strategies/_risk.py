@@ -1,0 +1,270 @@
+"""Risk sampling (Nafa, Chen et al., KBS 2022): LearnRisk risk + weighted k-medoids with fixed medoids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+
+from .._rows import num_rows, take_rows
+from .._typing import FloatArray, IntArray, RandomStateLike
+from ..exceptions import NotFittedError
+from ..kmedoids import weighted_fastpam
+from ..matchers._base import require
+from ..risk import LearnRiskEstimator
+from ._selection import check_query, labelled_pool, min_distances, resolve_device, top_k
+
+__all__ = ["RiskSampler", "risk_sampling", "risk_features"]
+
+
+def risk_features(X: Any) -> np.ndarray:
+    """The similarity features LearnRisk's rules use, taken from a pool.
+
+    A mapping / ``SliceDict`` pool supplies them under the key ``"features"``; a 2-D float array
+    pool *is* the feature matrix (the feature-based matcher's input).
+    """
+    if isinstance(X, Mapping):
+        if "features" not in X:
+            raise TypeError(
+                f"The pool is a mapping with keys {sorted(X)} but no 'features': encode pairs with "
+                "similarity features (e.g. RNNMatcher's hybrid encoding), or give RiskSampler "
+                "features=<callable returning the similarity features of pool rows>."
+            )
+        return np.asarray(X["features"], dtype=np.float64)
+    arr = np.asarray(X)
+    if arr.ndim == 2 and arr.dtype.kind == "f":
+        return arr.astype(np.float64, copy=False)
+    raise TypeError(
+        f"Cannot find similarity features in a pool of type {type(X).__name__} with "
+        f"shape {getattr(arr, 'shape', None)}: give RiskSampler features=<callable returning the "
+        "similarity features of pool rows>."
+    )
+
+
+class RiskSampler(BaseEstimator):
+    """Risk sampling as a modAL query strategy (a callable object).
+
+    One call, given the learner and the unlabelled pool:
+
+    1. fits :class:`~skrisk.risk.LearnRiskEstimator` for the current matcher: rules and
+       expectations from the labelled set, weights ranked on (a ``valid_ratio`` share of) the
+       validation pairs this sampler was given;
+    2. computes the risk ``R_i`` (VaR) of every pool pair;
+    3. takes the representations (the matcher's ``represent``, or ``transform``) of the pool and
+       of the labelled set;
+    4. weights every pool pair by the Lipschitz estimate ``L_i = R_i / min_{j in L} ||x_i - x_j||``
+       (paper eq. 6, with ``eps`` against zero distance);
+    5. solves the weighted k-medoids problem (eq. 7) with the labelled pairs as fixed medoids by
+       weighted fastPAM, and returns the chosen pool positions with their risks.
+
+    Parameters
+    ----------
+    X_valid, y_valid : pool-like and array-like, optional
+        Labelled validation pairs (the matcher's input format) for LearnRisk's ranking. Without
+        them LearnRisk falls back to splitting the labelled set.
+    valid_ratio : float, default=1.0
+        Share of the validation pairs used (a stratified sample fixed by ``random_state``).
+    features : callable, optional
+        ``features(X) -> (n, F)`` similarity features of pool rows; default
+        :func:`risk_features` (``X["features"]`` or a float matrix ``X``).
+    transform : callable, optional
+        ``transform(X) -> (n, h)`` representation; default the matcher's ``represent``.
+    weighting : {"lipschitz", "risk", "unit"}, default="lipschitz"
+        Point weights of the k-medoids problem: eq. 6, the risk alone (no distance term), or 1.
+    selection : {"kmedoids", "topk"}, default="kmedoids"
+        Weighted fastPAM with the labelled set fixed, or simply the ``n`` largest weights.
+    risk_params : dict, optional
+        Parameters of :class:`~skrisk.risk.LearnRiskEstimator` (e.g. ``{"epochs": 300}``).
+    schedule, init, block_size : see :func:`~skrisk.kmedoids.weighted_fastpam`.
+    eps : float, default=1e-8
+        Added to the distance in eq. 6.
+    device : str, default="auto"
+        Device of the kernel and distance computations.
+    random_state : int or None, default=None
+        Seeds the validation sample, LearnRisk and tie-breaking (a per-call ``random_state``
+        overrides it for that call).
+
+    Attributes
+    ----------
+    risk_model_ : LearnRiskEstimator
+        The risk model fitted by the last call.
+    last_risk_, last_weights_ : ndarray
+        Risk and k-medoids weight of every pool pair of the last call.
+    last_result_ : KMedoidsResult or None
+        The kernel's result of the last call.
+
+    Examples
+    --------
+    >>> from skrisk import RiskSampler
+    >>> sampler = RiskSampler(risk_params={"epochs": 200}, random_state=0)
+    >>> sampler.set_params(valid_ratio=0.5).valid_ratio
+    0.5
+    """
+
+    def __init__(
+        self,
+        X_valid: Any = None,
+        y_valid: Any = None,
+        *,
+        valid_ratio: float = 1.0,
+        features: Callable[[Any], Any] | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        weighting: str = "lipschitz",
+        selection: str = "kmedoids",
+        risk_params: dict | None = None,
+        schedule: str = "eager",
+        init: str = "heaviest",
+        block_size: int = 64,
+        eps: float = 1e-8,
+        device: str = "auto",
+        random_state: int | None = None,
+    ) -> None:
+        self.X_valid = X_valid
+        self.y_valid = y_valid
+        self.valid_ratio = valid_ratio
+        self.features = features
+        self.transform = transform
+        self.weighting = weighting
+        self.selection = selection
+        self.risk_params = risk_params
+        self.schedule = schedule
+        self.init = init
+        self.block_size = block_size
+        self.eps = eps
+        self.device = device
+        self.random_state = random_state
+
+    @property
+    def __name__(self) -> str:  # strategies are named in reports
+        return "risk_sampling"
+
+    # ------------------------------------------------------------------ helpers
+    def _check_params(self) -> None:
+        if self.weighting not in ("lipschitz", "risk", "unit"):
+            raise ValueError(f"weighting must be 'lipschitz', 'risk' or 'unit', got {self.weighting!r}.")
+        if self.selection not in ("kmedoids", "topk"):
+            raise ValueError(f"selection must be 'kmedoids' or 'topk', got {self.selection!r}.")
+        if not (0.0 < float(self.valid_ratio) <= 1.0):
+            raise ValueError(f"valid_ratio must be in (0, 1], got {self.valid_ratio}.")
+        if (self.X_valid is None) != (self.y_valid is None):
+            raise ValueError("Give both X_valid and y_valid, or neither.")
+
+    def _valid_subset(self) -> tuple[Any, np.ndarray] | None:
+        if self.X_valid is None:
+            return None
+        y = np.asarray(self.y_valid).ravel().astype(np.int64)
+        n = num_rows(self.X_valid)
+        if len(y) != n:
+            raise ValueError(f"X_valid has {n} rows but y_valid has {len(y)} labels.")
+        if len(np.unique(y)) < 2:
+            raise ValueError(
+                "The validation set holds a single class: LearnRisk needs matches and non-matches "
+                "among the validation pairs to learn which pairs are mispredicted."
+            )
+        if self.valid_ratio >= 1.0:
+            return self.X_valid, y
+        rng = check_random_state(self.random_state)
+        keep = []
+        for cls in (0, 1):
+            idx = np.flatnonzero(y == cls)
+            k = max(1, int(round(self.valid_ratio * len(idx))))
+            keep.append(rng.choice(idx, size=k, replace=False))
+        pos = np.sort(np.concatenate(keep))
+        return take_rows(self.X_valid, pos), y[pos]
+
+    def _risk_input(self, X: Any, proba: np.ndarray) -> np.ndarray:
+        feats = self.features(X) if self.features is not None else risk_features(X)
+        feats = np.asarray(feats, dtype=np.float64)
+        return np.column_stack([feats, proba[:, 1]])
+
+    # ------------------------------------------------------------------ the strategy
+    def __call__(
+        self,
+        learner: Any,
+        X_pool: Any,
+        n_instances: int = 1,
+        *,
+        random_state: RandomStateLike = None,
+        **kw: Any,
+    ) -> tuple[IntArray, FloatArray]:
+        """Choose ``n_instances`` pool positions; returns ``(positions, risks)``."""
+        self._check_params()
+        check_query(X_pool, n_instances, "risk_sampling")
+        proba_fn = require(learner, "proba", "risk_sampling")
+        X_lab = labelled_pool(learner)
+        y_lab = getattr(learner, "y_training", None)
+        if X_lab is None or y_lab is None or num_rows(X_lab) == 0:
+            raise NotFittedError(
+                "risk_sampling needs the learner's labelled set (learner.X_training / y_training) "
+                "for LearnRisk's statistics: start the learner with an initial labelled set."
+            )
+        y_lab = np.asarray(y_lab).ravel().astype(np.int64)
+        seed = random_state if random_state is not None else self.random_state
+        valid = self._valid_subset()
+
+        # 1-2. LearnRisk for the current matcher, then the risk of every pool pair
+        p_pool = np.asarray(proba_fn(X_pool), dtype=np.float64)
+        R_lab = self._risk_input(X_lab, np.asarray(proba_fn(X_lab), dtype=np.float64))
+        if valid is not None:
+            X_v, y_v = valid
+            R_val = self._risk_input(X_v, np.asarray(proba_fn(X_v), dtype=np.float64))
+            fit_args = (R_val, y_v)
+            fit_kw = {"X_train": R_lab, "y_train": y_lab}
+        else:
+            fit_args, fit_kw = (R_lab, y_lab), {}
+        params = {"random_state": seed if isinstance(seed, (int, np.integer)) else None, **(self.risk_params or {})}
+        model = LearnRiskEstimator(**params).fit(*fit_args, **fit_kw)
+        risk = np.asarray(model.predict_risk(self._risk_input(X_pool, p_pool)), dtype=np.float64)
+        self.risk_model_ = model
+        self.last_risk_ = risk
+
+        # 3-4. representations and Lipschitz weights
+        if self.weighting == "unit":
+            weights = np.ones_like(risk)
+        else:
+            weights = risk.copy()
+        need_repr = self.selection == "kmedoids" or self.weighting == "lipschitz"
+        if need_repr:
+            represent = self.transform if self.transform is not None else require(learner, "representation", "risk_sampling")
+            rep_pool = np.asarray(represent(X_pool), dtype=np.float32)
+            rep_lab = np.asarray(represent(X_lab), dtype=np.float32)
+            if self.weighting == "lipschitz":
+                d_lab = min_distances(rep_pool, rep_lab, device=resolve_device(self.device))
+                weights = risk / (d_lab.astype(np.float64) + self.eps)
+        self.last_weights_ = weights
+
+        # 5. selection
+        if self.selection == "topk":
+            self.last_result_ = None
+            pos, _ = top_k(weights, n_instances, seed)
+            return pos, risk[pos]
+        X_all = np.concatenate([rep_lab, rep_pool], axis=0)
+        n_lab = len(rep_lab)
+        w_all = np.concatenate([np.zeros(n_lab), weights])
+        if not np.any(weights > 0):  # nothing at risk: fall back to unit weights (pure coverage)
+            w_all[n_lab:] = 1.0
+        res = weighted_fastpam(
+            X_all,
+            n_instances,
+            sample_weight=w_all,
+            fixed=np.arange(n_lab),
+            init=self.init,
+            schedule=self.schedule,
+            block_size=self.block_size,
+            device=self.device,
+            random_state=seed,
+        )
+        self.last_result_ = res
+        pos = np.asarray(res.selected, dtype=np.intp) - n_lab
+        order = np.argsort(-risk[pos], kind="stable")
+        pos = pos[order]
+        return pos, risk[pos]
+
+
+#: The ready default: ``ActiveLearner(..., query_strategy=risk_sampling)``. Without validation
+#: pairs LearnRisk splits the labelled set; for the paper's protocol give them:
+#: ``RiskSampler(X_valid, y_valid)``.
+risk_sampling = RiskSampler()

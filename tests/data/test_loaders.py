@@ -1,0 +1,153 @@
+"""Tests of the lead's load_deepmatcher / PairDataset: real data figures and every bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skrisk.data._loaders import load_deepmatcher, read_pairs, read_table
+from skrisk.data._pairs import PairDataset
+from skrisk.exceptions import DataError
+
+# ../shared/data/README.md: train / valid / test pairs and positive rate
+README = {
+    "beer": ((268, 91, 91), 0.151, ["Beer_Name", "Brew_Factory_Name", "Style", "ABV"]),
+    "fodors_zagats": ((567, 190, 189), 0.116, ["name", "addr", "city", "phone", "type", "class"]),
+    "abt_buy": ((5743, 1916, 1916), 0.107, ["name", "description", "price"]),
+    "dblp_scholar": ((17223, 5742, 5742), 0.186, ["title", "authors", "venue", "year"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(README))
+def test_four_datasets_match_readme(name, data_home):
+    sizes, rate, attrs = README[name]
+    ds = load_deepmatcher(name, data_home)
+    assert tuple(ds.split_sizes().values()) == sizes
+    assert list(ds.split_sizes()) == ["train", "valid", "test"]
+    assert ds.positive_rate() == pytest.approx(rate, abs=0.0006)
+    assert ds.attributes == attrs and ds.has_labels
+
+
+def test_aliases_and_paths(data_home):
+    a = load_deepmatcher("Structured/Beer", data_home)
+    b = load_deepmatcher(data_home / "beer")
+    assert a.pairs.equals(b.pairs) and a.name == b.name == "beer"
+
+
+def test_pair_dataset_views(beer):
+    frame = beer.to_frame()
+    assert list(frame.columns) == [f"left_{a}" for a in beer.attributes] + [f"right_{a}" for a in beer.attributes]
+    assert len(frame) == len(beer)
+    sub = beer.subset([5, 2])
+    assert sub.pairs["left_id"].tolist() == beer.pairs["left_id"].iloc[[5, 2]].tolist()
+    np.testing.assert_array_equal(beer.split("test").y(), beer.labels[beer.split_positions("test")])
+    assert frame.equals(frame.apply(lambda c: c.str.strip().str.lower()))
+
+
+def test_texts_normalise_floats():
+    left = pd.DataFrame({"year": [1996.0, np.nan, " ABC "]}, index=["1", "2", "3"])
+    ds = PairDataset.from_frames(left, left, [("1", "1", 1), ("2", "3", 0)])
+    assert ds.texts("left")["year"].tolist() == ["1996", ""]
+    assert ds.texts("right")["year"].tolist() == ["1996", "abc"]
+
+
+# ------------------------------------------------------------------------ a DeepMatcher folder
+GOOD = {
+    "tableA.csv": "id,name\n0,acme\n1,globex\n",
+    "tableB.csv": "id,name\n0,acme corp\n1,umbrella\n",
+    "train.csv": "ltable_id,rtable_id,label\n0,0,1\n1,1,0\n",
+    "valid.csv": "ltable_id,rtable_id,label\n0,1,0\n",
+    "test.csv": "ltable_id,rtable_id,label\n1,0,0\n",
+}
+
+
+def _folder(tmp_path: Path, **changes: str | bytes | None) -> Path:
+    folder = tmp_path / "mine"
+    folder.mkdir(exist_ok=True)
+    for name, text in {**GOOD, **changes}.items():
+        if text is None:
+            continue
+        (folder / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    return folder
+
+
+def test_good_folder(tmp_path):
+    ds = load_deepmatcher(_folder(tmp_path))
+    assert ds.split_sizes() == {"train": 2, "valid": 1, "test": 1} and ds.name == "mine"
+
+
+def test_unknown_name(tmp_path):
+    with pytest.raises(FileNotFoundError, match="fetch_deepmatcher"):
+        load_deepmatcher("nothing_here", tmp_path)
+
+
+@pytest.mark.parametrize(
+    "changes, exc, match",
+    [
+        ({"valid.csv": None}, FileNotFoundError, "valid.csv does not exist"),
+        ({"tableA.csv": "key,name\n0,a\n"}, DataError, "no 'id' column"),
+        ({"tableA.csv": "id,name\n0,a\n0,b\n"}, DataError, "'0' appears more than once"),
+        ({"tableA.csv": "id,name\n"}, DataError, "no records"),
+        ({"tableB.csv": ""}, DataError, "is empty"),
+        ({"tableB.csv": "id,title\n0,a\n1,b\n"}, DataError, r"only in A \['name'\]"),
+        ({"train.csv": "ltable_id,rtable_id,label\n0,7,1\n"}, DataError, r"'7' at row 0 .*tableB"),
+        ({"train.csv": "ltable_id,rtable_id,label\n0,0,2\n"}, DataError, "label '2' at row 0"),
+        ({"train.csv": "ltable_id,rtable_id,label\n0,0,\n"}, DataError, "needs a 0/1 'label'"),
+        ({"test.csv": "left,right,label\n0,0,1\n"}, DataError, r"lacks the column\(s\)"),
+        ({"tableA.csv": "id,name\n0,caf\xe9\n1,b\n".encode("latin-1")}, DataError, "encoding='latin-1'"),
+    ],
+)
+def test_bad_folders(tmp_path, changes, exc, match):
+    with pytest.raises(exc, match=match):
+        load_deepmatcher(_folder(tmp_path, **changes))
+
+
+def test_encoding_parameter(tmp_path):
+    folder = _folder(tmp_path, **{"tableA.csv": "id,name\n0,caf\xe9\n1,b\n".encode("latin-1")})
+    ds = load_deepmatcher(folder, encoding="latin-1")
+    assert ds.left.loc["0", "name"] == "café"
+
+
+def test_read_helpers(tmp_path):
+    folder = _folder(tmp_path)
+    assert read_table(folder / "tableA.csv").index.tolist() == ["0", "1"]
+    assert read_pairs(folder / "train.csv")["label"].tolist() == [1, 0]
+
+
+def test_pair_dataset_bad_input():
+    left = pd.DataFrame({"name": ["a"]}, index=["1"])
+    with pytest.raises(DataError, match="empty"):
+        PairDataset.from_frames(left.iloc[:0], left, [])
+    with pytest.raises(DataError, match="duplicate record ids"):
+        PairDataset.from_frames(pd.concat([left, left]), left, [("1", "1")])
+    with pytest.raises(DataError, match="aligned attributes"):
+        PairDataset.from_frames(left, left.rename(columns={"name": "title"}), [("1", "1")])
+    with pytest.raises(DataError, match="not 0 or 1"):
+        PairDataset.from_frames(left, left, [("1", "1", 3)])
+    with pytest.raises(DataError, match="not an id of the right table"):
+        PairDataset.from_frames(left, left, [("1", "9", 1)])
+    with pytest.raises(TypeError, match="DataFrame"):
+        PairDataset.from_frames(left.to_numpy(), left, [("1", "1")])
+    ds = PairDataset.from_frames(left, left, [("1", "1", -1)])
+    with pytest.raises(DataError, match="unlabelled"):
+        ds.y()
+    with pytest.raises(KeyError, match="no split"):
+        ds.split("train")
+
+
+def test_docstring_examples():
+    """The Examples sections of the data modules run."""
+    import doctest
+
+    import skrisk.data._blocking as b
+    import skrisk.data._csv as c
+    import skrisk.data._febrl as f
+    import skrisk.data._fetch as fe
+    import skrisk.data._similarity as s
+
+    for mod in (s, b, f, c, fe):
+        result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, mod.__name__

@@ -1,0 +1,236 @@
+"""Tests of SimilarityFeatures: hand-computed values, oracles, input forms, errors, sklearn checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from rapidfuzz.distance import JaroWinkler
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import skrisk.data._similarity as simmod
+from skrisk.data._similarity import SIMILARITY_METRICS, SimilarityFeatures
+
+_ODD = (
+    "sklearn's generic test data has an odd number of columns; a pair input needs the left and "
+    "the right value of each attribute (2 * k columns) and says so in a ValueError"
+)
+
+
+def _frame(left, right, attr="a"):
+    return pd.DataFrame({f"left_{attr}": left, f"right_{attr}": right})
+
+
+def _one(metric, left, right):
+    X = _frame(left, right)
+    return SimilarityFeatures(metrics=[metric]).fit_transform(X)[:, 0]
+
+
+# ---------------------------------------------------------------- hand-computed values
+def test_word_jaccard():
+    np.testing.assert_allclose(_one("jaccard", ["a b c", "x"], ["b c d", "x"]), [0.5, 1.0])
+
+
+def test_char_3gram_jaccard():
+    # " abc " -> {" ab", "abc", "bc "}; " abd " -> {" ab", "abd", "bd "}: 1 shared of 5
+    np.testing.assert_allclose(_one("jaccard_3gram", ["abc"], ["abd"]), [0.2], rtol=1e-6)
+
+
+def test_levenshtein_and_jaro_winkler():
+    np.testing.assert_allclose(_one("levenshtein", ["kitten"], ["sitting"]), [1 - 3 / 7], rtol=1e-6)
+    np.testing.assert_allclose(_one("jaro_winkler", ["martha"], ["marhta"]), [0.9611111], rtol=1e-6)
+
+
+def test_tfidf_cosine():
+    out = _one("tfidf_cosine", ["red apple", "red apple", "pear"], ["red apple", "green kiwi", "pear tree"])
+    assert out[0] == pytest.approx(1.0, abs=1e-6)
+    assert out[1] == pytest.approx(0.0, abs=1e-6)
+    assert 0.0 < out[2] < 1.0
+
+
+def test_monge_elkan_hand_value():
+    # A = {paul, johnson}, B = {johnson, paule}: ME(A,B) = (jw(paul,paule) + 1) / 2 = ME(B,A)
+    expected = (JaroWinkler.normalized_similarity("paul", "paule") + 1) / 2
+    np.testing.assert_allclose(_one("monge_elkan", ["paul johnson"], ["johnson paule"]), [expected], rtol=1e-6)
+
+
+def _me_reference(a: str, b: str) -> float:
+    ta, tb = a.split(), b.split()
+    if not ta or not tb:
+        return 0.0
+    ab = np.mean([max(JaroWinkler.normalized_similarity(x, y) for y in tb) for x in ta])
+    ba = np.mean([max(JaroWinkler.normalized_similarity(y, x) for x in ta) for y in tb])
+    return 0.5 * (ab + ba)
+
+
+@pytest.mark.parametrize("chunk", [7, 1_000_000])
+def test_monge_elkan_matches_brute_force(beer, monkeypatch, chunk):
+    """The vectorised, chunked Monge-Elkan equals a per-pair double loop (any chunk size)."""
+    monkeypatch.setattr(simmod, "_ME_CHUNK", chunk)
+    frame = beer.to_frame()
+    # Beer names are words separated by spaces; use the same tokens as the reference
+    left = frame["left_Beer_Name"].str.replace(r"[^\w\s]", " ", regex=True).to_numpy()
+    right = frame["right_Beer_Name"].str.replace(r"[^\w\s]", " ", regex=True).to_numpy()
+    got = _one("monge_elkan", left, right)
+    want = [_me_reference(a, b) for a, b in zip(left, right)]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_num_delta_and_numeric_detection():
+    X = _frame(["10", "$ 1,000", "1996.0", "7.50 %", ""], ["8", "500", "1996", "5 %", "3"], attr="price")
+    sf = SimilarityFeatures(metrics=["num_delta"]).fit(X)
+    assert sf.numeric_attributes_ == ["price"]
+    np.testing.assert_allclose(sf.transform(X)[:, 0], [0.2, 0.5, 0.0, 2.5 / 7.5, -1.0], rtol=1e-6)
+    text = _frame(["red apple", "pear"], ["10", "kiwi"])
+    sf = SimilarityFeatures(metrics=["jaccard", "num_delta"]).fit(text)
+    assert sf.numeric_attributes_ == []
+    assert sf.get_feature_names_out().tolist() == ["a_jaccard"]
+
+
+def test_num_diff_flags_conflicting_numbers_only():
+    left = ["1994", "1996", "lg 24 lds4821ww", "canon eos 40d", "no numbers", "310/246 -1501"]
+    right = ["1995.0", "1996.0", "lg lds4821ww", "canon eos 50d", "7", "310-246-1501"]
+    np.testing.assert_array_equal(_one("num_diff", left, right), [1, 0, 0, 1, 0, 0])
+
+
+def test_missing_values():
+    X = _frame(["abc", None, np.nan, "", "x"], ["abc", "abc", np.nan, "", "NaN"])
+    sf = SimilarityFeatures().fit(X)
+    out = sf.transform(X)
+    names = sf.get_feature_names_out().tolist()
+    sims = [i for i, n in enumerate(names) if "diff" not in n]
+    assert (out[0, sims] == 1).all()
+    assert (out[1:, sims] == -1).all()  # "NaN" text counts as missing, like PairDataset.texts
+    np.testing.assert_array_equal(out[:, names.index("a_missing_diff")], [0, 1, 0, 0, 1])
+    flags = [i for i, n in enumerate(names) if "diff" in n]
+    assert set(np.unique(out[:, flags])) <= {0.0, 1.0}
+
+
+def test_attribute_without_tokens():
+    X = _frame(["", ""], ["", ""])
+    out = SimilarityFeatures(metrics=["tfidf_cosine", "missing_diff"]).fit_transform(X)
+    np.testing.assert_array_equal(out, [[-1, 0], [-1, 0]])
+
+
+# ---------------------------------------------------------------- input forms and layout
+def test_input_forms_agree(fodors):
+    frame = fodors.to_frame()
+    sf = SimilarityFeatures(metrics=["jaccard", "levenshtein", "num_diff"])
+    a = sf.fit(fodors).transform(fodors)
+    b = SimilarityFeatures(metrics=["jaccard", "levenshtein", "num_diff"]).fit_transform(frame)
+    c = SimilarityFeatures(metrics=["jaccard", "levenshtein", "num_diff"]).fit_transform(frame.to_numpy())
+    shuffled = frame[list(frame.columns[::-1])]  # right_ columns first: pairing is by name
+    d = SimilarityFeatures(metrics=["jaccard", "levenshtein", "num_diff"]).fit_transform(shuffled)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    assert sorted(map(tuple, a.T.tolist())) == sorted(map(tuple, d.T.tolist()))
+    assert a.dtype == np.float32 and a.shape == (len(fodors), 3 * 6)
+
+
+def test_feature_names_and_metric_subset(beer):
+    full = SimilarityFeatures().fit(beer)
+    names = full.get_feature_names_out().tolist()
+    assert names[:8] == [f"Beer_Name_{m}" for m in SIMILARITY_METRICS if m != "num_delta"]
+    assert "ABV_num_delta" in names and full.numeric_attributes_ == ["ABV"]
+    X = full.transform(beer)
+    sub = SimilarityFeatures(metrics=["missing_diff", "levenshtein"], attributes=["Style"]).fit(beer)
+    assert sub.get_feature_names_out().tolist() == ["Style_levenshtein", "Style_missing_diff"]
+    cols = [names.index("Style_levenshtein"), names.index("Style_missing_diff")]
+    np.testing.assert_array_equal(sub.transform(beer), X[:, cols])
+
+
+def test_rows_are_independent(fodors):
+    """Row order and subsets do not change a pair's features (the TF-IDF model is fixed in fit)."""
+    sf = SimilarityFeatures().fit(fodors)
+    full = sf.transform(fodors)
+    idx = np.random.default_rng(0).permutation(len(fodors))[:50]
+    np.testing.assert_allclose(sf.transform(fodors.subset(idx)), full[idx], rtol=1e-6)
+
+
+def test_features_separate_matches(fodors):
+    """A scaled logistic regression on the features matches Fodors-Zagats almost perfectly."""
+    sf = SimilarityFeatures(metrics=["jaccard", "jaro_winkler", "tfidf_cosine", "num_diff"])
+    train, test = fodors.split("train"), fodors.split("test")
+    model = make_pipeline(sf, StandardScaler(), LogisticRegression(max_iter=1000))
+    model.fit(train.to_frame(), train.y())
+    assert f1_score(test.y(), model.predict(test.to_frame())) >= 0.9
+
+
+# ---------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    "params, exc, match",
+    [
+        ({"metrics": ["jacard"]}, ValueError, "choose from"),
+        ({"metrics": []}, ValueError, "choose from"),
+        ({"metrics": "jaccard"}, TypeError, r"metrics=\['jaccard'\]"),
+        ({"attributes": ["nope"]}, ValueError, "not in the input"),
+        ({"n_jobs": 0}, ValueError, "n_jobs"),
+    ],
+)
+def test_bad_parameters(params, exc, match):
+    with pytest.raises(exc, match=match):
+        SimilarityFeatures(**params).fit(_frame(["a"], ["b"]))
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="no partner"):
+        SimilarityFeatures().fit(pd.DataFrame({"left_a": ["x"], "right_b": ["y"]}))
+    with pytest.raises(ValueError, match="no partner"):
+        SimilarityFeatures().fit(pd.DataFrame({"left_a": ["x"], "right_a": ["y"], "label": [1]}))
+    with pytest.raises(ValueError, match="even number"):
+        SimilarityFeatures().fit(np.array([["a", "b", "c"]], dtype=object))
+    with pytest.raises(NotFittedError):
+        SimilarityFeatures().transform(_frame(["a"], ["b"]))
+    sf = SimilarityFeatures().fit(_frame(["a"], ["b"]))
+    with pytest.raises(ValueError, match="feature names"):
+        sf.transform(_frame(["a"], ["b"], attr="z"))
+
+
+# ---------------------------------------------------------------- sklearn estimator checks
+_EXPECTED_FAILED = {
+    name: _ODD
+    for name in [
+        "check_fit_score_takes_y",
+        "check_dont_overwrite_parameters",
+        "check_estimators_dtypes",
+        "check_pipeline_consistency",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_transformer_data_not_an_array",
+        "check_transformer_general",
+        "check_transformer_preserve_dtypes",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_dict_unchanged",
+        "check_fit2d_predict1d",
+    ]
+}
+
+
+@parametrize_with_checks([SimilarityFeatures()], expected_failed_checks=lambda est: _EXPECTED_FAILED)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_sklearn_behaviour_on_even_columns():
+    """What the skipped generic checks test, on numeric data with an even number of columns."""
+    import pickle
+
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4)).round(3)
+    sf = SimilarityFeatures(metrics=["levenshtein", "num_delta", "num_diff"])
+    params = sf.get_params()
+    out = sf.fit_transform(X)
+    assert sf.get_params() == params
+    np.testing.assert_array_equal(out, clone(sf).fit(X).transform(X))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(sf)).transform(X), out)
+    assert out.dtype == np.float32 and out.shape == (30, 2 * 3)
+    perm = rng.permutation(30)
+    np.testing.assert_array_equal(sf.transform(X[perm]), out[perm])

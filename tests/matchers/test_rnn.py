@@ -1,0 +1,290 @@
+"""RNNMatcher: learning, row order, MC dropout, gradients, persistence, determinism, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.metrics import f1_score
+from sklearn.model_selection import GridSearchCV
+from skorch.helper import SliceDict
+
+from skrisk.data._similarity import SimilarityFeatures
+from skrisk.data._tokenize import PairEncoder
+from skrisk.exceptions import NotFittedError
+from skrisk.matchers import require
+from skrisk.matchers._rnn import RNNMatcher, make_rnn_pipeline
+
+
+def _constant_f1(y):
+    p = float(np.mean(y))
+    return 2 * p / (1 + p)
+
+
+# ---------------------------------------------------------------------------- learning
+def test_learns_fodors(fitted_rnn, fodors_encoded):
+    Xte, yte = fodors_encoded["test"]
+    f1 = f1_score(yte, fitted_rnn.predict(Xte))
+    assert f1 > 0.6 > 2 * _constant_f1(yte)
+    assert 1 <= fitted_rnn.best_epoch_ <= 8
+    assert "valid_f1" in fitted_rnn.history[-1]
+
+
+def test_interface_shapes_and_require(fitted_rnn, fodors_encoded):
+    X, _ = fodors_encoded["test"]
+    n, h = len(X), fitted_rnn.classifier_size
+    assert fitted_rnn.predict_proba(X).shape == (n, 2)
+    assert fitted_rnn.represent(X).shape == (n, h)
+    assert fitted_rnn.predict_proba_mc(X, n_iter=3, random_state=0).shape == (3, n, 2)
+    assert fitted_rnn.gradient_embedding(X).shape == (n, 2 * h)
+    assert fitted_rnn.expected_gradient_length(X).shape == (n,)
+    for cap in ("proba", "representation", "mc_dropout", "gradient_embedding", "expected_gradient_length"):
+        assert callable(require(fitted_rnn, cap, "test"))
+    np.testing.assert_array_equal(fitted_rnn.classes_, [0, 1])
+
+
+def test_row_order_is_kept(fitted_rnn, fodors_encoded):
+    X, _ = fodors_encoded["test"]
+    perm = np.random.RandomState(1).permutation(len(X))
+    # small batches, so that rows cross batch boundaries (skorch refuses set_params on
+    # iterator_* once initialised, hence the direct attribute)
+    fitted_rnn.iterator_valid__batch_size = 16
+    try:
+        for fn in (fitted_rnn.predict_proba, fitted_rnn.represent, fitted_rnn.gradient_embedding,
+                   fitted_rnn.expected_gradient_length):
+            np.testing.assert_allclose(fn(X[perm]), fn(X)[perm], rtol=1e-5, atol=1e-6)
+        # MC passes: rows of a pass keep their order (mean over many passes ~ permuted mean)
+        mc = fitted_rnn.predict_proba_mc(X, n_iter=30, random_state=0).mean(0)
+        mc_perm = fitted_rnn.predict_proba_mc(X[perm], n_iter=30, random_state=1).mean(0)
+        assert np.abs(mc_perm - mc[perm]).mean() < 0.05
+    finally:
+        fitted_rnn.iterator_valid__batch_size = 512
+
+
+def test_representation_is_output_layer_input(fitted_rnn, fodors_encoded):
+    X, _ = fodors_encoded["test"]
+    h = torch.as_tensor(fitted_rnn.represent(X))
+    with torch.no_grad():
+        p = torch.softmax(fitted_rnn.module_.output(h), 1).numpy()
+    np.testing.assert_allclose(p, fitted_rnn.predict_proba(X), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- MC dropout
+def test_mc_passes_differ_predict_proba_deterministic(fitted_rnn, fodors_encoded):
+    X, _ = fodors_encoded["test"]
+    np.testing.assert_array_equal(fitted_rnn.predict_proba(X), fitted_rnn.predict_proba(X))
+    state = torch.get_rng_state()
+    mc = fitted_rnn.predict_proba_mc(X, n_iter=4, random_state=0)
+    assert torch.equal(state, torch.get_rng_state())  # global RNG untouched
+    assert not np.allclose(mc[0], mc[1])
+    np.testing.assert_allclose(mc.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(mc, fitted_rnn.predict_proba_mc(X, n_iter=4, random_state=0))
+    assert not fitted_rnn.module_.training
+    assert not any(m.training for m in fitted_rnn.module_.modules())
+
+
+def test_mc_switches_only_dropout(fodors_encoded, tiny):
+    """Without dropout, MC passes equal predict_proba: nothing else runs in training mode."""
+    (X, y) = fodors_encoded["train"]
+    m = RNNMatcher(dropout=0.0, rnn_dropout=0.0, max_epochs=1, random_state=0, embedding_dim=8, **tiny)
+    m.fit(X[:120], y[:120])
+    mc = m.predict_proba_mc(X[:50], n_iter=2, random_state=0)
+    np.testing.assert_allclose(mc[0], m.predict_proba(X[:50]), atol=1e-6)
+    np.testing.assert_allclose(mc[1], mc[0], atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- gradients
+def _autograd_last_layer(m, X, label):
+    """Per-row gradient of the unweighted CE loss w.r.t. the output layer's weights."""
+    h = torch.as_tensor(m.represent(X))
+    out = []
+    for i in range(len(h)):
+        W = m.module_.output.weight.detach().clone().requires_grad_(True)
+        logits = h[i : i + 1] @ W.T + m.module_.output.bias.detach()
+        loss = torch.nn.functional.cross_entropy(logits, torch.tensor([int(label[i])]))
+        (g,) = torch.autograd.grad(loss, W)
+        out.append(g.reshape(-1).numpy())
+    return np.stack(out)
+
+
+def test_gradient_embedding_matches_autograd(fitted_rnn, fodors_encoded):
+    X, _ = fodors_encoded["test"]
+    X = X[:12]
+    yhat = fitted_rnn.predict_proba(X).argmax(1)
+    np.testing.assert_allclose(fitted_rnn.gradient_embedding(X), _autograd_last_layer(fitted_rnn, X, yhat), atol=1e-5)
+
+
+def test_egl_matches_autograd(fitted_rnn, fodors_encoded):
+    X, _ = fodors_encoded["test"]
+    X = X[:12]
+    p = fitted_rnn.predict_proba(X)
+    expected = sum(
+        p[:, c] * np.linalg.norm(_autograd_last_layer(fitted_rnn, X, np.full(len(X), c)), axis=1)
+        for c in (0, 1)
+    )
+    np.testing.assert_allclose(fitted_rnn.expected_gradient_length(X), expected, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- persistence
+def test_save_load_roundtrip(fitted_rnn, fodors_encoded, tmp_path):
+    X, _ = fodors_encoded["test"]
+    fitted_rnn.save(tmp_path / "m")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["config.json", "weights.pt"]
+    loaded = RNNMatcher.load(tmp_path / "m", device="cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(X), fitted_rnn.predict_proba(X))
+    np.testing.assert_array_equal(loaded.represent(X), fitted_rnn.represent(X))
+    np.testing.assert_array_equal(
+        loaded.predict_proba_mc(X, 2, random_state=1), fitted_rnn.predict_proba_mc(X, 2, random_state=1)
+    )
+    assert loaded.embeddings == fitted_rnn.embeddings
+    assert loaded.get_params()["hidden_size"] == fitted_rnn.hidden_size
+
+
+def test_load_rejects_other_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="saved matcher"):
+        RNNMatcher.load(tmp_path)
+    (tmp_path / "config.json").write_text('{"format": "other"}')
+    torch.save({}, tmp_path / "weights.pt")
+    with pytest.raises(ValueError, match="not an RNNMatcher"):
+        RNNMatcher.load(tmp_path)
+
+
+# ---------------------------------------------------------------------------- determinism, sklearn
+def test_fixed_seed_is_deterministic_and_restores_rng(beer_encoded, tiny):
+    X, y = beer_encoded
+    state = torch.get_rng_state()
+    a = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
+    assert torch.equal(state, torch.get_rng_state())
+    b = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    c = RNNMatcher(max_epochs=2, random_state=6, embedding_dim=8, **tiny).fit(X, y)
+    assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
+
+
+def test_clone_and_params_untouched(beer_encoded, tiny):
+    X, y = beer_encoded
+    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **{**tiny, "device": "auto"})
+    m.fit(X, y)
+    assert m.device == "auto" and m.device_ in ("cpu", "cuda")
+    c = clone(m)
+    assert c.get_params()["hidden_size"] == m.hidden_size and not hasattr(c, "module_dims_")
+
+
+def test_warm_start_continues(beer_encoded, tiny):
+    X, y = beer_encoded
+    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, warm_start=True, **tiny).fit(X, y)
+    module = m.module_
+    m.fit(X, y)
+    assert m.module_ is module
+    m.set_params(warm_start=False)
+    m.fit(X, y)
+    assert m.module_ is not module
+
+
+def test_validation_fraction(beer_encoded, tiny):
+    X, y = beer_encoded
+    m = RNNMatcher(max_epochs=2, validation_fraction=0.25, random_state=0, embedding_dim=8, **tiny).fit(X, y)
+    assert "valid_f1" in m.history[-1]
+    assert sum(m.history[-1, "batches", :, "train_batch_size"]) == len(X) - int(np.ceil(0.25 * len(X)))
+
+
+def test_gridsearch_over_pipeline(beer):
+    tr = beer.split("train")
+    pipe = make_rnn_pipeline(None, max_length=6, hidden_size=8, classifier_size=16, embedding_dim=8,
+                             max_epochs=1, random_state=0, device="cpu")
+    grid = GridSearchCV(pipe, {"matcher__hidden_size": [4, 8], "encoder__max_length": [4, 6]}, cv=2, scoring="f1")
+    grid.fit(tr.to_frame(), tr.y())
+    assert len(grid.cv_results_["params"]) == 4
+    assert grid.predict_proba(tr.to_frame().iloc[:5]).shape == (5, 2)
+
+
+def test_hybrid_with_similarity_features(fodors_split, fodors_vectors, tiny):
+    (ftr, ytr), (fte, yte) = fodors_split["train"], fodors_split["test"]
+    pipe = make_rnn_pipeline(fodors_vectors, max_length=8, features=SimilarityFeatures(),
+                             max_epochs=4, random_state=0, **tiny)
+    pipe.fit(ftr, ytr)
+    Xte = pipe[0].transform(fte)
+    assert isinstance(Xte, SliceDict) and Xte["features"].dtype == np.float32
+    m = pipe[-1]
+    assert m.module_dims_["n_features"] == Xte["features"].shape[1]
+    assert f1_score(yte, pipe.predict(fte)) > 0.6
+    assert m.represent(Xte).shape == (len(fte), tiny["classifier_size"])
+    with pytest.raises(ValueError, match="similarity features"):
+        m.predict_proba(Xte["tokens"])
+    # use_features=False ignores them; True requires them
+    m2 = RNNMatcher(use_features=False, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    assert m2.module_dims_["n_features"] == 0
+    with pytest.raises(ValueError, match="use_features=True"):
+        RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(Xte["tokens"], yte)
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_bad_inputs(beer_encoded, beer, tiny):
+    X, y = beer_encoded
+    m = RNNMatcher(max_epochs=1, embedding_dim=8, **tiny)
+    with pytest.raises(TypeError, match="PairEncoder"):
+        m.fit(beer.split("train").to_frame(), y)
+    with pytest.raises(TypeError, match="integers"):
+        m.fit(X.astype(np.float32), y)
+    with pytest.raises(ValueError, match="shape"):
+        m.fit(X[:, :, 0], y)
+    with pytest.raises(ValueError, match="even number"):
+        m.fit(X[:, :3], y)
+    with pytest.raises(ValueError, match="negative"):
+        m.fit(X - 5, y)
+    with pytest.raises(ValueError, match="0 .non-match. and 1"):
+        m.fit(X, y + 1)
+    with pytest.raises(ValueError, match="one label per pair"):
+        m.fit(X, y[:-1])
+    with pytest.raises(ValueError, match="single class"):
+        m.fit(X, np.zeros_like(y))
+    with pytest.raises(ValueError, match="class_weight"):
+        RNNMatcher(class_weight="bogus", **tiny).fit(X, y)
+
+
+def test_validation_set_checks(beer_encoded, tiny):
+    X, y = beer_encoded
+    neg = np.flatnonzero(y == 0)[:30]
+    m = RNNMatcher(max_epochs=2, embedding_dim=8, random_state=0, **tiny)
+    with pytest.raises(ValueError, match="no match"):
+        m.fit(X, y, X_valid=X[neg], y_valid=y[neg])
+    with pytest.raises(ValueError, match="both X_valid and y_valid"):
+        m.fit(X, y, X_valid=X[neg])
+    with pytest.raises(ValueError, match="sequences per pair"):
+        m.fit(X, y, X_valid=X[neg][:, :2], y_valid=y[neg])
+    m.set_params(early_stopping="loss")
+    m.fit(X, y, X_valid=X[neg], y_valid=y[neg])  # documented: loss-based selection works
+    assert "valid_loss" in m.history[-1]
+
+
+def test_predict_checks_and_unfitted(beer_encoded, tiny):
+    X, y = beer_encoded
+    m = RNNMatcher(max_epochs=1, embedding_dim=8, **tiny)
+    with pytest.raises(NotFittedError):
+        m.predict_proba(X)
+    with pytest.raises(NotFittedError):
+        require(m, "representation", "test")
+    m.fit(X, y)
+    with pytest.raises(ValueError, match="sequences per pair"):
+        m.predict_proba(X[:, :4])
+    # another max_length is fine: L is free
+    assert m.predict_proba(X[:, :, :3]).shape == (len(X), 2)
+    # ids beyond the embedding table are read as <unk>
+    big = X.copy()
+    big[:, :, 0] = 10**6
+    assert np.isfinite(m.predict_proba(big)).all()
+
+
+def test_empty_values_and_all_missing_attribute(beer, tiny):
+    frame = beer.split("train").to_frame()
+    y = beer.split("train").y()
+    frame["left_ABV"] = ""  # an attribute missing on every left row
+    frame.loc[:10, "right_Style"] = None
+    enc = PairEncoder(max_length=6).fit(frame)
+    X = enc.transform(frame)
+    assert (X[:, list(frame.columns).index("left_ABV")] == 0).all()
+    m = RNNMatcher(max_epochs=1, embedding_dim=8, random_state=0, **tiny).fit(X, y)
+    assert np.isfinite(m.predict_proba(X)).all()
+    empty = np.zeros_like(X[:3])
+    assert np.isfinite(m.represent(empty)).all()
