@@ -40,9 +40,12 @@ __all__ = ["KMedoidsResult", "weighted_fastpam"]
 _INITS = ("heaviest", "build")
 _SCHEDULES = ("eager", "best")
 # Rows per tile on CPU: a tile of ``_CPU_TILE_ELEMS`` float32 values stays in the last-level cache.
-_CPU_TILE_ELEMS = 1 << 19
-_REPEAT = False
-_LAST_EVALS = 0
+_CPU_TILE_ELEMS = 1 << 20
+# Eager schedule: swaps tried per block (the best one, then the next-best on other Q slots).
+_MAX_SWAPS_PER_BLOCK = 4
+# CPU problems with fewer distance cells per block than this run on one thread (thread
+# start-up costs more than it saves there, and far more on a loaded machine).
+_SMALL_BLOCK_CELLS = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,20 @@ def _strict_fp32() -> Iterator[None]:
         torch.set_float32_matmul_precision(prev)
 
 
+@contextmanager
+def _threads_for(dev: torch.device, n: int, block_size: int) -> Iterator[None]:
+    """One intra-op thread for small CPU problems, restored on exit."""
+    prev = torch.get_num_threads()
+    small = dev.type == "cpu" and n * block_size < _SMALL_BLOCK_CELLS and prev > 1
+    if small:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if small:
+            torch.set_num_threads(prev)
+
+
 # --------------------------------------------------------------------------------------------
 # The kernel
 # --------------------------------------------------------------------------------------------
@@ -289,13 +306,20 @@ class _Kernel:
         sq = (Xc * Xc).sum(dim=1, keepdim=True)
         ones = torch.ones(n, 1, dtype=torch.float64, device=device)
         # row form [x, |x|^2, 1]; the column form of a point is [-2x, 1, |x|^2]
-        self.Xr = torch.cat([Xc, sq, ones], dim=1).to(torch.float32).contiguous()
+        Xr64 = torch.cat([Xc, sq, ones], dim=1)
+        self.Xr = Xr64.to(torch.float32).contiguous()
+        # Weights enter the blocks through the rows: scaling row i by w_i^2 makes the matrix
+        # product give w_i^2 D^2, so its square root is w_i D (weights normalised to max 1).
+        wn = torch.as_tensor(w / w.max(), dtype=torch.float64, device=device)
+        self.Xw = (Xr64 * (wn * wn)[:, None]).to(torch.float32).contiguous()
+        del Xr64
         self.col_scale = torch.cat(
             [torch.full((d,), -2.0), torch.ones(2)]
         ).to(device=device, dtype=torch.float32)
         self.col_perm = torch.cat([torch.arange(d), torch.tensor([d + 1, d])]).to(device)
-        self.w = torch.as_tensor(w, dtype=torch.float32, device=device)
-        self.w64 = torch.as_tensor(w, dtype=torch.float64, device=device)
+        self.w = wn.to(torch.float32)
+        self.w64 = wn  # normalised weights: the search is scale-invariant
+        self.w_orig = torch.as_tensor(w, dtype=torch.float64, device=device)
         self.fixed = torch.as_tensor(fixed, dtype=torch.long, device=device)
         free = np.ones(n, dtype=bool)
         free[fixed] = False
@@ -315,6 +339,7 @@ class _Kernel:
         self.bufN = torch.empty(rows * block_size, dtype=torch.float32, device=device)
         self.bufS = torch.empty((n_select + 1) * block_size, dtype=torch.float32, device=device)
         self.inf = torch.tensor(math.inf, dtype=torch.float64, device=device)
+        self.n_swaps = 0
         self._fixed_nearest()
 
     # ---- distances ------------------------------------------------------------------------
@@ -349,16 +374,30 @@ class _Kernel:
         self.is_med = torch.zeros(self.n, dtype=torch.bool, device=self.dev)
         self.is_med[self.fixed] = True
         self.is_med[self.Q] = True
+        # distances of every point to the Q medoids: (n, b), rows gathered after a swap
         self.DQ = torch.empty(self.n, b, dtype=torch.float32, device=self.dev)
         for s in range(0, b, self.B):
             self.DQ[:, s : s + self.B] = self.dist_cols(self.Q[s : s + self.B])
         M = torch.cat([self.DQ, self.dL1[:, None], self.dL2[:, None]], dim=1)
         self.dn, self.n1, self.ds, self.n2 = _top2(M)
         self._derived()
-        self.td = float((self.w64 * self.dn.double()).sum())
+        self.td = float(torch.dot(self.w64, self.dn.double()))
+
+    def dist_col(self, j: int) -> torch.Tensor:
+        """Distances of all points to point ``j``: (n,), exact 0 at ``j``."""
+        c = self.Xr[j, self.col_perm] * self.col_scale
+        d = torch.mv(self.Xr, c).clamp_min_(0).sqrt_()
+        d[j] = 0.0
+        return d
+
+    def set_dn(self, dn: torch.Tensor) -> None:
+        self.dn = dn
+        self.wdn = self.w * dn
 
     def _derived(self) -> None:
-        self.gap = self.ds - self.dn
+        self.wdn = self.w * self.dn
+        wgap = self.w * (self.ds - self.dn)
+        self.wgap = torch.where(self.w > 0, wgap, 0.0)  # 0 * inf when a row has no 2nd medoid
         self.slot = torch.clamp(self.n1, max=self.b)  # L-nearest rows go to the dummy row b
 
     # ---- block evaluation ---------------------------------------------------------------------
@@ -391,23 +430,21 @@ class _Kernel:
         for t, (r0, r1) in enumerate(self.tiles):
             rows = r1 - r0
             D = self.bufD[: rows * Bc].view(rows, Bc)
-            torch.mm(self.Xr[r0:r1], C, out=D)
-            D.clamp_min_(0).sqrt_()
+            torch.mm(self.Xw[r0:r1], C, out=D)  # w^2 D^2
+            D.clamp_min_(0).sqrt_()  # w D
             if selfs[t] is not None:
                 D[selfs[t][1], selfs[t][2]] = 0.0
-            w = self.w[r0:r1]
             if mode == "cost":
-                acc.add_(w @ D)
+                acc.add_(D.sum(dim=0))
                 continue
-            D.sub_(self.dn[r0:r1, None])  # U = D - dn
+            D.sub_(self.wdn[r0:r1, None])  # w (D - dn)
             N = self.bufN[: rows * Bc].view(rows, Bc)
             torch.clamp(D, max=0.0, out=N)
-            acc.add_(w @ N)
+            acc.add_(N.sum(dim=0))
             if mode == "add":
                 continue
             D.clamp_min_(0.0)
-            torch.minimum(D, self.gap[r0:r1, None], out=D)
-            D.mul_(w[:, None])
+            torch.minimum(D, self.wgap[r0:r1, None], out=D)  # w clip(D - dn, 0, ds - dn)
             S.zero_()
             S.index_add_(0, self.slot[r0:r1], D)
             S64.add_(S)
@@ -420,37 +457,37 @@ class _Kernel:
 
     # ---- swaps ----------------------------------------------------------------------------------
     def try_swap(self, m: int, j: int) -> bool:
-        """Swap Q slot ``m`` for point ``j``; keep it only if the float64 TD drops."""
-        saved_col = self.DQ[:, m].clone()
-        old = int(self.Q[m])
-        jt = torch.tensor([j], device=self.dev)
-        dj = self.dist_cols(jt)[:, 0]
-        self.DQ[:, m] = dj
+        """Swap Q slot ``m`` for point ``j``; keep it only if the float64 TD drops.
+
+        Rows whose nearest or second-nearest medoid was ``m`` are recomputed from the cached
+        distances to Q and L; every other row only compares its two cached distances with ``j``.
+        """
+        dj = self.dist_col(j)
         n1, n2, dn, ds = self.n1, self.n2, self.dn, self.ds
-        aff = (n1 == m) | (n2 == m)
         closer = dj < dn
-        second = (~closer) & (dj < ds)
-        new_n2 = torch.where(closer, n1, torch.where(second, m, n2))
-        new_ds = torch.where(closer, dn, torch.where(second, dj, ds))
-        new_n1 = torch.where(closer, m, n1)
         new_dn = torch.where(closer, dj, dn)
-        rows = aff.nonzero().squeeze(1)
+        new_n1 = torch.where(closer, m, n1)
+        new_ds = torch.where(closer, dn, torch.minimum(dj, ds))
+        new_n2 = torch.where(closer, n1, torch.where(dj < ds, m, n2))
+        rows = ((n1 == m) | (n2 == m)).nonzero().squeeze(1)
         if rows.numel():
             M = torch.cat(
-                [self.DQ[rows], self.dL1[rows, None], self.dL2[rows, None]], dim=1
+                [self.DQ.index_select(0, rows), self.dL1[rows, None], self.dL2[rows, None]], dim=1
             )
+            M[:, m] = dj[rows]
             v1, i1, v2, i2 = _top2(M)
             new_dn[rows], new_n1[rows], new_ds[rows], new_n2[rows] = v1, i1, v2, i2
-        td_new = float((self.w64 * new_dn.double()).sum())
+        td_new = float(torch.dot(self.w64, new_dn.double()))
         if not td_new < self.td:
-            self.DQ[:, m] = saved_col
             return False
+        self.DQ[:, m] = dj
         self.n1, self.n2, self.dn, self.ds = new_n1, new_n2, new_dn, new_ds
         self._derived()
+        self.is_med[self.Q[m]] = False
         self.Q[m] = j
-        self.is_med[old] = False
         self.is_med[j] = True
         self.td = td_new
+        self.n_swaps += 1
         return True
 
     # ---- final assignment in float64 -------------------------------------------------------------
@@ -471,7 +508,7 @@ class _Kernel:
         # every medoid belongs to its own cluster (matters only for duplicate points)
         lab[medoids] = torch.arange(medoids.numel(), device=self.dev)
         best[medoids] = 0.0
-        return lab, float((self.w64 * best).sum())
+        return lab, float((self.w_orig * best).sum())
 
 
 def _heaviest(w: np.ndarray, cand: np.ndarray, b: int, random_state: RandomStateLike) -> np.ndarray:
@@ -494,15 +531,14 @@ def _greedy_build(k: _Kernel, progress: Any) -> torch.Tensor:
     dev = k.dev
     blocks = [k.plan(k.cand_np[s : s + k.B]) for s in range(0, nc, k.B)]
     chosen: list[int] = []
-    dn = k.dL1.clone()
-    k.dn = dn
+    k.set_dn(k.dL1.clone())
     taken = torch.zeros(nc, dtype=torch.bool, device=dev)
     if k.fixed.numel() == 0:
         cost = torch.cat([k.block(c, "cost") for c in blocks])
         first = int(torch.argmin(cost))
         chosen.append(int(cand[first]))
         taken[first] = True
-        k.dn = torch.minimum(k.dn, k.dist_cols(cand[first : first + 1])[:, 0])
+        k.set_dn(torch.minimum(k.dn, k.dist_cols(cand[first : first + 1])[:, 0]))
         progress.update(1)
     ub = torch.cat([-k.block(c, "add") for c in blocks])  # exact gains, all fresh
     fresh = torch.ones(nc, dtype=torch.bool, device=dev)
@@ -526,10 +562,39 @@ def _greedy_build(k: _Kernel, progress: Any) -> torch.Tensor:
             fresh[top] = True
         chosen.append(int(cand[j]))
         taken[j] = True
-        k.dn = torch.minimum(k.dn, k.dist_cols(cand[j : j + 1])[:, 0])
+        k.set_dn(torch.minimum(k.dn, k.dist_cols(cand[j : j + 1])[:, 0]))
         fresh.zero_()
         progress.update(1)
     return torch.tensor(chosen, dtype=torch.long, device=dev)
+
+
+def _rtol(k: _Kernel) -> float:
+    """Smallest TD decrease worth a swap (float32 distances: below this it is noise)."""
+    return 1e-7 * k.td
+
+
+def _eager_swaps(k: _Kernel, delta: torch.Tensor, m: torch.Tensor, cand: torch.Tensor) -> bool:
+    """Apply the best improving swap of a block, then the next-best ones on other Q slots.
+
+    The later ones were evaluated before the earlier swaps of the same block, so each is kept
+    only if the float64 re-check confirms that TD dropped; the first failure ends the block.
+    At most ``_MAX_SWAPS_PER_BLOCK`` swaps per block.
+    """
+    tol = _rtol(k)
+    order = torch.argsort(delta, stable=True)[:_MAX_SWAPS_PER_BLOCK]
+    dvs = delta[order].tolist()
+    ms = m[order].tolist()
+    js = cand[order].tolist()
+    used: set[int] = set()
+    for dv, mi, ji in zip(dvs, ms, js):
+        if not dv < -tol:
+            break
+        if mi in used:
+            continue
+        if not k.try_swap(mi, ji):
+            break
+        used.add(mi)
+    return bool(used)
 
 
 class _NoBar:
@@ -700,7 +765,7 @@ def weighted_fastpam(
     dev = _resolve_device(device, Xt)
     b = int(n_select)
 
-    with torch.no_grad(), _strict_fp32():
+    with torch.no_grad(), _strict_fp32(), _threads_for(dev, n, block_size):
         t0 = time.perf_counter()
         k = _Kernel(Xt, w, fixed_np, b, block_size, dev)
         if init == "heaviest":
@@ -729,25 +794,16 @@ def weighted_fastpam(
             t = 0
             while since < nb and evaluated < max_iter * nb:
                 delta, m = k.block(blocks[t], "swap")
-                i = int(torch.argmin(delta))
-                dv = float(delta[i])
-                tol = 1e-7 * k.td
-                if dv < -tol and k.try_swap(int(m[i]), int(blocks[t][0][i])):
-                    n_swaps += 1
+                if _eager_swaps(k, delta, m, blocks[t][0]):
+                    n_swaps = k.n_swaps
                     since = 0
                     bar.set_postfix(swaps=n_swaps, td=f"{k.td:.6g}")
-                    if _REPEAT:
-                        evaluated += 1
-                        bar.update(1)
-                        continue
                 else:
                     since += 1
                 evaluated += 1
                 t = (t + 1) % nb
                 bar.update(1)
             n_iter = -(-evaluated // nb)
-            global _LAST_EVALS
-            _LAST_EVALS = evaluated
             converged = since >= nb
         else:
             converged = False
@@ -761,8 +817,8 @@ def weighted_fastpam(
                     if dv < best_v:
                         best_v, best_m, best_j = dv, int(m[i]), int(blk[0][i])
                     bar.update(1)
-                if best_v < -1e-7 * k.td and k.try_swap(best_m, best_j):
-                    n_swaps += 1
+                if best_v < -_rtol(k) and k.try_swap(best_m, best_j):
+                    n_swaps = k.n_swaps
                     bar.set_postfix(swaps=n_swaps, td=f"{k.td:.6g}")
                 else:
                     converged = True

@@ -7,16 +7,18 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import BaggingClassifier, ExtraTreesClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import validate_data
 
 from ..data._pairs import PairDataset
+from ..exceptions import NotFittedError
 
 __all__ = ["FeatureMatcher"]
 
@@ -87,7 +89,7 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
     input_kind_ : {"frame", "matrix", "mapping"}
         The kind of ``X`` seen in ``fit``.
     classes_ : ndarray of shape (2,)
-        ``[0, 1]``.
+        ``[0, 1]`` for match labels (any two labels work; the second is the "match" column).
     n_features_in_ : int
         Number of features (of the matrix the classifier sees).
 
@@ -116,6 +118,8 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ input
     @staticmethod
     def _kind(X: object) -> str:
+        if sp.issparse(X):
+            return "matrix"
         if isinstance(X, (PairDataset, pd.DataFrame)):
             if isinstance(X, pd.DataFrame) and all(
                 pd.api.types.is_numeric_dtype(t) for t in X.dtypes
@@ -181,32 +185,40 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
                 "(e.g. use SVC(probability=True))."
             )
         if y is None:
-            raise ValueError("y is required: FeatureMatcher is a supervised classifier.")
+            raise ValueError(
+                "FeatureMatcher requires y to be passed, but the target y is None: pass the labels."
+            )
         F, y = self._matrix(X, fit=True, y=y)
         check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
         classes = np.unique(y)
-        if not np.isin(classes, (0, 1)).all():
-            raise ValueError(f"y must hold 0 (non-match) and 1 (match) only, got {classes.tolist()}.")
         if len(classes) < 2:
             raise ValueError(
-                "The training labels hold a single class: a matcher needs at least one match and "
+                "The training labels hold one class only: a matcher needs at least one match and "
                 "one non-match. Label more pairs."
+            )
+        if y_type != "binary":
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is {y_type}: "
+                "use 1 = match, 0 = non-match."
             )
         self.scaler_ = StandardScaler().fit(F)
         clf = clone(self.classifier) if self.classifier is not None else _default_classifier(None)
         if self.random_state is not None and "random_state" in clf.get_params() and clf.get_params()["random_state"] is None:
             clf.set_params(random_state=self.random_state)
         self.classifier_ = clf.fit(self.scaler_.transform(F), y)
-        self.classes_ = np.array([0, 1])
+        self.classes_ = classes
         return self
 
     def _proba_from_scaled(self, Z: np.ndarray) -> np.ndarray:
-        P = self.classifier_.predict_proba(Z)
-        return P[:, np.searchsorted(self.classifier_.classes_, [0, 1])]
+        return self.classifier_.predict_proba(Z)
 
     def represent(self, X: object) -> npt.NDArray[np.float64]:
         """Standardised features ``(n, n_features)``, in row order."""
-        check_is_fitted(self)
+        if not hasattr(self, "classifier_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet: call fit(X, y) with labelled pairs first."
+            )
         return self.scaler_.transform(self._matrix(X, fit=False))
 
     def predict_proba(self, X: object) -> npt.NDArray[np.float64]:
@@ -214,8 +226,9 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         return self._proba_from_scaled(self.represent(X))
 
     def predict(self, X: object) -> npt.NDArray[np.int64]:
-        """Predicted labels (1 when the match probability exceeds 0.5)."""
-        return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
+        """Predicted labels (the second class, 1 = match, when its probability exceeds 0.5)."""
+        match = self.predict_proba(X)[:, 1] > 0.5
+        return self.classes_[match.astype(np.intp)]
 
     @available_if(_has_committee)
     def predict_proba_mc(
@@ -238,10 +251,9 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         for t, i in enumerate(pick):
             Zi = Z if feats is None else Z[:, feats[i]]
             P = members[i].predict_proba(Zi)
-            cls = getattr(members[i], "classes_", np.arange(P.shape[1]))
-            # members are fitted on encoded labels 0..k-1 (forests) or on the labels (bagging)
-            for j, c in enumerate(cls):
-                out[t, :, int(c)] = P[:, j]
+            # members are fitted on the encoded labels 0, 1 (a member may have seen one only)
+            cls = np.asarray(getattr(members[i], "classes_", np.arange(P.shape[1]))).astype(np.intp)
+            out[t][:, cls] = P
         return out
 
     @available_if(_is_logistic)

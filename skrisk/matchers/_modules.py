@@ -6,8 +6,9 @@ optionally ``features`` float ``(B, F)`` (similarity features).
 
 Per attribute ``k`` (weights shared between the two sides):
 
-1. embed the tokens (a frozen word-vector matrix by default) and apply dropout (``rnn_dropout``,
-   the MC-dropout site of the paper: "dropout 0.2 in the inputs to the RNN module");
+1. embed the real (non-pad) tokens (a frozen word-vector matrix by default) and apply dropout
+   (``rnn_dropout``, the MC-dropout site of the paper: "dropout 0.2 in the inputs to the RNN
+   module"); values are left-aligned, a value's length is its number of non-zero ids;
 2. a bidirectional GRU over the packed sequence (``pack_padded_sequence``, ``enforce_sorted=False``;
    only non-empty sequences are run);
 3. attention pooling ``s = sum_t softmax(v . tanh(W o_t)) o_t`` over the real (non-pad) positions;
@@ -24,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 __all__ = ["AttributeSummarizer", "Highway", "RNNMatcherModule"]
 
@@ -54,10 +55,16 @@ class AttributeSummarizer(nn.Module):
         GRU size per direction (the summary has ``2 * hidden_size`` values).
     attention : bool, default=True
         Attention pooling; ``False`` uses the mean of the GRU outputs.
+    input_dropout : float, default=0.0
+        Dropout on the word vectors entering the GRU, applied to the real tokens only (the
+        packed data), which keeps MC-dropout passes cheap.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, attention: bool = True) -> None:
+    def __init__(
+        self, input_size: int, hidden_size: int, attention: bool = True, input_dropout: float = 0.0
+    ) -> None:
         super().__init__()
+        self.input_dropout = nn.Dropout(input_dropout)
         self.gru = nn.GRU(input_size, hidden_size, batch_first=True, bidirectional=True)
         self.attention = attention
         if attention:
@@ -65,17 +72,21 @@ class AttributeSummarizer(nn.Module):
             self.att_v = nn.Linear(hidden_size, 1, bias=False)
         self.out_size = 2 * hidden_size
 
-    def forward(self, emb: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Summaries ``(N, 2 * hidden_size)`` of ``N`` sequences ``emb (N, L, d)`` of ``lengths``."""
-        n = emb.shape[0]
-        out = emb.new_zeros((n, self.out_size))
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
+        """Summaries ``(N, 2 * hidden_size)`` of ``N`` token-id sequences ``ids (N, L)``.
+
+        Only the real tokens are embedded (the ids are packed first), so padding costs nothing.
+        """
+        n = ids.shape[0]
+        out = embedding.weight.new_zeros((n, self.out_size))
         nonempty = torch.nonzero(lengths > 0, as_tuple=True)[0]
         if nonempty.numel() == 0:
             return out
         lens = lengths[nonempty]
         L = int(lens.max())
-        seq = emb[nonempty, :L]
-        packed = pack_padded_sequence(seq, lens.cpu(), batch_first=True, enforce_sorted=False)
+        packed_ids = pack_padded_sequence(ids[nonempty, :L], lens.cpu(), batch_first=True, enforce_sorted=False)
+        data = self.input_dropout(embedding(packed_ids.data))
+        packed = PackedSequence(data, packed_ids.batch_sizes, packed_ids.sorted_indices, packed_ids.unsorted_indices)
         o, _ = self.gru(packed)
         o, _ = pad_packed_sequence(o, batch_first=True, total_length=L)  # (M, L, 2h), zeros on pad
         mask = torch.arange(L, device=o.device)[None, :] < lens[:, None]
@@ -143,10 +154,9 @@ class RNNMatcherModule(nn.Module):
             self.embedding = nn.Embedding(n_embeddings, embedding_dim, padding_idx=0)
         self.n_attributes = int(n_attributes)
         self.n_features = int(n_features)
-        self.rnn_dropout = nn.Dropout(rnn_dropout)
         dim = self.embedding.embedding_dim
         self.summarizers = nn.ModuleList(
-            [AttributeSummarizer(dim, hidden_size, attention) for _ in range(self.n_attributes)]
+            [AttributeSummarizer(dim, hidden_size, attention, rnn_dropout) for _ in range(self.n_attributes)]
         )
         comp = self.n_attributes * (2 * 2 * hidden_size + 2) + self.n_features
         layers: list[nn.Module] = [nn.Linear(comp, classifier_size), nn.ReLU()]
@@ -162,14 +172,13 @@ class RNNMatcherModule(nn.Module):
         A = self.n_attributes
         n_emb = self.embedding.num_embeddings
         tokens = torch.where(tokens >= n_emb, torch.ones_like(tokens), tokens)
-        lengths = (tokens != 0).sum(-1)  # (B, 2A)
-        emb = self.rnn_dropout(self.embedding(tokens))  # (B, 2A, L, d)
+        lengths = (tokens != 0).sum(-1)  # (B, 2A); values are left-aligned, 0 = padding
         comps = []
         for k, summarizer in enumerate(self.summarizers):
-            # left and right value of attribute k, stacked: (2B, L, d)
-            seq = torch.cat([emb[:, k], emb[:, A + k]], dim=0)
+            # left and right value of attribute k, stacked: (2B, L)
+            ids = torch.cat([tokens[:, k], tokens[:, A + k]], dim=0)
             lens = torch.cat([lengths[:, k], lengths[:, A + k]], dim=0)
-            s = summarizer(seq, lens)
+            s = summarizer(ids, lens, self.embedding)
             left, right = s[:B], s[B:]
             empty = torch.stack([lengths[:, k] == 0, lengths[:, A + k] == 0], dim=1).to(left.dtype)
             comps += [torch.abs(left - right), left * right, empty]

@@ -360,7 +360,10 @@ class RNNMatcher(NeuralNetClassifier):
         }
         kwargs = self._module_kwargs(dims)
         kwargs.update(self.get_params_for("module"))
-        self.module_ = self.module(**kwargs) if isinstance(self.module, type) else self.module
+        # initial weights come from the fit's seed; the caller's global RNG is left untouched
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(getattr(self, "seed_", 0)))
+            self.module_ = self.module(**kwargs) if isinstance(self.module, type) else self.module
         return self
 
     def initialize_criterion(self):
@@ -668,7 +671,7 @@ class RNNMatcher(NeuralNetClassifier):
     def _hidden_and_proba(self, X: object) -> tuple[np.ndarray, np.ndarray]:
         hs, ps = [], []
         self.module_.eval()
-        with torch.no_grad():
+        with torch.inference_mode():
             for xb in self._batches(X):
                 h = self.module_.hidden(**xb)
                 hs.append(h.cpu())
@@ -707,7 +710,7 @@ class RNNMatcher(NeuralNetClassifier):
         dropouts = [m for m in self.module_.modules() if isinstance(m, nn.Dropout)]
         out = []
         devices = [torch.device(self.device_).index or 0] if torch.device(self.device_).type == "cuda" else []
-        with torch.random.fork_rng(devices=devices), torch.no_grad():
+        with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(seed)
             self.module_.eval()
             for m in dropouts:

@@ -10,8 +10,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils import ClassifierTags
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from . import _model
@@ -176,6 +178,8 @@ class LearnRiskEstimator(BaseEstimator):
 
     Give the training pairs out-of-fold probabilities (e.g. ``cross_val_predict``) where you can:
     a matcher is overconfident on the pairs it was fitted on, which empties the middle bins.
+    In a search, stratify the folds on :func:`mispredicted` (every fold needs mispredicted and
+    correct pairs to be fitted and scored): ``cv=StratifiedKFold(k).split(X, mispredicted(p, y))``.
 
     Parameters
     ----------
@@ -200,6 +204,11 @@ class LearnRiskEstimator(BaseEstimator):
         Equal-width bins of the matcher probability.
     theta : float, default=0.9
         VaR confidence, in (0.5, 1).
+    rsd_scale : {"mean", "symmetric"}, default="mean"
+        What the learned relative standard deviations ``r`` scale: ``"mean"`` (research code)
+        ``sigma = r * mu`` with zero or missing expectations replaced by 0.1, so features pointing
+        to "match" (mu near 1) are ten times wider than those pointing to "unmatch";
+        ``"symmetric"`` ``sigma = r * max(min(mu, 1 - mu), 0.1)``, the same for both sides.
     learning_rate : float, default=1e-3
         Optimiser step size.
     optimizer : {"sgd", "adam"}, default="sgd"
@@ -237,6 +246,9 @@ class LearnRiskEstimator(BaseEstimator):
         Training pairs per bin.
     bin_rsd_ : ndarray of shape (n_bins,)
         Learned relative standard deviations of the matcher feature per bin.
+    rsd_base_ : ndarray of shape (n_rules + n_bins,)
+        What the relative standard deviations multiply (``mu~``), rules then bins:
+        ``std_j = rsd_j * rsd_base_j`` (see ``rsd_scale``).
     weight_function_ : tuple of float
         ``(a, c)`` of ``g(p) = a + 1 - exp(-(p - 0.5)^2 / (2 c^2))``.
     rank_scale_ : float
@@ -257,6 +269,17 @@ class LearnRiskEstimator(BaseEstimator):
     See Also
     --------
     skrisk.risk.generate_rules : the rule generator on its own.
+
+    Notes
+    -----
+    Cost: rule generation ``O(n_train m^2)`` for ``m`` features at depth 2 (see
+    :func:`generate_rules`); training ``O(epochs * n_valid * (J + batch_size * e))`` with ``J``
+    rules and ``e`` the misprediction rate, dominated by per-step overhead for the default batch
+    of 512. On CPU the training runs on one torch thread (restored afterwards): the tensors are
+    small and thread synchronisation costs more than it saves. Rules that fire on no validation
+    pair get no ranking gradient; their weight only shrinks under the L1/L2 penalty and they
+    still act on new pairs that fire them. A pair that fires no rule gets ``mean = p``,
+    ``std = r_b * mu~_b`` from its probability bin alone.
 
     References
     ----------
@@ -300,6 +323,7 @@ class LearnRiskEstimator(BaseEstimator):
         min_coverage: int = 5,
         n_bins: int = 50,
         theta: float = 0.9,
+        rsd_scale: str = "mean",
         learning_rate: float = 1e-3,
         optimizer: str = "sgd",
         epochs: int = 1000,
@@ -319,6 +343,7 @@ class LearnRiskEstimator(BaseEstimator):
         self.min_coverage = min_coverage
         self.n_bins = n_bins
         self.theta = theta
+        self.rsd_scale = rsd_scale
         self.learning_rate = learning_rate
         self.optimizer = optimizer
         self.epochs = epochs
@@ -348,6 +373,8 @@ class LearnRiskEstimator(BaseEstimator):
             raise ValueError(
                 f"fallback_train_size must be in (0, 1), got {self.fallback_train_size!r}."
             )
+        if self.rsd_scale not in ("mean", "symmetric"):
+            raise ValueError(f"rsd_scale must be 'mean' or 'symmetric', got {self.rsd_scale!r}.")
         if self.optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}.")
         if not isinstance(self.proba_column, (numbers.Integral, str)) or isinstance(self.proba_column, bool):
@@ -400,10 +427,9 @@ class LearnRiskEstimator(BaseEstimator):
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
                 f"{what}: the probability column {self._column_names()[self.proba_index_]!r} must "
-                f"hold match probabilities in [0, 1]; {bad.sum()} values lie outside (e.g. {p[i]!r} "
-                "at row "
-                f"{i}). Pass predict_proba(...)[:, 1] of the matcher, or set proba_column to the "
-                "right column."
+                f"hold match probabilities in [0, 1]; {bad.sum()} values lie outside (e.g. {p[i]:g} "
+                f"at row {i}). Pass predict_proba(...)[:, 1] of the matcher, or set proba_column to "
+                "the right column."
             )
         return np.delete(X, self.proba_index_, axis=1), p
 
@@ -420,6 +446,7 @@ class LearnRiskEstimator(BaseEstimator):
             raise ValueError(f"{what} must be 1-D labels (1 = match, 0 = non-match), got shape {y.shape}.")
         if y.dtype.kind == "f" and not np.isfinite(y).all():
             raise ValueError(f"{what} contains NaN: give every pair a 0/1 label.")
+        type_of_target(y, input_name=what, raise_unknown=True)  # "Unknown label type" for odd y
         ok = np.isin(y, (0, 1)) if y.dtype.kind in "biuf" else np.zeros(y.shape, bool)
         if not ok.all():
             bad = np.unique(y[~ok])[:5]
@@ -530,7 +557,10 @@ class LearnRiskEstimator(BaseEstimator):
             counts >= max(self.min_coverage, 1), matches / np.maximum(counts, 1), -1.0
         )
         mu_tilde = np.concatenate([self.rule_expectations_, self.bin_expectations_])
-        mu_tilde = np.where(mu_tilde <= 0.0, 0.1, mu_tilde)  # zeros and "no expectation" -> 0.1
+        if self.rsd_scale == "mean":  # research code: sigma = r * mu, zeros / missing -> 0.1
+            mu_tilde = np.where(mu_tilde <= 0.0, 0.1, mu_tilde)
+        else:  # "symmetric": sigma = r * max(min(mu, 1 - mu), 0.1), missing -> 0.1
+            mu_tilde = np.where(mu_tilde < 0.0, 0.1, np.maximum(np.minimum(mu_tilde, 1.0 - mu_tilde), 0.1))
 
         # ---- learn the ranking on the validation pairs
         rng = check_random_state(self.random_state)
@@ -539,20 +569,19 @@ class LearnRiskEstimator(BaseEstimator):
         Ar = rule_activations(self.rules_, Fr)
         max_active = int(Ar.sum(axis=1).max(initial=0)) + 1
         params = _model.init_params(self.rule_expectations_, mu_tilde, max_active, gen, device)
-        with _model.single_thread(device):
-            self.loss_curve_ = _model.train_risk_model(
-                params, x, torch.as_tensor(z, device=device), theta=float(self.theta),
-                epochs=self.epochs, batch_size=self.batch_size, lr=float(self.learning_rate),
-                optimizer=self.optimizer, l1=float(self.alpha_l1), l2=float(self.alpha_l2),
-                generator=gen,
-            )
+        self.loss_curve_ = _model.train_risk_model(
+            params, x, torch.as_tensor(z, device=device), theta=float(self.theta),
+            epochs=self.epochs, batch_size=self.batch_size, lr=float(self.learning_rate),
+            optimizer=self.optimizer, l1=float(self.alpha_l1), l2=float(self.alpha_l2),
+            generator=gen,
+        )
         J = len(self.rules_)
         self.rule_weights_ = params.w.detach().cpu().numpy().copy()
         r = params.r.detach().cpu().numpy()
         self.rule_rsd_, self.bin_rsd_ = r[:J].copy(), r[J:].copy()
         self.weight_function_ = (float(params.a.detach()), float(params.c.detach()))
         self.rank_scale_ = float(params.s.detach())
-        self._mu_tilde = mu_tilde
+        self.rsd_base_ = mu_tilde
         self.n_train_pairs_ = int(Ft.shape[0])
         self.n_ranked_pairs_ = int(rank_idx.size)
         self.n_mispredicted_ = int(z.sum())
@@ -587,7 +616,7 @@ class LearnRiskEstimator(BaseEstimator):
         return _model.RiskParams(
             w=t(self.rule_weights_), r=t(np.concatenate([self.rule_rsd_, self.bin_rsd_])),
             a=t(self.weight_function_[0]), c=t(self.weight_function_[1]), s=t(self.rank_scale_),
-            mu=t(self.rule_expectations_), mu_tilde=t(self._mu_tilde),
+            mu=t(self.rule_expectations_), mu_tilde=t(self.rsd_base_),
         )
 
     # ------------------------------------------------------------------ prediction
@@ -724,4 +753,7 @@ class LearnRiskEstimator(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         tags.input_tags.allow_nan = False
+        # y holds binary class labels (1 = match); not a classifier (no predict), but the tag
+        # tells scikit-learn's checks to feed binary targets
+        tags.classifier_tags = ClassifierTags(multi_class=False, poor_score=True)
         return tags

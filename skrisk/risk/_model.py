@@ -214,25 +214,35 @@ def train_risk_model(
     """Minimise the RankNet loss over mini-batches, projecting after every step.
 
     Returns, per epoch, the mean ranking loss of its batches plus the regulariser at the epoch's
-    end. The parameters after the last
-    step are kept (no early stopping), as in the research code.
+    end. The parameters after the last step are kept (no early stopping), as in the research code.
+    Each epoch reshuffles the pairs with ``generator`` (batch membership as in a plain shuffle;
+    inside a batch the order does not matter to the summed loss).
     """
+    with single_thread(x.p.device):
+        return _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, generator)
+
+
+def _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, generator):  # type: ignore[no-untyped-def]
     n = x.p.shape[0]
+    dev = x.p.device
     opt_cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}[optimizer]
     opt = opt_cls(params.learnable(), lr=lr)
     history: list[float] = []
     n_batches = max(1, -(-n // batch_size))
+    batch_of = torch.arange(n, device=dev) // batch_size
     for _ in range(epochs):
-        perm = torch.randperm(n, generator=generator).to(x.p.device)
-        total = torch.zeros((), dtype=torch.float64, device=x.p.device)
-        for start in range(0, n, batch_size):
-            idx = perm[start : start + batch_size]
-            zb = z[idx]
-            # mispredicted pairs first: the pairwise terms then use slices (cheap backward)
-            idx = torch.cat([idx[zb], idx[~zb]])
-            n_pos = int(zb.sum())
-            risk, _, _ = forward(params, x.take(idx), theta)
-            loss = _pairwise(risk[:n_pos], risk[n_pos:], params.s)
+        perm = torch.randperm(n, generator=generator).to(dev)
+        # one gather per epoch: batches stay contiguous, mispredicted pairs first inside each
+        # batch, so every step works on slices (cheap forward and backward)
+        order = perm[torch.argsort(2 * batch_of + (~z[perm]).long(), stable=True)]
+        xe, ze = x.take(order), z[order]
+        n_pos = torch.bincount(batch_of[ze], minlength=n_batches).tolist()
+        total = torch.zeros((), dtype=torch.float64, device=dev)
+        for b, start in enumerate(range(0, n, batch_size)):
+            stop = min(n, start + batch_size)
+            xb = RiskInputs(xe.A[start:stop], xe.p[start:stop], xe.bins[start:stop])
+            risk, _, _ = forward(params, xb, theta)
+            loss = _pairwise(risk[: n_pos[b]], risk[n_pos[b] :], params.s)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             _add_regulariser_grad(params, l1, l2)  # same gradient as adding the penalty to the loss

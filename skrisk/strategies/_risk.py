@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -14,7 +15,7 @@ from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import NotFittedError
 from ..kmedoids import weighted_fastpam
 from ..matchers._base import require
-from ..risk import LearnRiskEstimator
+from ..risk import LearnRiskEstimator, mispredicted
 from ._selection import check_query, labelled_pool, min_distances, resolve_device, top_k
 
 __all__ = ["RiskSampler", "risk_sampling", "risk_features"]
@@ -89,8 +90,10 @@ class RiskSampler(BaseEstimator):
 
     Attributes
     ----------
-    risk_model_ : LearnRiskEstimator
-        The risk model fitted by the last call.
+    risk_model_ : LearnRiskEstimator or None
+        The risk model fitted by the last call; None when the matcher made no mistake (or only
+        mistakes) on the ranking pairs, so that there was nothing to rank: that call used the
+        expectation risk ``min(p, 1 - p)`` instead, with a warning.
     last_risk_, last_weights_ : ndarray
         Risk and k-medoids weight of every pool pair of the last call.
     last_result_ : KMedoidsResult or None
@@ -216,9 +219,22 @@ class RiskSampler(BaseEstimator):
         else:
             fit_args, fit_kw = (R_lab, y_lab), {}
         params = {"random_state": seed if isinstance(seed, (int, np.integer)) else None, **(self.risk_params or {})}
-        model = LearnRiskEstimator(**params).fit(*fit_args, **fit_kw)
-        risk = np.asarray(model.predict_risk(self._risk_input(X_pool, p_pool)), dtype=np.float64)
-        self.risk_model_ = model
+        z = mispredicted(fit_args[0][:, -1], fit_args[1])
+        if z.all() or not z.any():
+            # Nothing to rank (e.g. a matcher perfect on the validation pairs): LearnRisk cannot
+            # learn its weights, so fall back to the expectation-based risk |label - p|.
+            warnings.warn(
+                f"risk_sampling: the matcher {'mispredicts' if z.all() else 'predicts correctly'} all "
+                f"{z.size} ranking pairs, so LearnRisk has nothing to learn from; using the "
+                "expectation risk |label - p| this round. More validation pairs avoid this.",
+                stacklevel=2,
+            )
+            self.risk_model_ = None
+            risk = np.minimum(p_pool[:, 1], 1.0 - p_pool[:, 1])
+        else:
+            model = LearnRiskEstimator(**params).fit(*fit_args, **fit_kw)
+            risk = np.asarray(model.predict_risk(self._risk_input(X_pool, p_pool)), dtype=np.float64)
+            self.risk_model_ = model
         self.last_risk_ = risk
 
         # 3-4. representations and Lipschitz weights

@@ -95,6 +95,18 @@ def test_proba_column_by_name_and_position(make_synthetic):
         LearnRiskEstimator(proba_column=7, **FAST).fit(Xp, y)
 
 
+def test_symmetric_rsd_scale(make_synthetic):
+    X, y = make_synthetic(400)
+    Xv, yv, Xt, yt = _split(X, y, 250)
+    a = LearnRiskEstimator(**FAST).fit(Xv, yv, X_train=Xt, y_train=yt)
+    b = LearnRiskEstimator(rsd_scale="symmetric", **FAST).fit(Xv, yv, X_train=Xt, y_train=yt)
+    # same rules and expectations, different spreads
+    assert [str(r) for r in a.rules_] == [str(r) for r in b.rules_]
+    m = b.rule_expectations_
+    np.testing.assert_allclose(b.rsd_base_[: len(m)], np.maximum(np.minimum(m, 1 - m), 0.1))
+    assert not np.allclose(a.predict_distribution(Xv).std, b.predict_distribution(Xv).std)
+
+
 def test_no_rules_at_all_still_ranks(make_synthetic):
     # thresholds so strict that no leaf qualifies: the model rests on the matcher output alone
     X, y = make_synthetic(300)
@@ -137,10 +149,12 @@ def test_explain_text_and_structure(make_synthetic):
     text = str(exp)
     assert "p(match)" in text and "VaR" in text and "->" in text and "weight" in text
     assert str(est.rules_[0]).split(" ")[0] in {"title_jaccard", "authors_jaccard", "year_diff"}
-    # a single row (1-D) works too
-    assert est.explain(Xv[i]).risk == pytest.approx(exp.risk)
+    # a single row works too
+    assert est.explain(dfv.iloc[[i]]).risk == pytest.approx(exp.risk)
+    plain = LearnRiskEstimator(**FAST).fit(Xv, yv, X_train=Xt, y_train=yt)
+    assert plain.explain(Xv[i]).risk == pytest.approx(plain.explain(Xv, i).risk)
     with pytest.raises(IndexError):
-        est.explain(Xv, 10_000)
+        plain.explain(Xv, 10_000)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -209,6 +223,7 @@ def test_single_class_labels(make_synthetic):
         (dict(n_bins=0), ValueError, "n_bins"),
         (dict(epochs=2.5), TypeError, "epochs"),
         (dict(optimizer="lbfgs"), ValueError, "optimizer"),
+        (dict(rsd_scale="std"), ValueError, "rsd_scale"),
         (dict(max_depth=0), ValueError, "max_depth"),
         (dict(proba_column=1.5), TypeError, "proba_column"),
         (dict(device="cuda:99" if not __import__("torch").cuda.is_available() else "nonsense"),
@@ -266,7 +281,7 @@ def test_grid_search_on_beer_keeps_training_pairs_whole(beer_risk):
     z = mispredicted(X["proba"], y)
     assert 10 <= z.sum() < len(z) - 10
     cv = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, z))
-    grid = {"max_depth": [1, 2], "match_gini": [0.01, 0.2], "learning_rate": [1e-3, 1e-2]}
+    grid = {"max_depth": [1, 2], "match_gini": [0.01, 0.2]}
 
     def n_train_used(est, X_, y_):  # a "scorer" reporting what each fold saw
         return est.n_train_pairs_
@@ -274,7 +289,7 @@ def test_grid_search_on_beer_keeps_training_pairs_whole(beer_risk):
     base = LearnRiskEstimator(proba_column="proba", epochs=20, random_state=0)
     gs = GridSearchCV(base, grid, cv=cv, scoring={"auc": None, "ntrain": n_train_used}, refit="auc")
     gs.fit(X, y, X_train=Xt, y_train=yt)
-    assert len(gs.cv_results_["params"]) == 8
+    assert len(gs.cv_results_["params"]) == 4
     assert (gs.cv_results_["mean_test_ntrain"] == len(Xt)).all()
     assert np.isfinite(gs.cv_results_["mean_test_auc"]).all()
     assert 0.5 < gs.best_score_ <= 1.0
@@ -309,4 +324,8 @@ def test_metadata_routing_route(beer_risk):
         est.set_fit_request(X_train=True, y_train=True)
         seen = cross_val_score(est, X, y, cv=cv, params={"X_train": Xt, "y_train": yt},
                                scoring=lambda e, X_, y_: e.n_train_pairs_)
-    assert (seen == len(Xt)).all()
+        assert (seen == len(Xt)).all()
+        # routing slices same-length fit params as well (the documented caveat)
+        seen = cross_val_score(est, X, y, cv=cv, params={"X_train": Xt.iloc[: len(X)], "y_train": yt[: len(X)]},
+                               scoring=lambda e, X_, y_: e.n_train_pairs_)
+        assert (seen < len(X)).all()

@@ -105,7 +105,7 @@ def test_training_lowers_loss_and_respects_constraints(optimizer, lr):
     hist = _model.train_risk_model(params, x, z, theta=0.9, epochs=30, batch_size=128, lr=lr,
                                    optimizer=optimizer, l1=1e-3, l2=1e-3, generator=gen)
     assert hist[-1] < hist[0]
-    assert (params.w >= 0).all() and float(params.a) >= 0 and float(params.c) >= 0
+    assert (params.w >= 0).all() and float(params.a.detach()) >= 0 and float(params.c.detach()) >= 0
     assert (params.r >= 0.1 - 1e-12).all() and (params.r <= 0.9 + 1e-12).all()
 
 

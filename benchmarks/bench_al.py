@@ -1,0 +1,131 @@
+"""Active-learning benchmarks: the paper's Fig. 3 (F1 vs labels), Fig. 4 (misprediction share of
+batches), Fig. 5 (validation ratio) and the ablations, for the RNN or the feature-based matcher.
+
+Results are appended per (dataset, strategy, seed, round) to ``<out>/raw/*.jsonl``, so a rerun
+resumes where it stopped; seeds run in parallel processes with ``--jobs``.
+
+Examples
+--------
+    python benchmarks/bench_al.py --dataset dblp_scholar --matcher feature --seeds 5
+    python benchmarks/bench_al.py --dataset abt_buy --seed-size 575 --batch 575 --matcher rnn
+    python benchmarks/bench_al.py --experiment validation --dataset dblp_scholar
+    python benchmarks/bench_al.py --quick            # <= 10 minutes on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import torch
+
+from skrisk.experiments import run_active_learning
+from skrisk.experiments._bench import (
+    ABLATIONS,
+    STRATEGY_NAMES,
+    load_task,
+    make_matcher_factory,
+    make_strategy,
+    write_outputs,
+)
+
+
+def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
+    torch.set_num_threads(args.threads)
+    task = load_task(args.dataset, matcher=args.matcher)
+    strat = make_strategy(strategy, task, valid_ratio=valid_ratio, risk_params={"epochs": args.risk_epochs}, random_state=seed)
+    name = strategy if valid_ratio == 1.0 else f"{strategy}_v{valid_ratio:g}"
+    fit_kwargs = None
+    if args.matcher == "rnn":
+        fit_kwargs = lambda t: {"X_valid": t.rows(t.valid), "y_valid": t.y[t.valid]}  # noqa: E731
+    query_kwargs = {"subsample": args.egl_subsample} if strategy == "egl" and args.egl_subsample else None
+    return run_active_learning(
+        task,
+        strat,
+        make_matcher_factory(args.matcher),
+        n_seed=args.seed_size,
+        batch_size=args.batch,
+        n_rounds=args.rounds,
+        seed=seed,
+        strategy_name=name,
+        fit_kwargs=fit_kwargs,
+        query_kwargs=query_kwargs,
+        results_file=raw / f"{task.name}_{args.matcher}_{name}_seed{seed}.jsonl",
+        progress=not args.no_progress,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", default="dblp_scholar")
+    p.add_argument("--matcher", choices=["feature", "rnn"], default="feature")
+    p.add_argument("--experiment", choices=["compare", "validation", "ablation"], default="compare")
+    p.add_argument("--strategies", nargs="+", default=None)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--seed-size", type=int, default=100)
+    p.add_argument("--batch", type=int, default=100)
+    p.add_argument("--rounds", type=int, default=9, help="rounds including the initial one")
+    p.add_argument("--risk-epochs", type=int, default=1000)
+    p.add_argument("--egl-subsample", type=int, default=None)
+    p.add_argument("--jobs", type=int, default=1, help="processes running seeds in parallel")
+    p.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    p.add_argument("--out", default="benchmarks/results/al")
+    p.add_argument("--quick", action="store_true", help="small settings (<= 10 minutes on 2 cores)")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.dataset = args.dataset if args.dataset != "dblp_scholar" else "beer"
+        args.seeds, args.seed_size, args.batch, args.rounds, args.risk_epochs = 2, 40, 20, 3, 100
+        if args.strategies is None:
+            args.strategies = STRATEGY_NAMES if args.matcher == "rnn" else ["risk", "random", "entropy", "coreset"]
+    if args.strategies is None:
+        if args.experiment == "compare":
+            args.strategies = STRATEGY_NAMES if args.matcher == "rnn" else ["risk", "random", "entropy", "bald", "coreset"]
+        elif args.experiment == "ablation":
+            args.strategies = ["risk", *ABLATIONS]
+        else:
+            args.strategies = ["risk", "coreset"]
+    ratios = [0.25, 0.5, 1.0] if args.experiment == "validation" else [1.0]
+    out = Path(args.out)
+    raw = out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    jobs = [
+        (s, seed, r)
+        for seed in range(args.seeds)
+        for s in args.strategies
+        for r in (ratios if s == "risk" else [1.0])
+    ]
+    t0 = time.perf_counter()
+    if args.jobs > 1:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=args.jobs)(delayed(_run_one)(args, s, seed, r, raw) for s, seed, r in jobs)
+    else:
+        results = [_run_one(args, s, seed, r, raw) for s, seed, r in jobs]
+    wall = time.perf_counter() - t0
+    records = [rec for res in results for rec in res]
+    stem = f"{records[0]['dataset']}_{args.matcher}_{args.experiment}" if records else "empty"
+    title = (
+        f"{records[0]['dataset'] if records else args.dataset}, {args.matcher} matcher, "
+        f"seed {args.seed_size}, batch {args.batch}, {args.seeds} runs"
+    )
+    paths = write_outputs(records, out, stem, title)
+    meta = (
+        f"\n_command_: `python benchmarks/bench_al.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
+        f"_machine_: {platform.machine()} {os.cpu_count()} cores, torch threads {args.threads}, "
+        f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}  \n"
+        f"_date_: {date.today().isoformat()}, wall time {wall:.0f} s (resumed runs count only new rounds)\n"
+    )
+    with paths["table"].open("a") as fh:
+        fh.write(meta)
+    print(paths["table"].read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,255 @@
+"""Benchmarks of the matchers (issue #3 "Done when" figures).
+
+Each call runs one task and appends one JSON line per result to
+``benchmarks/results/matcher/results.jsonl`` (``--out``); peak memory is the process's maximum
+resident set size, so run one task per process (``run_all.sh`` does).
+
+Tasks
+-----
+fasttext   word-vector training time (DBLP-Scholar tables)
+full       train on the full training split, F1 on the test split (``--dataset``, ``--model``)
+labels     ``--n-labels`` random training labels, ``--seeds`` seeds, DBLP-Scholar test F1
+score      time to score the 17,223-pair DBLP-Scholar train pool (proba + representation) and
+           20 MC-dropout passes vs one pass
+feature    FeatureMatcher (RandomForest vs LogisticRegression) on full / 1,000 labels
+
+Examples
+--------
+python benchmarks/bench_matcher.py full --dataset dblp_scholar --model hybrid
+python benchmarks/bench_matcher.py labels --model plain --seeds 0 1 2
+python benchmarks/bench_matcher.py score --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE / "results" / "matcher" / "results.jsonl"
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _load(name: str):
+    from skrisk.data import load_deepmatcher
+
+    return load_deepmatcher(name)
+
+
+def _emit(args: argparse.Namespace, row: dict) -> None:
+    row = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "command": "python " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpu, no GPU",
+        "torch_threads": args.threads,
+        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
+        "peak_rss_mb": round(_peak_mb(), 1),
+        **row,
+    }
+    print(json.dumps(row), flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def _vectors(ds, args):
+    from skrisk.data._embeddings import train_fasttext
+
+    t = time.perf_counter()
+    wv = train_fasttext(ds, dim=args.dim, epochs=args.ft_epochs, random_state=0)
+    return wv, time.perf_counter() - t
+
+
+def _matcher_params(args, seed: int) -> dict:
+    return dict(
+        hidden_size=args.hidden,
+        classifier_size=args.classifier_size,
+        max_epochs=args.epochs,
+        patience=args.patience,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        random_state=seed,
+        device="auto",
+        verbose=int(args.verbose),
+    )
+
+
+def _encode(ds, wv, args, model: str):
+    from skrisk.data._similarity import SimilarityFeatures
+    from skrisk.data._tokenize import PairEncoder
+
+    feats = SimilarityFeatures() if model == "hybrid" else None
+    enc = PairEncoder(max_length=args.max_length, vocabulary=wv, features=feats)
+    t = time.perf_counter()
+    # the encoder's fit is label-free (vocabulary fixed; TF-IDF of the similarity features):
+    # fit it on the training pairs (the active-learning pool)
+    enc.fit(ds.split("train").to_frame())
+    parts = {s: (enc.transform(ds.split(s).to_frame()), ds.split(s).y()) for s in ("train", "valid", "test")}
+    return parts, time.perf_counter() - t
+
+
+def task_fasttext(args):
+    ds = _load("dblp_scholar")
+    from skrisk.data._embeddings import train_fasttext
+
+    for dim, ep in ((100, 5), (100, 10), (300, 10)) if not args.quick else ((100, 5),):
+        t = time.perf_counter()
+        wv = train_fasttext(ds, dim=dim, epochs=ep, random_state=0)
+        _emit(args, {"task": "fasttext", "dataset": "dblp_scholar", "dim": dim, "epochs": ep,
+                     "vocab": len(wv), "wall_s": round(time.perf_counter() - t, 1)})
+
+
+def task_full(args):
+    from sklearn.metrics import f1_score
+    from skrisk.matchers._rnn import RNNMatcher
+
+    ds = _load(args.dataset)
+    wv, ft_s = _vectors(ds, args)
+    parts, enc_s = _encode(ds, wv, args, args.model)
+    (Xtr, ytr), (Xva, yva), (Xte, yte) = parts["train"], parts["valid"], parts["test"]
+    if args.quick:
+        Xtr, ytr = Xtr[:2000], ytr[:2000]
+    m = RNNMatcher(embeddings=wv, **_matcher_params(args, args.seeds[0]))
+    t = time.perf_counter()
+    m.fit(Xtr, ytr, X_valid=Xva, y_valid=yva)
+    fit_s = time.perf_counter() - t
+    f1 = f1_score(yte, m.predict(Xte))
+    _emit(args, {"task": "full", "dataset": args.dataset, "model": args.model, "n_train": len(ytr),
+                 "test_f1": round(float(f1), 4), "best_epoch": m.best_epoch_,
+                 "epochs_run": len(m.history), "fit_s": round(fit_s, 1),
+                 "fasttext_s": round(ft_s, 1), "encode_s": round(enc_s, 1),
+                 "params": {k: v for k, v in _matcher_params(args, args.seeds[0]).items()},
+                 "dim": args.dim, "max_length": args.max_length})
+
+
+def task_labels(args):
+    from sklearn.metrics import f1_score
+    from skrisk.matchers._rnn import RNNMatcher
+
+    ds = _load("dblp_scholar")
+    wv, _ = _vectors(ds, args)
+    parts, _ = _encode(ds, wv, args, args.model)
+    (Xtr, ytr), (Xva, yva), (Xte, yte) = parts["train"], parts["valid"], parts["test"]
+    f1s = []
+    for seed in args.seeds:
+        idx = np.random.RandomState(seed).choice(len(ytr), size=args.n_labels, replace=False)
+        m = RNNMatcher(embeddings=wv, **_matcher_params(args, seed))
+        t = time.perf_counter()
+        m.fit(Xtr[idx], ytr[idx], X_valid=Xva, y_valid=yva)
+        fit_s = time.perf_counter() - t
+        f1 = float(f1_score(yte, m.predict(Xte)))
+        f1s.append(f1)
+        _emit(args, {"task": "labels", "dataset": "dblp_scholar", "model": args.model,
+                     "n_labels": args.n_labels, "seed": seed, "test_f1": round(f1, 4),
+                     "best_epoch": m.best_epoch_, "epochs_run": len(m.history), "fit_s": round(fit_s, 1),
+                     "params": _matcher_params(args, seed), "dim": args.dim, "max_length": args.max_length})
+    _emit(args, {"task": "labels_mean", "dataset": "dblp_scholar", "model": args.model,
+                 "n_labels": args.n_labels, "seeds": args.seeds, "test_f1_mean": round(float(np.mean(f1s)), 4),
+                 "test_f1_std": round(float(np.std(f1s)), 4)})
+
+
+def task_score(args):
+    from skrisk.matchers._rnn import RNNMatcher
+
+    ds = _load("dblp_scholar")
+    wv, _ = _vectors(ds, args)
+    parts, _ = _encode(ds, wv, args, args.model)
+    (Xtr, ytr), (Xva, yva) = parts["train"], parts["valid"]
+    idx = np.random.RandomState(0).choice(len(ytr), size=500, replace=False)
+    params = _matcher_params(args, 0)
+    params["max_epochs"] = 1
+    m = RNNMatcher(embeddings=wv, **params).fit(Xtr[idx], ytr[idx])
+    pool = Xtr if not args.quick else Xtr[:3000]
+    t = time.perf_counter(); P = m.predict_proba(pool); proba_s = time.perf_counter() - t
+    t = time.perf_counter(); H = m.represent(pool); rep_s = time.perf_counter() - t
+    t = time.perf_counter(); m.predict_proba_mc(pool, n_iter=1, random_state=0); one_s = time.perf_counter() - t
+    t = time.perf_counter(); m.predict_proba_mc(pool, n_iter=20, random_state=0); mc_s = time.perf_counter() - t
+    t = time.perf_counter(); m.gradient_embedding(pool); g_s = time.perf_counter() - t
+    _emit(args, {"task": "score", "dataset": "dblp_scholar", "model": args.model, "n_pool": len(P),
+                 "proba_s": round(proba_s, 1), "represent_s": round(rep_s, 1),
+                 "proba_plus_represent_s": round(proba_s + rep_s, 1), "rep_dim": H.shape[1],
+                 "mc1_s": round(one_s, 1), "mc20_s": round(mc_s, 1),
+                 "mc20_over_predict_proba": round(mc_s / proba_s, 2),
+                 "gradient_embedding_s": round(g_s, 1), "params": params,
+                 "dim": args.dim, "max_length": args.max_length})
+
+
+def task_feature(args):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score
+    from skrisk.data._similarity import SimilarityFeatures
+    from skrisk.matchers._feature import FeatureMatcher
+
+    ds = _load(args.dataset)
+    t = time.perf_counter()
+    F = SimilarityFeatures().fit(ds.to_frame()).transform(ds.to_frame())
+    feat_s = time.perf_counter() - t
+    tr, te = ds.split_positions("train"), ds.split_positions("test")
+    y = ds.labels
+    for name, clf in (("random_forest", None), ("logistic_regression", LogisticRegression(max_iter=2000))):
+        for n in (None, 1000):
+            f1s, fit_times = [], []
+            for seed in (args.seeds if n else args.seeds[:1]):
+                rows = tr if n is None else np.random.RandomState(seed).choice(tr, size=min(n, len(tr)), replace=False)
+                t = time.perf_counter()
+                m = FeatureMatcher(clf, random_state=seed).fit(F[rows], y[rows])
+                fit_times.append(time.perf_counter() - t)
+                f1s.append(float(f1_score(y[te], m.predict(F[te]))))
+            _emit(args, {"task": "feature", "dataset": args.dataset, "classifier": name,
+                         "n_labels": "all" if n is None else n, "seeds": args.seeds if n else args.seeds[:1],
+                         "test_f1_mean": round(float(np.mean(f1s)), 4),
+                         "test_f1_all": [round(f, 4) for f in f1s],
+                         "fit_s_mean": round(float(np.mean(fit_times)), 2),
+                         "features_s": round(feat_s, 1), "n_features": F.shape[1]})
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", choices=["fasttext", "full", "labels", "score", "feature"])
+    p.add_argument("--dataset", default="dblp_scholar")
+    p.add_argument("--model", choices=["plain", "hybrid"], default="hybrid")
+    p.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--n-labels", type=int, default=1000)
+    p.add_argument("--dim", type=int, default=100, help="FastText dimension")
+    p.add_argument("--ft-epochs", type=int, default=5)
+    p.add_argument("--max-length", type=int, default=20)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--classifier-size", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--patience", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (1 on a loaded shared machine: oversubscription is slow)")
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--out", default=str(DEFAULT_OUT))
+    args = p.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    if args.quick:
+        args.epochs = min(args.epochs, 2)
+        args.seeds = args.seeds[:1]
+        args.dim = min(args.dim, 50)
+        args.ft_epochs = min(args.ft_epochs, 2)
+        args.out = str(Path(args.out).with_name("results_quick.jsonl"))
+    {"fasttext": task_fasttext, "full": task_full, "labels": task_labels, "score": task_score,
+     "feature": task_feature}[args.task](args)
+
+
+if __name__ == "__main__":
+    main()

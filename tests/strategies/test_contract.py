@@ -1,0 +1,184 @@
+"""The query-strategy contract, for every strategy, on ndarray, DataFrame and SliceDict pools."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+from skorch.helper import SliceDict
+
+from skrisk.active import ActiveLearner, unpack_query
+from skrisk.data import SimilarityFeatures
+from skrisk.exceptions import EmptyPoolError, MissingCapabilityError, NotFittedError
+from skrisk.matchers import FeatureMatcher
+from skrisk.strategies import (
+    RiskSampler,
+    badge_sampling,
+    bald_sampling,
+    coreset_sampling,
+    egl_sampling,
+    entropy_sampling,
+    random_sampling,
+    risk_sampling,
+)
+
+
+@pytest.fixture(scope="module")
+def task(beer):
+    F = SimilarityFeatures().fit_transform(beer.to_frame()).astype(np.float64)
+    y = beer.labels
+    train, valid = beer.split_positions("train"), beer.split_positions("valid")
+    rng = np.random.RandomState(0)
+    lab = np.concatenate(
+        [rng.choice(train[y[train] == 1], 8, replace=False), rng.choice(train[y[train] == 0], 30, replace=False)]
+    )
+    pool = np.setdiff1d(train, lab)
+    return {"F": F, "y": y, "lab": lab, "pool": pool, "valid": valid}
+
+
+def _wrap(F, kind):
+    if kind == "ndarray":
+        return F
+    if kind == "dataframe":
+        return pd.DataFrame(F, columns=[f"f{i}" for i in range(F.shape[1])])
+    return SliceDict(features=F)
+
+
+def _sampler(task, kind):
+    F, y = task["F"], task["y"]
+    return RiskSampler(_wrap(F[task["valid"]], kind), y[task["valid"]], risk_params={"epochs": 30}, random_state=0)
+
+
+# (strategy factory, classifier the FeatureMatcher needs for it)
+CASES = {
+    "random": (lambda t, k: random_sampling, None),
+    "entropy": (lambda t, k: entropy_sampling, None),
+    "bald": (lambda t, k: bald_sampling, None),
+    "coreset": (lambda t, k: coreset_sampling, None),
+    "egl": (lambda t, k: egl_sampling, LogisticRegression(max_iter=1000)),
+    "badge": (lambda t, k: badge_sampling, LogisticRegression(max_iter=1000)),
+    "risk": (_sampler, None),
+}
+
+
+def _learner(task, kind, clf, strategy):
+    F, y, lab = task["F"], task["y"], task["lab"]
+    matcher = FeatureMatcher(clf, random_state=0)
+    return ActiveLearner(matcher, strategy, X_training=_wrap(F[lab], kind), y_training=y[lab])
+
+
+@pytest.mark.parametrize("kind", ["ndarray", "dataframe", "slicedict"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_contract(task, name, kind):
+    make, clf = CASES[name]
+    strategy = make(task, kind)
+    learner = _learner(task, kind, clf, strategy)
+    X_pool = _wrap(task["F"][task["pool"]], kind)
+    n_pool = len(task["pool"])
+    pos, scores = strategy(learner, X_pool, n_instances=7, random_state=3)
+    assert isinstance(pos, np.ndarray) and pos.dtype.kind == "i"
+    assert len(pos) == 7 and len(np.unique(pos)) == 7
+    assert pos.min() >= 0 and pos.max() < n_pool
+    assert len(scores) == 7
+    # the pool holds no labelled pair, so every position is unlabelled
+    assert not np.isin(task["pool"][pos], task["lab"]).any()
+    again, _ = strategy(learner, X_pool, n_instances=7, random_state=3)
+    np.testing.assert_array_equal(pos, again)
+    # the learner's query calls the strategy once and hands back rows by position
+    qpos, rows = learner.query(X_pool, n_instances=7, random_state=3)
+    np.testing.assert_array_equal(qpos, pos)
+    if kind == "dataframe":
+        np.testing.assert_array_equal(rows.to_numpy(), task["F"][task["pool"][pos]])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_n_instances(task, name):
+    make, clf = CASES[name]
+    strategy = make(task, "ndarray")
+    learner = _learner(task, "ndarray", clf, strategy)
+    X_pool = task["F"][task["pool"]]
+    with pytest.raises(EmptyPoolError, match="larger than the pool"):
+        strategy(learner, X_pool, n_instances=len(X_pool) + 1)
+    with pytest.raises(ValueError, match="at least 1"):
+        strategy(learner, X_pool, n_instances=0)
+    with pytest.raises(EmptyPoolError, match="empty"):
+        strategy(learner, X_pool[:0], n_instances=1)
+    with pytest.raises(TypeError, match="must be an int"):
+        strategy(learner, X_pool, n_instances=2.5)
+
+
+def test_missing_capability_is_named(task):
+    learner = _learner(task, "ndarray", LogisticRegression(max_iter=1000), bald_sampling)
+    with pytest.raises(MissingCapabilityError, match="MC-dropout"):
+        bald_sampling(learner, task["F"][task["pool"]], n_instances=3)
+    rf = _learner(task, "ndarray", None, badge_sampling)
+    with pytest.raises(MissingCapabilityError, match="gradient"):
+        badge_sampling(rf, task["F"][task["pool"]], n_instances=3)
+
+
+def test_unfitted_learner(task):
+    learner = ActiveLearner(FeatureMatcher(), entropy_sampling)
+    with pytest.raises(NotFittedError):
+        learner.query(task["F"][task["pool"]], n_instances=3)
+    with pytest.raises(NotFittedError):
+        entropy_sampling(learner, task["F"][task["pool"]], n_instances=3)
+
+
+def test_risk_sampler_bad_validation(task):
+    F, y = task["F"], task["y"]
+    one_class = task["valid"][y[task["valid"]] == 0]
+    sampler = RiskSampler(F[one_class], y[one_class])
+    learner = _learner(task, "ndarray", None, sampler)
+    with pytest.raises(ValueError, match="single class"):
+        sampler(learner, F[task["pool"]], n_instances=3)
+    with pytest.raises(ValueError, match="weighting"):
+        RiskSampler(weighting="bogus")(learner, F[task["pool"]], n_instances=3)
+    wrong = RiskSampler(F[task["valid"]][:, :5], y[task["valid"]], risk_params={"epochs": 5})
+    with pytest.raises(ValueError):
+        wrong(learner, F[task["pool"]], n_instances=3)
+
+
+def test_risk_sampler_picks_risky_pairs(task):
+    """Risk sampling's batch is riskier than a random batch (the risk it reports is real)."""
+    F, y = task["F"], task["y"]
+    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 50}, random_state=0)
+    learner = _learner(task, "ndarray", None, sampler)
+    pos, risk = sampler(learner, F[task["pool"]], n_instances=10, random_state=0)
+    np.testing.assert_allclose(risk, sampler.last_risk_[pos])
+    assert sampler.last_risk_[pos].mean() > sampler.last_risk_.mean()
+    assert sampler.last_result_ is not None and len(sampler.last_result_.selected) == 10
+    topk = RiskSampler(F[task["valid"]], y[task["valid"]], selection="topk", weighting="risk",
+                       risk_params={"epochs": 50}, random_state=0)
+    pos_top, risk_top = topk(learner, F[task["pool"]], n_instances=10, random_state=0)
+    np.testing.assert_allclose(np.sort(risk_top)[::-1], np.sort(topk.last_risk_)[::-1][:10])
+
+
+def test_default_risk_sampling_without_validation(task):
+    learner = _learner(task, "ndarray", None, risk_sampling)
+    pos, _ = learner.query(task["F"][task["pool"]], n_instances=5, random_state=0)
+    assert len(np.unique(pos)) == 5
+
+
+def test_unpack_query_conventions():
+    pos, scores = unpack_query((np.array([3, 1]), np.array([0.5, 0.2])), 5)
+    assert pos.tolist() == [3, 1] and scores.tolist() == [0.5, 0.2]
+    pos, scores = unpack_query(np.array([4, 0, 2]), 5)
+    assert pos.tolist() == [4, 0, 2] and scores is None
+    with pytest.raises(ValueError, match="more than once"):
+        unpack_query(np.array([1, 1]), 5)
+    with pytest.raises(ValueError, match="outside"):
+        unpack_query(np.array([9]), 5)
+
+
+def test_learner_teach_stacks_every_container(task):
+    F, y, lab = task["F"], task["y"], task["lab"]
+    for kind in ("ndarray", "dataframe", "slicedict"):
+        learner = ActiveLearner(FeatureMatcher(random_state=0), entropy_sampling,
+                                X_training=_wrap(F[lab], kind), y_training=y[lab])
+        pos, rows = learner.query(_wrap(F[task["pool"]], kind), n_instances=4, random_state=0)
+        learner.teach(rows, y[task["pool"][pos]])
+        assert len(learner.y_training) == len(lab) + 4
+        got = learner.X_training if kind == "ndarray" else (
+            learner.X_training.to_numpy() if kind == "dataframe" else learner.X_training["features"])
+        np.testing.assert_array_equal(got[-4:], F[task["pool"][pos]])
