@@ -81,6 +81,8 @@ def _matcher_params(args, seed: int) -> dict:
         patience=args.patience,
         batch_size=args.batch_size,
         lr=args.lr,
+        class_weight=None if args.class_weight == "none" else args.class_weight,
+        feature_skip=args.feature_skip,
         random_state=seed,
         device="auto",
         verbose=int(args.verbose),
@@ -175,12 +177,14 @@ def task_score(args):
     pool = Xtr if not args.quick else Xtr[:3000]
     t = time.perf_counter(); P = m.predict_proba(pool); proba_s = time.perf_counter() - t
     t = time.perf_counter(); H = m.represent(pool); rep_s = time.perf_counter() - t
+    t = time.perf_counter(); m.represent(pool, return_proba=True); both_s = time.perf_counter() - t
     t = time.perf_counter(); m.predict_proba_mc(pool, n_iter=1, random_state=0); one_s = time.perf_counter() - t
     t = time.perf_counter(); m.predict_proba_mc(pool, n_iter=20, random_state=0); mc_s = time.perf_counter() - t
     t = time.perf_counter(); m.gradient_embedding(pool); g_s = time.perf_counter() - t
     _emit(args, {"task": "score", "dataset": "dblp_scholar", "model": args.model, "n_pool": len(P),
                  "proba_s": round(proba_s, 1), "represent_s": round(rep_s, 1),
-                 "proba_plus_represent_s": round(proba_s + rep_s, 1), "rep_dim": H.shape[1],
+                 "proba_plus_represent_s": round(proba_s + rep_s, 1),
+                 "represent_return_proba_s": round(both_s, 1), "rep_dim": H.shape[1],
                  "mc1_s": round(one_s, 1), "mc20_s": round(mc_s, 1),
                  "mc20_over_predict_proba": round(mc_s / proba_s, 2),
                  "gradient_embedding_s": round(g_s, 1), "params": params,
@@ -233,6 +237,8 @@ def main(argv=None):
     p.add_argument("--patience", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--class-weight", choices=["balanced", "none"], default="balanced")
+    p.add_argument("--feature-skip", action="store_true", help="features also feed the output layer")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (1 on a loaded shared machine: oversubscription is slow)")
     p.add_argument("--verbose", action="store_true")

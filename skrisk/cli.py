@@ -7,7 +7,6 @@ Exit codes: 0 success, 2 bad input or a failed write (the message names the prob
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -194,10 +193,10 @@ def _cmd_label(args: argparse.Namespace) -> int:
         if args.export:
             session.export()
             return EXIT_OK
-        outcome = session.run()
+        session.run()  # "quit", "eof" or "done": all end cleanly with an export
         if session.labels():
             session.export()
-        return EXIT_OK if outcome in ("quit", "eof", "done") else EXIT_OK
+        return EXIT_OK
     finally:
         session.close()
 

@@ -176,5 +176,5 @@ def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict
     paths["table"].write_text(f"### {title}\n\n" + markdown_table(summ))
     from ._plot import plot_learning_curves
 
-    plot_learning_curves(summ, paths["png"], title=title)
+    plot_learning_curves(records, paths["png"], title=title)
     return paths

@@ -53,7 +53,7 @@ def summarize_curves(
     --------
     >>> recs = [{"strategy": "risk", "seed": s, "n_labelled": n, "f1": f}
     ...         for s, n, f in [(0, 10, 0.5), (1, 10, 0.7), (0, 20, 0.8), (1, 20, 0.9)]]
-    >>> summarize_curves(recs)[["n_labelled", "mean", "n"]].to_numpy().tolist()
+    >>> summarize_curves(recs)[["n_labelled", "mean", "n"]].round(3).to_numpy().tolist()
     [[10.0, 0.6, 2.0], [20.0, 0.85, 2.0]]
     """
     df = _frame(records)
@@ -129,11 +129,14 @@ def plot_learning_curves(
     groups = list(order) if order is not None else sorted(summary[by].unique(), key=str)
     markers = "osD^vP*X"
     n_max = int(summary["n"].max())
+    span = float(summary[x].max() - summary[x].min()) or 1.0
     for i, name in enumerate(groups):
         part = summary[summary[by] == name]
         if len(part) == 0:
             continue
-        xs, ms = part[x].to_numpy(float), part["mean"].to_numpy(float)
+        # a small horizontal dodge keeps overlapping error bars of different curves apart
+        dodge = (i - (len(groups) - 1) / 2) * 0.006 * span
+        xs, ms = part[x].to_numpy(float) + dodge, part["mean"].to_numpy(float)
         err = np.vstack([ms - part["lower"].to_numpy(float), part["upper"].to_numpy(float) - ms])
         n_seeds = int(part["n"].max())
         label = (labels or {}).get(name, str(name))

@@ -90,7 +90,7 @@ class WeightedKMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
     >>> km = WeightedKMedoids(n_select=1, fixed=[0], device="cpu")
     >>> km.fit(X, sample_weight=[1, 1, 1, 1, 1, 5]).selected_indices_.tolist()
     [5]
-    >>> km.predict([[4.0], [1.0]]).tolist()
+    >>> km.predict([[8.0], [1.0]]).tolist()
     [1, 0]
     """
 

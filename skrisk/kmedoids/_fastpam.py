@@ -13,8 +13,8 @@ Schubert & Rousseeuw 2021, with weights) into two dense reductions over one bloc
     acc_j   = sum_o w_o * min(D_oj - dn_o, 0)                       (gain of adding j)
     S[m, j] = sum_{o: nearest(o) = m} w_o * clip(D_oj - dn_o, 0, ds_o - dn_o)   (loss of removing m)
 
-where ``dn_o`` / ``ds_o`` are the distances of ``o`` to its nearest / second-nearest medoid. Both are
-computed from an ``n x B`` block of distances produced by one matrix product
+where ``dn_o`` / ``ds_o`` are the distances of ``o`` to its nearest / second-nearest medoid.
+Both are computed from an ``n x B`` block of distances produced by one matrix product
 (``||a||^2 + ||b||^2 - 2 a.b``), so the full ``n x n`` matrix is never stored.
 """
 
@@ -342,7 +342,7 @@ class _Kernel:
         self.n_swaps = 0
         self._fixed_nearest()
 
-    # ---- distances ------------------------------------------------------------------------
+    # ---- distances ------------------------------------------------------------------------------
     def _col_form(self, idx: torch.Tensor) -> torch.Tensor:
         return self.Xr.index_select(0, idx)[:, self.col_perm] * self.col_scale
 
@@ -367,7 +367,7 @@ class _Kernel:
             second = torch.minimum(torch.maximum(self.dL1, v1), torch.minimum(self.dL2, v2))
             self.dL1, self.dL2 = lo, second
 
-    # ---- caches for the SWAP phase ----------------------------------------------------------
+    # ---- caches for the SWAP phase --------------------------------------------------------------
     def set_medoids(self, Q: torch.Tensor) -> None:
         b = self.b
         self.Q = Q.clone()
@@ -400,9 +400,9 @@ class _Kernel:
         self.wgap = torch.where(self.w > 0, wgap, 0.0)  # 0 * inf when a row has no 2nd medoid
         self.slot = torch.clamp(self.n1, max=self.b)  # L-nearest rows go to the dummy row b
 
-    # ---- block evaluation ---------------------------------------------------------------------
-    def plan(self, cand: np.ndarray) -> tuple[torch.Tensor, list[tuple[int, torch.Tensor, torch.Tensor] | None]]:
-        """Device indices of a sorted candidate block and, per row tile, its own (row, col) cells."""
+    # ---- block evaluation -----------------------------------------------------------------------
+    def plan(self, cand: np.ndarray) -> tuple[torch.Tensor, list[Any]]:
+        """Device indices of a sorted candidate block and, per row tile, its own cells."""
         bounds = np.searchsorted(cand, self.tile_bounds)
         ct = torch.as_tensor(cand, dtype=torch.long, device=self.dev)
         selfs: list[tuple[int, torch.Tensor, torch.Tensor] | None] = []
@@ -490,7 +490,7 @@ class _Kernel:
         self.n_swaps += 1
         return True
 
-    # ---- final assignment in float64 -------------------------------------------------------------
+    # ---- final assignment in float64 ------------------------------------------------------------
     def final(self, medoids: torch.Tensor) -> tuple[torch.Tensor, float]:
         X = self.X64
         sq = (X * X).sum(1)
@@ -660,7 +660,9 @@ def weighted_fastpam(
         plain greedy; costs about one to two passes of the SWAP phase).
     schedule : {"eager", "best"}, default="eager"
         ``"eager"`` (FasterPAM-like): walk the candidates in blocks of ``block_size`` and apply the
-        best improving swap of each block at once; stop after a full pass without improvement.
+        best improving swap of each block at once (then up to three next-best swaps of the block
+        on other ``Q`` slots, each kept only if the float64 re-check confirms that TD dropped);
+        stop after a full pass without improvement.
         ``"best"`` (FastPAM1, the paper's Algorithm 1): evaluate all candidates, apply the single
         best swap, repeat. Both stop at a swap-optimal solution; ``"eager"`` needs far fewer
         distance evaluations.
@@ -682,9 +684,9 @@ def weighted_fastpam(
     Returns
     -------
     KMedoidsResult
-        ``selected`` (``Q``, sorted), ``medoids`` (``fixed`` then ``selected``), ``labels`` (position
-        in ``medoids`` of each point's nearest medoid), ``total_deviation`` (float64), ``n_swaps``,
-        ``n_iter``, ``converged``.
+        ``selected`` (``Q``, sorted), ``medoids`` (``fixed`` then ``selected``), ``labels``
+        (position in ``medoids`` of each point's nearest medoid), ``total_deviation``
+        (float64), ``n_swaps``, ``n_iter``, ``converged``.
 
     Raises
     ------
@@ -718,6 +720,9 @@ def weighted_fastpam(
     ``"eager"`` typically needs 2-4 passes in total; ``"best"`` needs one pass per swap (roughly
     ``b`` passes), as in the paper's ``O(b (n - k)^2)`` per iteration.
 
+    On a shared, loaded CPU, set the environment variable ``OMP_WAIT_POLICY=PASSIVE`` before
+    importing torch: spinning OpenMP threads made the kernel 5-10x slower there.
+
     Memory is ``O(n (d + b + B))`` floats: the data (float32 plus a float64 copy for the final
     assignment), the ``n x b`` distances to ``Q``, and one ``n x B`` block (two on CPU, cut into
     cache-sized row tiles). The ``n x n`` matrix is never formed: at ``n = 100,000``, ``d = 64``,
@@ -741,7 +746,7 @@ def weighted_fastpam(
     >>> res.labels.tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    # ---- validation, before any work --------------------------------------------------------
+    # ---- validation, before any work ------------------------------------------------------------
     Xt = _as_data_tensor(X)
     n = int(Xt.shape[0])
     fixed_np = _check_fixed(fixed, n)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -170,8 +171,9 @@ class LabellingSession:
         training and never asked).
     config : SessionConfig
     journal : Journal
-    input_fn : callable, default=input
-        Reads one answer (given the prompt); ``EOFError`` ends the session cleanly.
+    input_fn : callable, optional
+        Reads one answer (given the prompt); ``EOFError`` ends the session cleanly. Default: the
+        builtin :func:`input` (looked up at each call).
     out : text stream, default=sys.stdout
     """
 
@@ -182,15 +184,19 @@ class LabellingSession:
         config: SessionConfig,
         journal: Journal,
         *,
-        input_fn: Callable[[str], str] = input,
+        input_fn: Callable[[str], str] | None = None,
         out: TextIO | None = None,
     ) -> None:
         self.folder = folder
         self.dataset = dataset
         self.config = config
         self.journal = journal
-        self.input_fn = input_fn
+        self.input_fn = input_fn if input_fn is not None else (lambda prompt: input(prompt))
         self.out = out if out is not None else sys.stdout
+        try:
+            self.echo = input_fn is None and not sys.stdin.isatty()
+        except (AttributeError, ValueError):
+            self.echo = False
         self.state: SessionState = replay(journal.events)
         pairs = dataset.pairs
         self.keys = list(zip(pairs["left_id"].tolist(), pairs["right_id"].tolist()))
@@ -218,7 +224,7 @@ class LabellingSession:
         id_column: str | None = None,
         config: SessionConfig | None = None,
         overrides: dict | None = None,
-        input_fn: Callable[[str], str] = input,
+        input_fn: Callable[[str], str] | None = None,
         out: TextIO | None = None,
     ) -> "LabellingSession":
         """Start a session in ``folder`` or resume the one stored there.
@@ -354,8 +360,20 @@ class LabellingSession:
             from ..data import SimilarityFeatures
 
             self._print(f"Computing similarity features of {len(self.keys)} pairs...")
-            self._features = np.asarray(SimilarityFeatures().fit_transform(self.dataset.to_frame()), dtype=np.float64)
+            sf = SimilarityFeatures()
+            self._features = np.asarray(sf.fit_transform(self.dataset.to_frame()), dtype=np.float64)
+            self._feature_names = [str(n) for n in sf.get_feature_names_out()]
         return self._features
+
+    def _named(self, text: str) -> str:
+        """Rule texts name features ``x<j>`` (LearnRisk sees an array): use the feature names."""
+        names = getattr(self, "_feature_names", [])
+
+        def repl(m: re.Match) -> str:
+            j = int(m.group(1))
+            return names[j] if j < len(names) else m.group(0)
+
+        return re.sub(r"\bx(\d+)\b", repl, text)
 
     def labels(self) -> dict[tuple[str, str], int]:
         """Training labels in force: given ones, then the yes/no answers (answers win)."""
@@ -464,7 +482,7 @@ class LabellingSession:
                     "the pairs by weighted k-medoids."
                 )
             else:
-                why = str(sampler.risk_model_.explain(R, j))
+                why = self._named(str(sampler.risk_model_.explain(R, j)))
             items.append(
                 {
                     "left_id": left_id, "right_id": right_id, "probability": round(float(p), 4),
@@ -518,13 +536,16 @@ class LabellingSession:
                 f"risk that this label is wrong = {item['risk']:.3f}"
             )
             lines.append("Why risk sampling picked it (LearnRisk):")
-        lines += ["  " + t for t in str(item.get("explanation", "")).splitlines()]
+        for t in str(item.get("explanation", "")).splitlines():
+            lines += textwrap.wrap(t, width, initial_indent="  ", subsequent_indent="      ") or [""]
         return lines
 
     # ------------------------------------------------------------------ the loop
     def _read(self) -> str:
         while True:
             raw = self.input_fn(_PROMPT)
+            if self.echo:  # answers piped in do not show: echo them so the transcript reads well
+                self._print(raw.strip())
             word = raw.strip().lower()
             if not word:
                 continue

@@ -26,7 +26,7 @@ __all__ = ["save_matcher", "load_matcher"]
 FORMAT_VERSION = 1
 _JSON_PARAMS = (
     "embedding_dim", "freeze_embeddings", "hidden_size", "attention", "classifier_size", "n_highway",
-    "dropout", "rnn_dropout", "use_features", "class_weight", "early_stopping", "patience",
+    "dropout", "rnn_dropout", "feature_skip", "use_features", "class_weight", "early_stopping", "patience",
     "validation_fraction", "lr", "max_epochs", "batch_size", "warm_start", "verbose",
     "iterator_train__shuffle", "iterator_valid__batch_size",
 )

@@ -129,6 +129,10 @@ class RNNMatcherModule(nn.Module):
         Dropout on the representation (before the output layer).
     rnn_dropout : float, default=0.2
         Dropout on the word vectors entering the GRUs.
+    feature_skip : bool, default=False
+        With features: also append them to the representation, so the output layer sees them
+        directly (a wide-and-deep skip path; the representation then has
+        ``classifier_size + n_features`` values).
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class RNNMatcherModule(nn.Module):
         n_highway: int = 1,
         dropout: float = 0.2,
         rnn_dropout: float = 0.2,
+        feature_skip: bool = False,
     ) -> None:
         super().__init__()
         if embeddings is not None:
@@ -163,10 +168,12 @@ class RNNMatcherModule(nn.Module):
         layers += [Highway(classifier_size) for _ in range(n_highway)]
         layers.append(nn.Dropout(dropout))
         self.classifier = nn.Sequential(*layers)
-        self.output = nn.Linear(classifier_size, 2)
+        self.feature_skip = bool(feature_skip) and self.n_features > 0
+        self.representation_size = classifier_size + (self.n_features if self.feature_skip else 0)
+        self.output = nn.Linear(self.representation_size, 2)
 
     def hidden(self, tokens: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
-        """The representation ``h`` (B, classifier_size): the input of the output layer."""
+        """The representation ``h`` (B, representation_size): the input of the output layer."""
         tokens = tokens.long()
         B, S, L = tokens.shape
         A = self.n_attributes
@@ -188,8 +195,12 @@ class RNNMatcherModule(nn.Module):
                     "This matcher was trained with similarity features: pass "
                     "SliceDict(tokens=..., features=...) (PairEncoder(features=...))."
                 )
-            comps.append(features.to(left.dtype))
-        return self.classifier(torch.cat(comps, dim=1))
+            feats = features.to(left.dtype)
+            comps.append(feats)
+        h = self.classifier(torch.cat(comps, dim=1))
+        if self.feature_skip:
+            h = torch.cat([h, feats], dim=1)
+        return h
 
     def forward(self, tokens: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
         """Two logits per pair, ``(B, 2)``."""

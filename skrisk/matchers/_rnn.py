@@ -131,6 +131,10 @@ class RNNMatcher(NeuralNetClassifier):
         Dropout before the output layer.
     rnn_dropout : float, default=0.2
         Dropout on the word vectors entering the GRUs (the paper's MC-dropout site).
+    feature_skip : bool, default=False
+        With features: append them to the representation too, so the output layer also sees them
+        directly (wide-and-deep); the representation then has ``classifier_size + n_features``
+        values.
     use_features : bool or "auto", default="auto"
         Read the ``features`` of a SliceDict input: "auto" when present, True requires them,
         False ignores them.
@@ -161,7 +165,7 @@ class RNNMatcher(NeuralNetClassifier):
         ``fit`` continues training the current weights instead of starting afresh (a new
         validation-best is tracked per ``fit``).
     verbose : int, default=0
-        1 prints skorch's epoch table.
+        1 prints skorch's epoch table and shows tqdm progress bars in the interface methods.
     train_split : default=None
         Kept for skorch compatibility; ``None`` (no silent 20 % hold-out). Use ``X_valid``/
         ``validation_fraction`` instead.
@@ -231,6 +235,7 @@ class RNNMatcher(NeuralNetClassifier):
         n_highway: int = 1,
         dropout: float = 0.2,
         rnn_dropout: float = 0.2,
+        feature_skip: bool = False,
         use_features: bool | str = "auto",
         class_weight: str | float | None = "balanced",
         early_stopping: str | None = "f1",
@@ -275,6 +280,7 @@ class RNNMatcher(NeuralNetClassifier):
         self.n_highway = n_highway
         self.dropout = dropout
         self.rnn_dropout = rnn_dropout
+        self.feature_skip = feature_skip
         self.use_features = use_features
         self.class_weight = class_weight
         self.early_stopping = early_stopping
@@ -348,6 +354,7 @@ class RNNMatcher(NeuralNetClassifier):
             n_highway=self.n_highway,
             dropout=self.dropout,
             rnn_dropout=self.rnn_dropout,
+            feature_skip=self.feature_skip,
         )
 
     def initialize_module(self):
@@ -663,7 +670,12 @@ class RNNMatcher(NeuralNetClassifier):
     def _batches(self, X: object) -> Iterator[Any]:
         self._check_predict_X(X)
         dataset = self.get_dataset(X)
-        for batch in self.get_iterator(dataset, training=False):
+        iterator = self.get_iterator(dataset, training=False)
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(iterator, desc=type(self).__name__, unit="batch", leave=False)
+        for batch in iterator:
             Xi, _ = unpack_data(batch)
             Xi = to_tensor(Xi, device=self.device_)
             yield self._select_inputs(Xi) if isinstance(Xi, Mapping) else {"tokens": Xi}
@@ -678,13 +690,29 @@ class RNNMatcher(NeuralNetClassifier):
                 ps.append(torch.softmax(self.module_.output(h), dim=1).cpu())
         return torch.cat(hs).numpy(), torch.cat(ps).numpy()
 
-    def represent(self, X: object) -> npt.NDArray[np.float32]:
-        """Penultimate-layer representation ``(n, classifier_size)``: the input of the output layer.
+    def represent(self, X: object, *, return_proba: bool = False) -> Any:
+        """Penultimate-layer representation ``(n, h)``: the input of the output layer.
+
+        ``h = classifier_size`` (plus the number of features with ``feature_skip=True``).
 
         Computed in evaluation mode (no dropout), without gradients, in batches of
         ``iterator_valid__batch_size``, in row order.
+
+        Parameters
+        ----------
+        X : ndarray or SliceDict
+            Encoded pairs.
+        return_proba : bool, default=False
+            Also return ``predict_proba(X)`` from the same pass (half the cost of two calls).
+
+        Returns
+        -------
+        H : ndarray of shape (n, h)
+        P : ndarray of shape (n, 2)
+            Only with ``return_proba=True``.
         """
-        return self._hidden_and_proba(X)[0]
+        H, P = self._hidden_and_proba(X)
+        return (H, P) if return_proba else H
 
     def predict_proba_mc(
         self, X: object, n_iter: int = 20, random_state: object = None
@@ -724,7 +752,7 @@ class RNNMatcher(NeuralNetClassifier):
         return torch.cat(out, dim=1).numpy()
 
     def gradient_embedding(self, X: object) -> npt.NDArray[np.float32]:
-        """BADGE gradient embeddings ``(n, 2 * classifier_size)``.
+        """BADGE gradient embeddings ``(n, 2 * h)`` (``h``: size of :meth:`represent`).
 
         The gradient of the (unweighted) cross-entropy loss w.r.t. the output layer's weights at
         the predicted label ``yhat``: ``(p - onehot(yhat)) outer h``, flattened class by class

@@ -225,11 +225,19 @@ def train_risk_model(
 def _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, generator):  # type: ignore[no-untyped-def]
     n = x.p.shape[0]
     dev = x.p.device
+    J = params.w.shape[0]
+    # all learnable values in one flat leaf [w, a, c, s, r]: the penalty gradient, the optimiser
+    # step and the projections are then a handful of ops per step instead of one set per tensor
+    flat = torch.cat(
+        [params.w.detach(), params.a.detach().reshape(1), params.c.detach().reshape(1),
+         params.s.detach().reshape(1), params.r.detach()]
+    ).requires_grad_()
     opt_cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}[optimizer]
-    opt = opt_cls(params.learnable(), lr=lr)
+    opt = opt_cls([flat], lr=lr)
     history: list[float] = []
     n_batches = max(1, -(-n // batch_size))
     batch_of = torch.arange(n, device=dev) // batch_size
+    reg_part, pos_part = slice(0, J + 3), slice(0, J + 2)  # penalised: w, a, c, s; >= 0: w, a, c
     for _ in range(epochs):
         perm = torch.randperm(n, generator=generator).to(dev)
         # one gather per epoch: batches stay contiguous, mispredicted pairs first inside each
@@ -241,17 +249,29 @@ def _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, gener
         for b, start in enumerate(range(0, n, batch_size)):
             stop = min(n, start + batch_size)
             xb = RiskInputs(xe.A[start:stop], xe.p[start:stop], xe.bins[start:stop])
-            risk, _, _ = forward(params, xb, theta)
-            loss = _pairwise(risk[: n_pos[b]], risk[n_pos[b] :], params.s)
-            opt.zero_grad(set_to_none=True)
+            pv = RiskParams(flat[:J], flat[J + 3 :], flat[J], flat[J + 1], flat[J + 2], params.mu, params.mu_tilde)
+            risk, _, _ = forward(pv, xb, theta)
+            loss = _pairwise(risk[: n_pos[b]], risk[n_pos[b] :], pv.s)
+            opt.zero_grad(set_to_none=False)
             loss.backward()
-            _add_regulariser_grad(params, l1, l2)  # same gradient as adding the penalty to the loss
+            with torch.no_grad():  # gradient of l1 |v| + l2 / 2 v^2, as if added to the loss
+                v = flat[reg_part]
+                flat.grad[reg_part].add_(torch.sign(v), alpha=l1).add_(v, alpha=l2)
             opt.step()
-            params.project()
+            with torch.no_grad():  # projections: w, a, c <- |.|; r <- clip(r, 0.1, 0.9)
+                flat[pos_part].abs_()
+                flat[J + 3 :].clamp_(0.1, 0.9)
             total += loss.detach()
         with torch.no_grad():
-            reg = _regulariser(params, l1, l2)
+            v = flat[reg_part]
+            reg = l1 * v.abs().sum() + 0.5 * l2 * (v * v).sum()
         history.append(float(total / n_batches + reg))
+    with torch.no_grad():
+        params.w.copy_(flat[:J])
+        params.a.copy_(flat[J])
+        params.c.copy_(flat[J + 1])
+        params.s.copy_(flat[J + 2])
+        params.r.copy_(flat[J + 3 :])
     return history
 
 

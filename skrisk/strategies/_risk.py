@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator
+import pandas as pd
+from sklearn.base import BaseEstimator, clone
+from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
 
 from .._rows import num_rows, take_rows
@@ -19,6 +21,8 @@ from ..risk import LearnRiskEstimator, mispredicted
 from ._selection import check_query, labelled_pool, min_distances, resolve_device, top_k
 
 __all__ = ["RiskSampler", "risk_sampling", "risk_features"]
+
+_PROBA = "matcher_proba"
 
 
 def risk_features(X: Any) -> np.ndarray:
@@ -79,6 +83,19 @@ class RiskSampler(BaseEstimator):
         Weighted fastPAM with the labelled set fixed, or simply the ``n`` largest weights.
     risk_params : dict, optional
         Parameters of :class:`~skrisk.risk.LearnRiskEstimator` (e.g. ``{"epochs": 300}``).
+    feature_names : sequence of str, optional
+        Names of the similarity features, so that rules read ``title_jaccard <= 0.31 -> unmatch``
+        rather than ``x0 <= 0.31 -> unmatch``.
+    labelled_proba : {"auto", "oof", "fit"}, default="auto"
+        Which matcher probabilities of the *labelled* pairs LearnRisk's expectations are drawn
+        from. ``"fit"``: the fitted matcher's own, which are overconfident on the pairs it was
+        trained on (a random forest is always right on them, so every probability bin looks
+        perfectly calibrated). ``"oof"``: out-of-fold probabilities from ``cv`` stratified folds
+        of a clone of the matcher, as for unseen pairs. ``"auto"``: ``"oof"`` for matchers that
+        are cheap to refit (not skorch nets), ``"fit"`` for neural matchers, which are
+        early-stopped on validation pairs.
+    cv : int, default=5
+        Folds of ``labelled_proba="oof"``.
     schedule, init, block_size : see :func:`~skrisk.kmedoids.weighted_fastpam`.
     eps : float, default=1e-8
         Added to the distance in eq. 6.
@@ -118,6 +135,9 @@ class RiskSampler(BaseEstimator):
         weighting: str = "lipschitz",
         selection: str = "kmedoids",
         risk_params: dict | None = None,
+        feature_names: Any = None,
+        labelled_proba: str = "auto",
+        cv: int = 5,
         schedule: str = "eager",
         init: str = "heaviest",
         block_size: int = 64,
@@ -133,6 +153,9 @@ class RiskSampler(BaseEstimator):
         self.weighting = weighting
         self.selection = selection
         self.risk_params = risk_params
+        self.feature_names = feature_names
+        self.labelled_proba = labelled_proba
+        self.cv = cv
         self.schedule = schedule
         self.init = init
         self.block_size = block_size
@@ -152,6 +175,8 @@ class RiskSampler(BaseEstimator):
             raise ValueError(f"selection must be 'kmedoids' or 'topk', got {self.selection!r}.")
         if not (0.0 < float(self.valid_ratio) <= 1.0):
             raise ValueError(f"valid_ratio must be in (0, 1], got {self.valid_ratio}.")
+        if self.labelled_proba not in ("auto", "oof", "fit"):
+            raise ValueError(f"labelled_proba must be 'auto', 'oof' or 'fit', got {self.labelled_proba!r}.")
         if (self.X_valid is None) != (self.y_valid is None):
             raise ValueError("Give both X_valid and y_valid, or neither.")
 
@@ -178,10 +203,34 @@ class RiskSampler(BaseEstimator):
         pos = np.sort(np.concatenate(keep))
         return take_rows(self.X_valid, pos), y[pos]
 
-    def _risk_input(self, X: Any, proba: np.ndarray) -> np.ndarray:
+    def _risk_input(self, X: Any, proba: np.ndarray) -> Any:
         feats = self.features(X) if self.features is not None else risk_features(X)
         feats = np.asarray(feats, dtype=np.float64)
-        return np.column_stack([feats, proba[:, 1]])
+        out = np.column_stack([feats, proba[:, 1]])
+        if self.feature_names is None:
+            return out
+        names = [str(n) for n in self.feature_names]
+        if len(names) != feats.shape[1]:
+            raise ValueError(
+                f"feature_names has {len(names)} names for {feats.shape[1]} similarity features: "
+                "give one name per feature column."
+            )
+        return pd.DataFrame(out, columns=[*names, _PROBA])
+
+    def _labelled_proba(self, learner: Any, X_lab: Any, y_lab: np.ndarray, proba_fn: Any, seed: Any) -> np.ndarray:
+        est = getattr(learner, "estimator", learner)
+        mode = self.labelled_proba
+        if mode == "auto":
+            mode = "fit" if hasattr(est, "module_") else "oof"
+        k = min(int(self.cv), int(np.bincount(y_lab, minlength=2).min()))
+        if mode == "fit" or k < 2:
+            return np.asarray(proba_fn(X_lab), dtype=np.float64)
+        folds = StratifiedKFold(k, shuffle=True, random_state=seed if isinstance(seed, (int, np.integer)) else 0)
+        P = np.empty((len(y_lab), 2), dtype=np.float64)
+        for tr, te in folds.split(np.zeros(len(y_lab)), y_lab):
+            m = clone(est).fit(take_rows(X_lab, tr), y_lab[tr])
+            P[te] = m.predict_proba(take_rows(X_lab, te))
+        return P
 
     # ------------------------------------------------------------------ the strategy
     def __call__(
@@ -210,7 +259,7 @@ class RiskSampler(BaseEstimator):
 
         # 1-2. LearnRisk for the current matcher, then the risk of every pool pair
         p_pool = np.asarray(proba_fn(X_pool), dtype=np.float64)
-        R_lab = self._risk_input(X_lab, np.asarray(proba_fn(X_lab), dtype=np.float64))
+        R_lab = self._risk_input(X_lab, self._labelled_proba(learner, X_lab, y_lab, proba_fn, seed))
         if valid is not None:
             X_v, y_v = valid
             R_val = self._risk_input(X_v, np.asarray(proba_fn(X_v), dtype=np.float64))
@@ -219,7 +268,9 @@ class RiskSampler(BaseEstimator):
         else:
             fit_args, fit_kw = (R_lab, y_lab), {}
         params = {"random_state": seed if isinstance(seed, (int, np.integer)) else None, **(self.risk_params or {})}
-        z = mispredicted(fit_args[0][:, -1], fit_args[1])
+        if self.feature_names is not None:
+            params["proba_column"] = _PROBA
+        z = mispredicted(np.asarray(fit_args[0])[:, -1], fit_args[1])
         if z.all() or not z.any():
             # Nothing to rank (e.g. a matcher perfect on the validation pairs): LearnRisk cannot
             # learn its weights, so fall back to the expectation-based risk |label - p|.

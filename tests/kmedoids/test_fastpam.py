@@ -244,7 +244,7 @@ def test_matmul_precision_is_restored():
         torch.set_float32_matmul_precision(prev)
 
 
-# ---- bad input ------------------------------------------------------------------------------------
+# ---- bad input ----------------------------------------------------------------------------------
 _X = np.arange(20, dtype=float).reshape(10, 2)
 
 
@@ -296,7 +296,7 @@ def test_cuda_requested_without_cuda():
         weighted_fastpam(_X, 2, device="cuda")
 
 
-# ---- estimator ------------------------------------------------------------------------------------
+# ---- estimator ----------------------------------------------------------------------------------
 @parametrize_with_checks(
     [WeightedKMedoids(n_select=3, device=CPU)],
     expected_failed_checks=lambda est: {
@@ -344,3 +344,13 @@ def test_cuda_matches_cpu():
         gpu = weighted_fastpam(torch.as_tensor(X, device="cuda"), 10, device="auto", **kw)
         assert gpu.device.startswith("cuda")
         assert gpu.total_deviation == pytest.approx(cpu.total_deviation, rel=1e-4)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import skrisk.kmedoids._estimator as est_mod
+    import skrisk.kmedoids._fastpam as fp_mod
+
+    for mod in (fp_mod, est_mod):
+        assert doctest.testmod(mod).failed == 0

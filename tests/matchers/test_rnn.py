@@ -69,6 +69,9 @@ def test_representation_is_output_layer_input(fitted_rnn, fodors_encoded):
     with torch.no_grad():
         p = torch.softmax(fitted_rnn.module_.output(h), 1).numpy()
     np.testing.assert_allclose(p, fitted_rnn.predict_proba(X), atol=1e-5)
+    H, P = fitted_rnn.represent(X, return_proba=True)
+    np.testing.assert_array_equal(H, h.numpy())
+    np.testing.assert_allclose(P, fitted_rnn.predict_proba(X), atol=1e-6)
 
 
 # ---------------------------------------------------------------------------- MC dropout
@@ -216,6 +219,13 @@ def test_hybrid_with_similarity_features(fodors_split, fodors_vectors, tiny):
     # use_features=False ignores them; True requires them
     m2 = RNNMatcher(use_features=False, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
     assert m2.module_dims_["n_features"] == 0
+    # feature_skip: the features are part of the representation, so the output layer sees them
+    m3 = RNNMatcher(feature_skip=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    F = Xte["features"].shape[1]
+    H = m3.represent(Xte)
+    assert H.shape == (len(fte), tiny["classifier_size"] + F)
+    np.testing.assert_allclose(H[:, -F:], Xte["features"])
+    assert m3.gradient_embedding(Xte).shape == (len(fte), 2 * H.shape[1])
     with pytest.raises(ValueError, match="use_features=True"):
         RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(Xte["tokens"], yte)
 

@@ -182,3 +182,23 @@ def test_learner_teach_stacks_every_container(task):
         got = learner.X_training if kind == "ndarray" else (
             learner.X_training.to_numpy() if kind == "dataframe" else learner.X_training["features"])
         np.testing.assert_array_equal(got[-4:], F[task["pool"][pos]])
+
+
+def test_risk_sampler_feature_names_and_oof(task, beer):
+    """Rules read with feature names; out-of-fold probabilities give LearnRisk real mistakes."""
+    F, y = task["F"], task["y"]
+    names = SimilarityFeatures().fit(beer.to_frame()).get_feature_names_out()
+    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], feature_names=names,
+                          risk_params={"epochs": 30}, random_state=0)
+    learner = _learner(task, "ndarray", None, sampler)
+    sampler(learner, F[task["pool"]], n_instances=5, random_state=0)
+    rules = [str(r) for r in sampler.risk_model_.rules_]
+    assert rules and all(not r.startswith("x") for r in rules)
+    assert any(n in rules[0] for n in names)
+    oof = sampler._labelled_proba(learner, F[task["lab"]], y[task["lab"]], learner.predict_proba, 0)
+    fit = sampler.set_params(labelled_proba="fit")._labelled_proba(
+        learner, F[task["lab"]], y[task["lab"]], learner.predict_proba, 0)
+    # in-sample probabilities of a forest are (nearly) always right; out-of-fold ones are not
+    assert np.abs(oof[:, 1] - y[task["lab"]]).mean() > np.abs(fit[:, 1] - y[task["lab"]]).mean()
+    with pytest.raises(ValueError, match="feature_names has"):
+        RiskSampler(F[task["valid"]], y[task["valid"]], feature_names=names[:3])(learner, F[task["pool"]], n_instances=2)
