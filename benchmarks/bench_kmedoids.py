@@ -128,7 +128,8 @@ def run_rust(X, k, method, repeats) -> dict[str, Any]:
         if method == "fasterpam":
             res = kmedoids.fasterpam(D, k, random_state=r)
         else:
-            res = kmedoids.fastpam1(D, k, random_state=r)
+            # one swap per iteration: the default max_iter=100 stops it before convergence
+            res = kmedoids.fastpam1(D, k, max_iter=100 * k, random_state=r)
         times.append(time.perf_counter() - t)
         del D
     assert res is not None
@@ -173,6 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", default="auto", help="torch device for the kernel")
     p.add_argument("--no-rust", action="store_true", help="skip the kmedoids package")
     p.add_argument("--only", default="", help="comma list of experiments: vs_rust,scaling,large,al")
+    p.add_argument("--sizes", default="", help="comma list of n for vs_rust / scaling (override)")
+    p.add_argument("--no-best", action="store_true", help="skip the best-swap schedule")
     # child mode (internal)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -217,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     # 1. unit weights, no fixed medoids, k = 200: against the Rust kmedoids package
     if want("vs_rust"):
         sizes = [1000, 2000] if q else [2000, 5000, 10000, 20000]
+        sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else sizes
         k = 50 if q else 200
         for n in sizes:
             X, w, _ = problem(n, 64, 0, "unit")
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
                 add(method="kmedoids.fasterpam", repeats=rep, td_ratio=1.0, **base, **ref)
             ratio = ours["total_deviation"] / ref["total_deviation"] if ref else ""
             add(method="ours eager", repeats=rep, td_ratio=ratio, **base, **ours)
-            if n <= (1000 if q else 10000):
+            if n <= (1000 if q else 10000) and not args.no_best:
                 r1 = 1 if n > 2000 else rep
                 best = run_ours(X, w, None, k, "best", r1, dev)
                 ratio = best["total_deviation"] / ref["total_deviation"] if ref else ""
@@ -242,13 +246,14 @@ def main(argv: list[str] | None = None) -> None:
     # 2. the paper's scalability figure: |L| = 100, |Q| = 100, risk-like weights
     if want("scaling"):
         sizes = [1000, 2000, 4000] if q else [1000, 2000, 5000, 10000, 20000, 50000]
+        sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else sizes
         for n in sizes:
             X, w, fixed = problem(n, 64, 100, "risk")
             base = dict(experiment="scaling", n=n, d=64, n_fixed=100, n_select=100,
                         weights="risk")
             eager = run_ours(X, w, fixed, 100, "eager", rep, dev)
             add(method="ours eager", repeats=rep, **base, **eager)
-            if n <= (1000 if q else 10000):
+            if n <= (1000 if q else 10000) and not args.no_best:
                 r1 = 1 if n > 2000 else rep
                 best = run_ours(X, w, fixed, 100, "best", r1, dev)
                 add(method="ours best", repeats=r1,

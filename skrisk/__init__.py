@@ -6,4 +6,29 @@ Risk Sampling" (Nafa, Chen et al., KBS 2022) and of LearnRisk (Chen et al., SIGM
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from .active import ActiveLearner
+from .risk import LearnRiskEstimator
+from .strategies import (
+    RiskSampler,
+    badge_sampling,
+    bald_sampling,
+    coreset_sampling,
+    egl_sampling,
+    entropy_sampling,
+    random_sampling,
+    risk_sampling,
+)
+
+__all__ = [
+    "ActiveLearner",
+    "LearnRiskEstimator",
+    "RiskSampler",
+    "__version__",
+    "badge_sampling",
+    "bald_sampling",
+    "coreset_sampling",
+    "egl_sampling",
+    "entropy_sampling",
+    "random_sampling",
+    "risk_sampling",
+]

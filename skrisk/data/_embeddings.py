@@ -211,7 +211,7 @@ def train_fasttext(
 
     Notes
     -----
-    Cost: about 10 s for DBLP-Scholar (13k records) at ``dim=100, epochs=5`` on 2 cores (see
+    Cost: about 13 s for DBLP-Scholar (13k records) at ``dim=100, epochs=5`` on 2 cores (see
     ``benchmarks/results/matcher``).
 
     Examples

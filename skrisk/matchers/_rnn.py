@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import weakref
 from collections.abc import Mapping
 from typing import Any, Iterator
@@ -152,7 +151,7 @@ class RNNMatcher(NeuralNetClassifier):
     random_state : int, RandomState, Generator or None, default=None
         Seeds weight initialisation, shuffling and dropout of ``fit`` (the global torch RNG is
         restored afterwards). Same seed, same data -> the same model on CPU.
-    lr : float, default=1e-3
+    lr : float, default=3e-3
         Learning rate (Adam).
     max_epochs : int, default=10
         Epochs per ``fit``.
@@ -242,7 +241,7 @@ class RNNMatcher(NeuralNetClassifier):
         patience: int | None = 3,
         validation_fraction: float | None = None,
         random_state: object = None,
-        lr: float = 1e-3,
+        lr: float = 3e-3,
         max_epochs: int = 10,
         batch_size: int = 32,
         optimizer: type = torch.optim.Adam,

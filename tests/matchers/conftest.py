@@ -6,7 +6,6 @@ small GRU batches many times slower (thread oversubscription).
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
