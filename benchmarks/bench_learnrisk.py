@@ -59,10 +59,6 @@ def make_matcher(kind: str, seed: int):
         return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     if kind == "rf":
         return RandomForestClassifier(n_estimators=200, min_samples_leaf=2, n_jobs=1, random_state=seed)
-    if kind == "rnn":  # pragma: no cover - switch for later
-        from skrisk.matchers import RNNMatcher  # noqa: F401
-
-        raise SystemExit("--matcher rnn: wire RNNMatcher here once skrisk.matchers lands (needs pair texts).")
     raise SystemExit(f"unknown matcher {kind!r}")
 
 
@@ -72,12 +68,56 @@ def top_precision(z: np.ndarray, score: np.ndarray, frac: float = 0.1) -> float:
     return float(z[order[:k]].mean())
 
 
+RNN_CACHE = Path(__file__).resolve().parent / "results" / "learnrisk" / "rnn_probas"
+
+
+def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
+    """Train an RNNMatcher on the train split (early stopping on valid) and return its match
+    probabilities per split, cached in ``results/learnrisk/rnn_probas/`` (training takes minutes).
+
+    ``model="plain"``: tokens only (a deep matcher in DeepMatcher's sense); ``"hybrid"``: tokens
+    plus the similarity features. The training pairs get the network's own (in-sample)
+    probabilities, as in the research code (an out-of-fold estimate would cost 5 trainings).
+    """
+    import torch
+
+    from skrisk.data._embeddings import train_fasttext
+    from skrisk.data._tokenize import PairEncoder
+    from skrisk.matchers._rnn import RNNMatcher
+
+    RNN_CACHE.mkdir(parents=True, exist_ok=True)
+    f = RNN_CACHE / f"{name}_{model}_seed{seed}.npz"
+    if f.exists():
+        z = np.load(f)
+        return {k: z[k] for k in ("train", "valid", "test")}
+    torch.set_num_threads(1)  # a shared 2-core machine: more threads than free cores stall
+    ds = load_deepmatcher(name)
+    t = time.perf_counter()
+    wv = train_fasttext(ds, dim=100, epochs=5, random_state=0)
+    feats = SimilarityFeatures() if model == "hybrid" else None
+    enc = PairEncoder(max_length=32 if name == "abt_buy" else 20, vocabulary=wv, features=feats)
+    enc.fit(ds.split("train").to_frame())
+    X = {s: enc.transform(ds.split(s).to_frame()) for s in ("train", "valid", "test")}
+    Y = {s: ds.split(s).y() for s in ("train", "valid", "test")}
+    m = RNNMatcher(embeddings=wv, max_epochs=10, patience=3, random_state=seed, device="auto")
+    m.fit(X["train"], Y["train"], X_valid=X["valid"], y_valid=Y["valid"])
+    out = {s: m.predict_proba(X[s])[:, 1].astype(np.float64) for s in X}
+    secs = time.perf_counter() - t
+    np.savez(f, **out, seconds=np.asarray(secs), best_epoch=np.asarray(m.best_epoch_))
+    log(f"# trained RNNMatcher({model}) on {name}, seed {seed}: {secs:.0f} s, best epoch "
+        f"{m.best_epoch_}, test F1 {_f1(Y['test'], out['test'] >= 0.5):.4f}")
+    return out
+
+
 def run_one(name, F, y, split, seed, args, log):
     tr, va, te = (split == s for s in ("train", "valid", "test"))
-    matcher = make_matcher(args.matcher, seed)
-    matcher.fit(F[tr], y[tr])
-    proba = {k: matcher.predict_proba(F[m])[:, 1] for k, m in (("train", tr), ("valid", va), ("test", te))}
-    if args.train_proba == "oof":
+    if args.matcher == "rnn":
+        proba = rnn_probas(name, seed, args.rnn_model, log)
+    else:
+        matcher = make_matcher(args.matcher, seed)
+        matcher.fit(F[tr], y[tr])
+        proba = {k: matcher.predict_proba(F[m])[:, 1] for k, m in (("train", tr), ("valid", va), ("test", te))}
+    if args.train_proba == "oof" and args.matcher != "rnn":
         cv = StratifiedKFold(5, shuffle=True, random_state=seed)
         proba["train"] = cross_val_predict(
             make_matcher(args.matcher, seed), F[tr], y[tr], cv=cv, method="predict_proba"
@@ -94,7 +134,9 @@ def run_one(name, F, y, split, seed, args, log):
     unc = 1.0 - np.maximum(proba["test"], 1.0 - proba["test"])
     expb = np.abs((proba["test"] >= 0.5) - proba["test"])
     row = {
-        "dataset": name, "seed": seed, "matcher": args.matcher, "train_proba": args.train_proba,
+        "dataset": name, "seed": seed,
+        "matcher": f"rnn-{args.rnn_model}" if args.matcher == "rnn" else args.matcher,
+        "train_proba": "insample" if args.matcher == "rnn" else args.train_proba,
         "valid_errors": int(mispredicted(proba["valid"], yva).sum()), "test_errors": int(z.sum()),
         "test_pairs": int(z.size), "matcher_test_f1": _f1(yte, proba["test"] >= 0.5),
         "auc_uncertainty": roc_auc_score(z, unc), "auc_expectation": roc_auc_score(z, expb),
@@ -162,6 +204,8 @@ def main(argv=None):
     ap.add_argument("--datasets", nargs="+", default=["dblp_scholar", "abt_buy"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--matcher", choices=["logreg", "rf", "rnn"], default="logreg")
+    ap.add_argument("--rnn-model", choices=["plain", "hybrid"], default="plain",
+                    help="with --matcher rnn: tokens only, or tokens plus similarity features")
     ap.add_argument("--train-proba", choices=["insample", "oof"], default="oof")
     ap.add_argument("--epochs", type=int, default=1000)
     ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")

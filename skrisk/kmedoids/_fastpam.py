@@ -399,6 +399,13 @@ class _Kernel:
         wgap = self.w * (self.ds - self.dn)
         self.wgap = torch.where(self.w > 0, wgap, 0.0)  # 0 * inf when a row has no 2nd medoid
         self.slot = torch.clamp(self.n1, max=self.b)  # L-nearest rows go to the dummy row b
+        # per row tile, the rows whose nearest medoid is in Q: only they can lose it in a swap
+        # (rows owned by a fixed medoid add nothing to S), so the S part of a block skips the rest
+        owned = self.n1 < self.b
+        self.q_rows = []
+        for r0, r1 in self.tiles:
+            loc = owned[r0:r1].nonzero().squeeze(1)
+            self.q_rows.append((loc, self.wgap[r0:r1][loc, None], self.slot[r0:r1][loc]))
 
     # ---- block evaluation -----------------------------------------------------------------------
     def plan(self, cand: np.ndarray) -> tuple[torch.Tensor, list[Any]]:
@@ -443,10 +450,14 @@ class _Kernel:
             acc.add_(N.sum(dim=0))
             if mode == "add":
                 continue
-            D.clamp_min_(0.0)
-            torch.minimum(D, self.wgap[r0:r1, None], out=D)  # w clip(D - dn, 0, ds - dn)
+            loc, wgap_q, slot_q = self.q_rows[t]
+            if loc.numel() == 0:
+                continue
+            Dq = D.index_select(0, loc) if loc.numel() < rows else D
+            Dq.clamp_min_(0.0)
+            torch.minimum(Dq, wgap_q, out=Dq)  # w clip(D - dn, 0, ds - dn)
             S.zero_()
-            S.index_add_(0, self.slot[r0:r1], D)
+            S.index_add_(0, slot_q, Dq)
             S64.add_(S)
         if mode != "swap":
             return acc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -209,6 +210,10 @@ class LearnRiskEstimator(BaseEstimator):
         ``sigma = r * mu`` with zero or missing expectations replaced by 0.1, so features pointing
         to "match" (mu near 1) are ten times wider than those pointing to "unmatch";
         ``"symmetric"`` ``sigma = r * max(min(mu, 1 - mu), 0.1)``, the same for both sides.
+    rsd_init : "random" or float, default="random"
+        Initial relative standard deviations: uniform in (0.1, 0.9) as in the research code, or
+        one value in [0.1, 0.9] for every feature (then the initial ranking follows the
+        matcher's own uncertainty, and learning starts from there).
     learning_rate : float, default=1e-3
         Optimiser step size.
     optimizer : {"sgd", "adam"}, default="sgd"
@@ -217,6 +222,15 @@ class LearnRiskEstimator(BaseEstimator):
         Passes over the validation pairs (no early stopping).
     batch_size : int, default=512
         Pairs per mini-batch; the RankNet loss is summed over its (mispredicted, correct) pairs.
+    early_stopping : bool, default=False
+        Hold out a stratified ``validation_fraction`` of the ranked pairs, score the ranking on
+        them (ROC AUC) before training and every 10 epochs, and keep the best-scoring
+        parameters. Guards against the summed RankNet loss overfitting a small validation set.
+    validation_fraction : float, default=0.25
+        Share of the ranked pairs held out when ``early_stopping``.
+    n_iter_no_change : int or None, default=None
+        With ``early_stopping``: stop after this many evaluations (10 epochs each) without
+        improvement; None trains all ``epochs`` and restores the best.
     alpha_l1, alpha_l2 : float, default=1e-3
         L1 and L2 (``alpha_l2 / 2 * ||v||^2``) penalties on the rule weights, the ranking scale
         and the weight-function parameters.
@@ -255,6 +269,10 @@ class LearnRiskEstimator(BaseEstimator):
         Learned RankNet scale.
     loss_curve_ : list of float
         Mean loss per epoch.
+    validation_scores_ : list of float
+        With ``early_stopping``: the held-out ROC AUC at each evaluation (before training first).
+    best_validation_score_ : float or None
+        The best of them (None without early stopping).
     proba_index_ : int
         Position of the probability column.
     feature_names_ : ndarray of str
@@ -324,10 +342,14 @@ class LearnRiskEstimator(BaseEstimator):
         n_bins: int = 50,
         theta: float = 0.9,
         rsd_scale: str = "mean",
+        rsd_init: str | float = "random",
         learning_rate: float = 1e-3,
         optimizer: str = "sgd",
         epochs: int = 1000,
         batch_size: int = 512,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.25,
+        n_iter_no_change: int | None = None,
         alpha_l1: float = 1e-3,
         alpha_l2: float = 1e-3,
         fallback_train_size: float = 0.5,
@@ -344,6 +366,10 @@ class LearnRiskEstimator(BaseEstimator):
         self.n_bins = n_bins
         self.theta = theta
         self.rsd_scale = rsd_scale
+        self.rsd_init = rsd_init
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.learning_rate = learning_rate
         self.optimizer = optimizer
         self.epochs = epochs
@@ -375,6 +401,22 @@ class LearnRiskEstimator(BaseEstimator):
             )
         if self.rsd_scale not in ("mean", "symmetric"):
             raise ValueError(f"rsd_scale must be 'mean' or 'symmetric', got {self.rsd_scale!r}.")
+        if not (self.rsd_init == "random" or (
+            isinstance(self.rsd_init, numbers.Real) and not isinstance(self.rsd_init, bool)
+            and 0.1 <= self.rsd_init <= 0.9
+        )):
+            raise ValueError(
+                f"rsd_init must be 'random' or a relative standard deviation in [0.1, 0.9], got "
+                f"{self.rsd_init!r}."
+            )
+        if not isinstance(self.early_stopping, (bool, np.bool_)):
+            raise TypeError(f"early_stopping must be True or False, got {self.early_stopping!r}.")
+        if not isinstance(self.validation_fraction, numbers.Real) or not 0.0 < self.validation_fraction < 1.0:
+            raise ValueError(
+                f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}."
+            )
+        if self.n_iter_no_change is not None:
+            _check_positive("n_iter_no_change", self.n_iter_no_change, integer=True)
         if self.optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}.")
         if not isinstance(self.proba_column, (numbers.Integral, str)) or isinstance(self.proba_column, bool):
@@ -565,16 +607,47 @@ class LearnRiskEstimator(BaseEstimator):
         # ---- learn the ranking on the validation pairs
         rng = check_random_state(self.random_state)
         gen = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
-        x = self._inputs(Fr, pr, device)
-        Ar = rule_activations(self.rules_, Fr)
+        fit_idx, monitor = np.arange(z.size), None
+        self.best_validation_score_ = None
+        if self.early_stopping:
+            fit_idx, hold_idx = self._holdout_split(z, rng)
+            if hold_idx is None:
+                warnings.warn(
+                    f"early_stopping needs at least 2 mispredicted and 2 correct validation "
+                    f"pairs to hold some out; got {int(z.sum())} and {int((~z).sum())}. Training "
+                    "on all of them without early stopping.", UserWarning, stacklevel=2,
+                )
+            else:
+                x_hold = self._inputs(Fr[hold_idx], pr[hold_idx], device)
+                z_hold = z[hold_idx]
+                theta = float(self.theta)
+
+                def monitor(pv: _model.RiskParams) -> float:
+                    risk = _model.forward(pv, x_hold, theta)[0].detach().cpu().numpy()
+                    return float(roc_auc_score(z_hold, risk))
+
+        x = self._inputs(Fr[fit_idx], pr[fit_idx], device)
+        Ar = rule_activations(self.rules_, Fr[fit_idx])
         max_active = int(Ar.sum(axis=1).max(initial=0)) + 1
-        params = _model.init_params(self.rule_expectations_, mu_tilde, max_active, gen, device)
+        rsd_init = None if self.rsd_init == "random" else float(self.rsd_init)
+        params = _model.init_params(self.rule_expectations_, mu_tilde, max_active, gen, device,
+                                    rsd_init=rsd_init)
+        scores: list[float] = []
+
+        def record(pv: _model.RiskParams) -> float:
+            scores.append(monitor(pv))  # type: ignore[misc]
+            return scores[-1]
+
         self.loss_curve_ = _model.train_risk_model(
-            params, x, torch.as_tensor(z, device=device), theta=float(self.theta),
+            params, x, torch.as_tensor(z[fit_idx], device=device), theta=float(self.theta),
             epochs=self.epochs, batch_size=self.batch_size, lr=float(self.learning_rate),
             optimizer=self.optimizer, l1=float(self.alpha_l1), l2=float(self.alpha_l2),
-            generator=gen,
+            generator=gen, monitor=None if monitor is None else record,
+            patience=self.n_iter_no_change,
         )
+        if scores:
+            self.validation_scores_ = scores
+            self.best_validation_score_ = max(scores)
         J = len(self.rules_)
         self.rule_weights_ = params.w.detach().cpu().numpy().copy()
         r = params.r.detach().cpu().numpy()
@@ -586,6 +659,20 @@ class LearnRiskEstimator(BaseEstimator):
         self.n_ranked_pairs_ = int(rank_idx.size)
         self.n_mispredicted_ = int(z.sum())
         return self
+
+    def _holdout_split(
+        self, z: npt.NDArray[np.bool_], rng: np.random.RandomState
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None]:
+        """Stratified on the risk label: ``validation_fraction`` of each class held out."""
+        if z.sum() < 2 or (~z).sum() < 2:
+            return np.arange(z.size), None
+        hold: list[npt.NDArray[np.intp]] = []
+        for cls in (True, False):
+            members = rng.permutation(np.flatnonzero(z == cls))
+            k = min(max(1, int(round(self.validation_fraction * members.size))), members.size - 1)
+            hold.append(members[:k])
+        hold_idx = np.sort(np.concatenate(hold))
+        return np.setdiff1d(np.arange(z.size), hold_idx), hold_idx
 
     def _fallback_split(
         self, p: npt.NDArray[np.float64], y: npt.NDArray[np.int64], rng: np.random.RandomState

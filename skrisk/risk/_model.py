@@ -16,9 +16,10 @@ machine label ``yhat_i = 1[p_i >= 0.5]``::
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -162,12 +163,16 @@ def init_params(
     max_active: int,
     generator: torch.Generator,
     device: torch.device,
+    rsd_init: float | None = None,
 ) -> RiskParams:
-    """Initial parameters (learnrisk.md section 4): ``w ~ U(0, 1/max_active)``, ``r ~ U(0.1, 0.9)``."""
+    """Initial parameters (learnrisk.md section 4): ``w ~ U(0, 1/max_active)``, ``r ~ U(0.1, 0.9)``
+    (or ``r = rsd_init`` for every feature when given)."""
     J = len(mu)
     dt = torch.float64
     w = torch.rand(J, generator=generator, dtype=dt) / max(max_active, 1)
     r = 0.1 + 0.8 * torch.rand(len(mu_tilde), generator=generator, dtype=dt)
+    if rsd_init is not None:
+        r = torch.full_like(r, float(rsd_init))
     return RiskParams(
         w=w.to(device).requires_grad_(),
         r=r.to(device).requires_grad_(),
@@ -210,19 +215,28 @@ def train_risk_model(
     l1: float,
     l2: float,
     generator: torch.Generator,
+    monitor: Callable[[RiskParams], float] | None = None,
+    eval_every: int = 10,
+    patience: int | None = None,
 ) -> list[float]:
     """Minimise the RankNet loss over mini-batches, projecting after every step.
 
     Returns, per epoch, the mean ranking loss of its batches plus the regulariser at the epoch's
-    end. The parameters after the last step are kept (no early stopping), as in the research code.
+    end. Without ``monitor`` the parameters after the last step are kept (no early stopping), as
+    in the research code. With ``monitor`` (a score of the current parameters, higher is better,
+    e.g. the ROC AUC on held-out validation pairs), the score is computed before training and
+    every ``eval_every`` epochs; the best-scoring parameters are restored at the end, and
+    training stops after ``patience`` evaluations without improvement (never, if None).
     Each epoch reshuffles the pairs with ``generator`` (batch membership as in a plain shuffle;
     inside a batch the order does not matter to the summed loss).
     """
     with single_thread(x.p.device):
-        return _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, generator)
+        return _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, generator,
+                      monitor, eval_every, patience)
 
 
-def _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, generator):  # type: ignore[no-untyped-def]
+def _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, generator,  # type: ignore[no-untyped-def]
+           monitor=None, eval_every=10, patience=None):
     n = x.p.shape[0]
     dev = x.p.device
     J = params.w.shape[0]
@@ -238,7 +252,16 @@ def _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, gener
     n_batches = max(1, -(-n // batch_size))
     batch_of = torch.arange(n, device=dev) // batch_size
     reg_part, pos_part = slice(0, J + 3), slice(0, J + 2)  # penalised: w, a, c, s; >= 0: w, a, c
-    for _ in range(epochs):
+
+    def view() -> RiskParams:
+        return RiskParams(flat[:J], flat[J + 3 :], flat[J], flat[J + 1], flat[J + 2], params.mu,
+                          params.mu_tilde)
+
+    best_score, best_flat, since = -math.inf, None, 0
+    if monitor is not None:
+        with torch.no_grad():
+            best_score, best_flat = monitor(view()), flat.detach().clone()
+    for epoch in range(epochs):
         perm = torch.randperm(n, generator=generator).to(dev)
         # one gather per epoch: batches stay contiguous, mispredicted pairs first inside each
         # batch, so every step works on slices (cheap forward and backward)
@@ -266,7 +289,18 @@ def _train(params, x, z, theta, epochs, batch_size, lr, optimizer, l1, l2, gener
             v = flat[reg_part]
             reg = l1 * v.abs().sum() + 0.5 * l2 * (v * v).sum()
         history.append(float(total / n_batches + reg))
+        if monitor is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
+            with torch.no_grad():
+                score = monitor(view())
+            if score > best_score:
+                best_score, best_flat, since = score, flat.detach().clone(), 0
+            else:
+                since += 1
+                if patience is not None and since >= patience:
+                    break
     with torch.no_grad():
+        if best_flat is not None:
+            flat.copy_(best_flat)
         params.w.copy_(flat[:J])
         params.a.copy_(flat[J])
         params.c.copy_(flat[J + 1])

@@ -107,6 +107,37 @@ def test_symmetric_rsd_scale(make_synthetic):
     assert not np.allclose(a.predict_distribution(Xv).std, b.predict_distribution(Xv).std)
 
 
+def test_constant_rsd_init_starts_from_the_matchers_uncertainty(make_synthetic):
+    X, y = make_synthetic(400)
+    Xv, yv, Xt, yt = _split(X, y, 250)
+    est = LearnRiskEstimator(rsd_init=0.5, rsd_scale="symmetric", epochs=0, random_state=0)
+    est.fit(Xv, yv, X_train=Xt, y_train=yt)
+    np.testing.assert_allclose(est.bin_rsd_, 0.5)
+    np.testing.assert_allclose(est.rule_rsd_, 0.5)
+
+
+def test_early_stopping_keeps_the_best_held_out_ranking(make_synthetic):
+    X, y = make_synthetic(600, seed=3)
+    Xv, yv, Xt, yt = _split(X, y, 350)
+    est = LearnRiskEstimator(early_stopping=True, validation_fraction=0.3, epochs=40,
+                             random_state=0).fit(Xv, yv, X_train=Xt, y_train=yt)
+    scores = est.validation_scores_
+    assert len(scores) == 1 + 4  # before training, then every 10 epochs
+    assert est.best_validation_score_ == max(scores)
+    assert 0.0 <= est.best_validation_score_ <= 1.0
+    # patience stops early: one evaluation without improvement ends training
+    short = LearnRiskEstimator(early_stopping=True, n_iter_no_change=1, epochs=1000,
+                               random_state=0).fit(Xv, yv, X_train=Xt, y_train=yt)
+    assert len(short.loss_curve_) < 1000
+    # too few mispredicted pairs to hold any out: a warning, and plain training
+    z = mispredicted(Xv[:, -1], yv)
+    keep = np.flatnonzero(~z).tolist() + np.flatnonzero(z)[:1].tolist()
+    with pytest.warns(UserWarning, match="early_stopping needs"):
+        plain = LearnRiskEstimator(early_stopping=True, epochs=5, random_state=0).fit(
+            Xv[keep], yv[keep], X_train=Xt, y_train=yt)
+    assert plain.best_validation_score_ is None
+
+
 def test_no_rules_at_all_still_ranks(make_synthetic):
     # thresholds so strict that no leaf qualifies: the model rests on the matcher output alone
     X, y = make_synthetic(300)
@@ -224,6 +255,11 @@ def test_single_class_labels(make_synthetic):
         (dict(epochs=2.5), TypeError, "epochs"),
         (dict(optimizer="lbfgs"), ValueError, "optimizer"),
         (dict(rsd_scale="std"), ValueError, "rsd_scale"),
+        (dict(rsd_init=0.95), ValueError, "rsd_init"),
+        (dict(rsd_init="uniform"), ValueError, "rsd_init"),
+        (dict(early_stopping="yes"), TypeError, "early_stopping"),
+        (dict(early_stopping=True, validation_fraction=1.0), ValueError, "validation_fraction"),
+        (dict(early_stopping=True, n_iter_no_change=0), ValueError, "n_iter_no_change"),
         (dict(max_depth=0), ValueError, "max_depth"),
         (dict(proba_column=1.5), TypeError, "proba_column"),
         (dict(device="cuda:99" if not __import__("torch").cuda.is_available() else "nonsense"),
