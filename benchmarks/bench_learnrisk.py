@@ -68,6 +68,10 @@ def top_precision(z: np.ndarray, score: np.ndarray, frac: float = 0.1) -> float:
     return float(z[order[:k]].mean())
 
 
+#: The research code's LearnRisk settings (learnrisk.md); skrisk's defaults differ (see RESULTS.md).
+RESEARCH = dict(match_gini=0.01, unmatch_gini=1e-4, rsd_scale="mean", optimizer="sgd",
+                learning_rate=1e-3, epochs=1000)
+
 RNN_CACHE = Path(__file__).resolve().parent / "results" / "learnrisk" / "rnn_probas"
 
 
@@ -142,15 +146,15 @@ def run_one(name, F, y, split, seed, args, log):
         "auc_uncertainty": roc_auc_score(z, unc), "auc_expectation": roc_auc_score(z, expb),
         "p10_uncertainty": top_precision(z, unc), "p10_expectation": top_precision(z, expb),
     }
-    configs = {"learnrisk": {}, "learnrisk_sym": {"rsd_scale": "symmetric"}}
+    # "research": the research code's settings; "learnrisk": skrisk's defaults (see the
+    # estimator's Notes); both fitted the same way, rules/expectations on train, ranking on valid
+    configs = {"research": dict(RESEARCH, epochs=args.epochs), "learnrisk": {}}
     if args.optimizer_variant:
-        configs["learnrisk_adam"] = {"optimizer": "adam", "learning_rate": 1e-2}
-    for label, extra in configs.items():
-        params = dict(epochs=args.epochs, random_state=seed, optimizer=args.optimizer,
-                      learning_rate=args.lr, match_gini=args.match_gini, unmatch_gini=args.unmatch_gini)
-        params.update(extra)
+        configs["learnrisk_es"] = {"early_stopping": True}
+    for label, params in configs.items():
         t = time.perf_counter()
-        est = LearnRiskEstimator(proba_column="proba", **params).fit(Xva, yva, X_train=Xtr, y_train=ytr)
+        est = LearnRiskEstimator(proba_column="proba", random_state=seed, **params).fit(
+            Xva, yva, X_train=Xtr, y_train=ytr)
         row[f"fit_s_{label}"] = time.perf_counter() - t
         risk = est.predict_risk(Xte)
         row[f"auc_{label}"] = roc_auc_score(z, risk)
@@ -162,11 +166,11 @@ def run_one(name, F, y, split, seed, args, log):
         zva = mispredicted(proba["valid"], yva)
         grid = {"match_gini": [0.01, 0.2], "unmatch_gini": [1e-4, 0.05], "rsd_scale": ["mean", "symmetric"]}
         base = LearnRiskEstimator(proba_column="proba", train_pairs=(Xtr, ytr), epochs=args.tune_epochs,
-                                  optimizer=args.optimizer, learning_rate=args.lr, random_state=seed)
+                                  random_state=seed)
         cv = list(StratifiedKFold(3, shuffle=True, random_state=seed).split(Xva, zva))
         t = time.perf_counter()
         gs = GridSearchCV(base, grid, cv=cv, n_jobs=1, refit=False).fit(Xva, yva)
-        best = base.set_params(epochs=args.epochs, **gs.best_params_).fit(Xva, yva)
+        best = base.set_params(epochs=300, **gs.best_params_).fit(Xva, yva)
         row["fit_s_tuned"] = time.perf_counter() - t
         risk = best.predict_risk(Xte)
         row["auc_tuned"] = roc_auc_score(z, risk)
@@ -188,13 +192,16 @@ def time_fit(args, log):
     matcher = make_matcher("logreg", 0).fit(F[tr], y[tr])
     Xtr = F[tr].assign(proba=matcher.predict_proba(F[tr])[:, 1])
     Xva = F[va].assign(proba=matcher.predict_proba(F[va])[:, 1])
-    for mg, ug in ((0.01, 1e-4), (0.3, 0.1)):
+    E = args.time_epochs
+    for label, params in (("research settings", dict(RESEARCH, epochs=E)),
+                          ("skrisk defaults", dict(epochs=E)),
+                          ("skrisk defaults (300 epochs)", {})):
         t, c = time.perf_counter(), time.process_time()
-        est = LearnRiskEstimator(proba_column="proba", epochs=args.epochs, match_gini=mg, unmatch_gini=ug,
-                                 random_state=0).fit(Xva, y[va], X_train=Xtr, y_train=y[tr])
+        est = LearnRiskEstimator(proba_column="proba", random_state=0, **params).fit(
+            Xva, y[va], X_train=Xtr, y_train=y[tr])
         dt, dc = time.perf_counter() - t, time.process_time() - c
-        log(f"fit time DBLP-Scholar: {int(va.sum())} validation pairs, {int(tr.sum())} training pairs, "
-            f"{len(est.rules_)} rules (gini {mg}/{ug}), {args.epochs} epochs: {dt:.1f} s wall, "
+        log(f"fit time DBLP-Scholar, {label}: {int(va.sum())} validation pairs, {int(tr.sum())} "
+            f"training pairs, {len(est.rules_)} rules, {est.epochs} epochs: {dt:.1f} s wall, "
             f"{dc:.1f} s CPU (one thread) "
             f"(load average before/after: {args._load0} / {os.getloadavg()[0]:.2f})")
 
@@ -207,14 +214,12 @@ def main(argv=None):
     ap.add_argument("--rnn-model", choices=["plain", "hybrid"], default="plain",
                     help="with --matcher rnn: tokens only, or tokens plus similarity features")
     ap.add_argument("--train-proba", choices=["insample", "oof"], default="oof")
-    ap.add_argument("--epochs", type=int, default=1000)
-    ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--match-gini", type=float, default=0.01)
-    ap.add_argument("--unmatch-gini", type=float, default=1e-4)
-    ap.add_argument("--optimizer-variant", action="store_true", help="also fit with Adam lr 1e-2")
+    ap.add_argument("--epochs", type=int, default=1000, help="epochs of the research configuration")
+    ap.add_argument("--optimizer-variant", action="store_true",
+                    help="also fit skrisk's defaults with early stopping")
     ap.add_argument("--tune", action="store_true", help="also GridSearchCV the Gini thresholds on valid")
     ap.add_argument("--tune-epochs", type=int, default=100)
+    ap.add_argument("--time-epochs", type=int, default=1000, help="epochs for --time-only")
     ap.add_argument("--quick", action="store_true", help="one seed, 100 epochs, DBLP-Scholar only")
     ap.add_argument("--time-only", action="store_true", help="only time the fit on DBLP-Scholar")
     ap.add_argument("--out", default=None, help="write the per-run rows to this CSV")
@@ -222,6 +227,7 @@ def main(argv=None):
     args._load0 = f"{os.getloadavg()[0]:.2f}"
     if args.quick:
         args.seeds, args.epochs, args.datasets, args.tune_epochs = [0], 100, ["dblp_scholar"], 50
+        args.time_epochs = 100
 
     def log(msg):
         print(msg, flush=True)

@@ -52,7 +52,7 @@ def random_sampling(
     >>> len(set(pos.tolist()))
     3
     """
-    n_pool = check_query(X_pool, n_instances, "random_sampling")
+    n_pool = check_query(X_pool, n_instances, "random_sampling", learner)
     rng = check_random_state(random_state)
     pos = rng.choice(n_pool, size=n_instances, replace=False).astype(np.intp)
     return pos, np.zeros(n_instances)
@@ -62,7 +62,7 @@ def entropy_sampling(
     learner: Any, X_pool: Any, n_instances: int = 1, *, random_state: RandomStateLike = None, **kw: Any
 ) -> tuple[IntArray, FloatArray]:
     """Maximum entropy of the matcher's class probabilities."""
-    check_query(X_pool, n_instances, "entropy_sampling")
+    check_query(X_pool, n_instances, "entropy_sampling", learner)
     proba = require(learner, "proba", "entropy_sampling")(X_pool)
     return top_k(entropy(proba), n_instances, random_state)
 
@@ -77,7 +77,7 @@ def bald_sampling(
     **kw: Any,
 ) -> tuple[IntArray, FloatArray]:
     """BALD (Houlsby et al. 2011; Gal et al. 2017) with MC dropout: H[mean p] - mean H[p]."""
-    check_query(X_pool, n_instances, "bald_sampling")
+    check_query(X_pool, n_instances, "bald_sampling", learner)
     if n_iter < 2:
         raise ValueError(f"bald_sampling: n_iter must be at least 2 MC passes, got {n_iter}.")
     mc = require(learner, "mc_dropout", "bald_sampling")(X_pool, n_iter=n_iter, random_state=random_state)
@@ -113,7 +113,7 @@ def coreset_sampling(
     Each step takes the pool pair farthest from every centre so far (the labelled pairs and the
     pairs chosen before it). Ties go to a seeded random order. O(n_instances * n * d) time.
     """
-    check_query(X_pool, n_instances, "coreset_sampling")
+    check_query(X_pool, n_instances, "coreset_sampling", learner)
     pool, lab = _representations(learner, X_pool, "coreset_sampling", transform)
     dev = resolve_device(device)
     dist = torch.as_tensor(min_distances(pool, lab, device=dev), dtype=torch.float32, device=dev)
@@ -150,7 +150,7 @@ def egl_sampling(
     ``subsample``: score only a seeded random subset of that many pool pairs (the paper does
     this for speed); positions still index the whole pool.
     """
-    n_pool = check_query(X_pool, n_instances, "egl_sampling")
+    n_pool = check_query(X_pool, n_instances, "egl_sampling", learner)
     egl = require(learner, "expected_gradient_length", "egl_sampling")
     rng = check_random_state(random_state)
     if subsample is not None and subsample < n_pool:
@@ -180,7 +180,7 @@ def badge_sampling(
     The first pair is the one with the largest gradient norm; each next one is drawn with
     probability proportional to its squared distance to the nearest chosen pair (seeded).
     """
-    check_query(X_pool, n_instances, "badge_sampling")
+    check_query(X_pool, n_instances, "badge_sampling", learner)
     G = np.asarray(require(learner, "gradient_embedding", "badge_sampling")(X_pool), dtype=np.float32)
     rng = check_random_state(random_state)
     dev = resolve_device(device)

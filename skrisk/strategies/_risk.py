@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
+import os
+import time
 import warnings
 from collections.abc import Mapping
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
+import torch
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
@@ -18,11 +23,61 @@ from ..exceptions import NotFittedError
 from ..kmedoids import weighted_fastpam
 from ..matchers._base import require
 from ..risk import LearnRiskEstimator, mispredicted
-from ._selection import check_query, labelled_pool, min_distances, resolve_device, top_k
+from ._selection import check_pool_matches, check_query, labelled_pool, min_distances, resolve_device, top_k
 
 __all__ = ["RiskSampler", "risk_sampling", "risk_features"]
 
 _PROBA = "matcher_proba"
+
+#: LearnRiskEstimator settings RiskSampler uses unless ``risk_params`` overrides them (merged key
+#: by key, so ``risk_params={"epochs": 50}`` keeps the others).
+DEFAULT_RISK_PARAMS: dict[str, Any] = {"epochs": 200}
+
+
+def _cpu_threads(setting: Any, device: torch.device) -> int | None:
+    """Torch intra-op threads for one call, or None to leave torch's setting alone."""
+    if device.type != "cpu" or setting is None:
+        return None
+    if setting != "auto":
+        return int(setting)
+    if os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":
+        return None
+    # OpenMP threads spin while they wait: with no idle core for them, a 2-thread kernel ran 15-40x
+    # slower than a 1-thread one on a loaded 2-core machine (benchmarks/results/query).
+    try:
+        free = (os.cpu_count() or 1) - os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - no load average (Windows)
+        return None
+    return max(1, min(torch.get_num_threads(), int(free)))
+
+
+@contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    prev = torch.get_num_threads()
+    if n is not None and n != prev:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != prev:
+            torch.set_num_threads(prev)
+
+
+@contextmanager
+def _clock(timings: dict, key: str) -> Iterator[None]:
+    """Add the wall time of the block to ``timings[key]`` (seconds)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+
+
+def _takes_return_proba(fn: Any) -> bool:
+    try:
+        return "return_proba" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins, odd callables
+        return False
 
 
 def risk_features(X: Any) -> np.ndarray:
@@ -61,7 +116,7 @@ class RiskSampler(BaseEstimator):
     3. takes the representations (the matcher's ``represent``, or ``transform``) of the pool and
        of the labelled set;
     4. weights every pool pair by the Lipschitz estimate ``L_i = R_i / min_{j in L} ||x_i - x_j||``
-       (paper eq. 6, with ``eps`` against zero distance);
+       (paper eq. 6, guarded against zero distance: see ``distance_floor``);
     5. solves the weighted k-medoids problem (eq. 7) with the labelled pairs as fixed medoids by
        weighted fastPAM, and returns the chosen pool positions with their risks.
 
@@ -82,7 +137,13 @@ class RiskSampler(BaseEstimator):
     selection : {"kmedoids", "topk"}, default="kmedoids"
         Weighted fastPAM with the labelled set fixed, or simply the ``n`` largest weights.
     risk_params : dict, optional
-        Parameters of :class:`~skrisk.risk.LearnRiskEstimator` (e.g. ``{"epochs": 300}``).
+        Parameters of :class:`~skrisk.risk.LearnRiskEstimator`, merged over
+        :data:`DEFAULT_RISK_PARAMS` (``{"epochs": 200}``, the estimator's other defaults
+        otherwise). On DBLP-Scholar (|L| = 100, 5,742 validation pairs, random forest matcher)
+        the risk's ROC AUC for the matcher's 697 mistakes on the pool was 0.955 with these
+        settings (13 s per query), 0.949 with the research code's LearnRisk settings at 200 or
+        1,000 epochs, and 0.938 for the matcher's own uncertainty; see
+        ``benchmarks/bench_query.py`` and ``benchmarks/results/query``.
     feature_names : sequence of str, optional
         Names of the similarity features, so that rules read ``title_jaccard <= 0.31 -> unmatch``
         rather than ``x0 <= 0.31 -> unmatch``.
@@ -99,8 +160,23 @@ class RiskSampler(BaseEstimator):
     schedule, init, block_size : see :func:`~skrisk.kmedoids.weighted_fastpam`.
     eps : float, default=1e-8
         Added to the distance in eq. 6.
+    distance_floor : float or "auto", default="auto"
+        Guard of eq. 6 against (near-)zero distances: a pool pair's distance to the labelled set
+        is raised to at least this value, so no weight exceeds ``R_i / distance_floor``.
+        ``"auto"``: 1 % of the median distance of the pool to the labelled set. A pool pair whose
+        representation coincides with a labelled pair's (distance 0, up to float64 rounding)
+        gets weight 0: in eq. 7 that labelled pair already covers it at cost 0, and an unbounded
+        weight would only let rounding noise of the kernel's float32 distances decide the
+        batch (on DBLP-Scholar with similarity-feature representations about 100 of 17,000
+        pool pairs are such duplicates).
     device : str, default="auto"
         Device of the kernel and distance computations.
+    n_threads : int, "auto" or None, default="auto"
+        Torch intra-op CPU threads during a call (restored afterwards). ``"auto"``: torch's
+        setting when ``OMP_WAIT_POLICY=PASSIVE`` is set, otherwise no more threads than there are
+        idle cores (1-minute load average), at least one: OpenMP threads that spin while waiting
+        made the k-medoids kernel 15-40x slower on a loaded 2-core machine, with the same result.
+        None: leave torch's setting alone.
     random_state : int or None, default=None
         Seeds the validation sample, LearnRisk and tie-breaking (a per-call ``random_state``
         overrides it for that call).
@@ -115,6 +191,14 @@ class RiskSampler(BaseEstimator):
         Risk and k-medoids weight of every pool pair of the last call.
     last_result_ : KMedoidsResult or None
         The kernel's result of the last call.
+    last_timings_ : dict of str to float
+        Wall seconds of the phases of the last call: ``"proba_repr"`` (matcher probabilities and
+        representations of the pool and the labelled set), ``"valid_proba"``,
+        ``"labelled_proba"`` (out-of-fold refits), ``"learnrisk_fit"`` (rules and ranking
+        epochs), ``"risk"`` (risk of the pool), ``"weights"`` (Lipschitz weights),
+        ``"kmedoids"`` and ``"total"``.
+    last_threads_ : int
+        Torch CPU threads the last call ran with (see ``n_threads``).
 
     Examples
     --------
@@ -142,7 +226,9 @@ class RiskSampler(BaseEstimator):
         init: str = "heaviest",
         block_size: int = 64,
         eps: float = 1e-8,
+        distance_floor: float | str = "auto",
         device: str = "auto",
+        n_threads: int | str | None = "auto",
         random_state: int | None = None,
     ) -> None:
         self.X_valid = X_valid
@@ -160,7 +246,9 @@ class RiskSampler(BaseEstimator):
         self.init = init
         self.block_size = block_size
         self.eps = eps
+        self.distance_floor = distance_floor
         self.device = device
+        self.n_threads = n_threads
         self.random_state = random_state
 
     @property
@@ -175,18 +263,37 @@ class RiskSampler(BaseEstimator):
             raise ValueError(f"selection must be 'kmedoids' or 'topk', got {self.selection!r}.")
         if not (0.0 < float(self.valid_ratio) <= 1.0):
             raise ValueError(f"valid_ratio must be in (0, 1], got {self.valid_ratio}.")
+        floor = self.distance_floor
+        nt = self.n_threads
+        is_int = isinstance(nt, (int, np.integer)) and not isinstance(nt, bool)
+        if not (nt is None or nt == "auto" or (is_int and nt >= 1)):
+            raise ValueError(f"n_threads must be 'auto', None or an int >= 1, got {nt!r}.")
+        is_num = isinstance(floor, (int, float, np.floating)) and not isinstance(floor, bool)
+        if not (floor == "auto" or (is_num and floor >= 0)):
+            raise ValueError(f"distance_floor must be 'auto' or a number >= 0, got {floor!r}.")
         if self.labelled_proba not in ("auto", "oof", "fit"):
             raise ValueError(f"labelled_proba must be 'auto', 'oof' or 'fit', got {self.labelled_proba!r}.")
         if (self.X_valid is None) != (self.y_valid is None):
             raise ValueError("Give both X_valid and y_valid, or neither.")
 
-    def _valid_subset(self) -> tuple[Any, np.ndarray] | None:
+    def _valid_subset(self, X_lab: Any = None) -> tuple[Any, np.ndarray] | None:
         if self.X_valid is None:
             return None
-        y = np.asarray(self.y_valid).ravel().astype(np.int64)
+        y_raw = np.asarray(self.y_valid).ravel()
         n = num_rows(self.X_valid)
-        if len(y) != n:
-            raise ValueError(f"X_valid has {n} rows but y_valid has {len(y)} labels.")
+        if len(y_raw) != n:
+            raise ValueError(f"X_valid has {n} rows but y_valid has {len(y_raw)} labels.")
+        if n == 0:
+            raise ValueError(
+                "X_valid holds no pairs: give labelled validation pairs, or neither X_valid nor y_valid."
+            )
+        if not np.isin(y_raw, (0, 1)).all():
+            raise ValueError(
+                f"y_valid must hold 0 (non-match) and 1 (match) only, got {np.unique(y_raw)[:5].tolist()}."
+            )
+        y = y_raw.astype(np.int64)
+        if X_lab is not None:
+            check_pool_matches(self.X_valid, X_lab, "risk_sampling", what="X_valid")
         if len(np.unique(y)) < 2:
             raise ValueError(
                 "The validation set holds a single class: LearnRisk needs matches and non-matches "
@@ -244,7 +351,17 @@ class RiskSampler(BaseEstimator):
     ) -> tuple[IntArray, FloatArray]:
         """Choose ``n_instances`` pool positions; returns ``(positions, risks)``."""
         self._check_params()
-        check_query(X_pool, n_instances, "risk_sampling")
+        check_query(X_pool, n_instances, "risk_sampling", learner)
+        with _torch_threads(_cpu_threads(self.n_threads, resolve_device(self.device))):
+            return self._query(learner, X_pool, n_instances, random_state)
+
+    def _query(
+        self, learner: Any, X_pool: Any, n_instances: int, random_state: RandomStateLike
+    ) -> tuple[IntArray, FloatArray]:
+        timings: dict[str, float] = {}
+        self.last_timings_ = timings
+        self.last_threads_ = torch.get_num_threads()
+        start = time.perf_counter()
         proba_fn = require(learner, "proba", "risk_sampling")
         X_lab = labelled_pool(learner)
         y_lab = getattr(learner, "y_training", None)
@@ -255,19 +372,31 @@ class RiskSampler(BaseEstimator):
             )
         y_lab = np.asarray(y_lab).ravel().astype(np.int64)
         seed = random_state if random_state is not None else self.random_state
-        valid = self._valid_subset()
+        valid = self._valid_subset(X_lab)
+        need_repr = self.selection == "kmedoids" or self.weighting == "lipschitz"
+
+        # 0. the matcher's probabilities (and representations) of the pool and the labelled set
+        with _clock(timings, "proba_repr"):
+            p_pool, rep_pool, rep_lab = self._proba_and_repr(learner, X_pool, X_lab, proba_fn, need_repr)
 
         # 1-2. LearnRisk for the current matcher, then the risk of every pool pair
-        p_pool = np.asarray(proba_fn(X_pool), dtype=np.float64)
-        R_lab = self._risk_input(X_lab, self._labelled_proba(learner, X_lab, y_lab, proba_fn, seed))
+        with _clock(timings, "labelled_proba"):
+            P_lab = self._labelled_proba(learner, X_lab, y_lab, proba_fn, seed)
+        R_lab = self._risk_input(X_lab, P_lab)
         if valid is not None:
             X_v, y_v = valid
-            R_val = self._risk_input(X_v, np.asarray(proba_fn(X_v), dtype=np.float64))
+            with _clock(timings, "valid_proba"):
+                p_val = np.asarray(proba_fn(X_v), dtype=np.float64)
+            R_val = self._risk_input(X_v, p_val)
             fit_args = (R_val, y_v)
             fit_kw = {"X_train": R_lab, "y_train": y_lab}
         else:
             fit_args, fit_kw = (R_lab, y_lab), {}
-        params = {"random_state": seed if isinstance(seed, (int, np.integer)) else None, **(self.risk_params or {})}
+        params = {
+            **DEFAULT_RISK_PARAMS,
+            "random_state": seed if isinstance(seed, (int, np.integer)) else None,
+            **(self.risk_params or {}),
+        }
         if self.feature_names is not None:
             params["proba_column"] = _PROBA
         z = mispredicted(np.asarray(fit_args[0])[:, -1], fit_args[1])
@@ -278,57 +407,108 @@ class RiskSampler(BaseEstimator):
                 f"risk_sampling: the matcher {'mispredicts' if z.all() else 'predicts correctly'} all "
                 f"{z.size} ranking pairs, so LearnRisk has nothing to learn from; using the "
                 "expectation risk |label - p| this round. More validation pairs avoid this.",
-                stacklevel=2,
+                stacklevel=3,
             )
             self.risk_model_ = None
             risk = np.minimum(p_pool[:, 1], 1.0 - p_pool[:, 1])
         else:
-            model = LearnRiskEstimator(**params).fit(*fit_args, **fit_kw)
-            risk = np.asarray(model.predict_risk(self._risk_input(X_pool, p_pool)), dtype=np.float64)
+            with _clock(timings, "learnrisk_fit"):
+                model = LearnRiskEstimator(**params).fit(*fit_args, **fit_kw)
+            with _clock(timings, "risk"):
+                risk = np.asarray(model.predict_risk(self._risk_input(X_pool, p_pool)), dtype=np.float64)
             self.risk_model_ = model
         self.last_risk_ = risk
 
-        # 3-4. representations and Lipschitz weights
-        if self.weighting == "unit":
-            weights = np.ones_like(risk)
-        else:
-            weights = risk.copy()
-        need_repr = self.selection == "kmedoids" or self.weighting == "lipschitz"
-        if need_repr:
-            represent = self.transform if self.transform is not None else require(learner, "representation", "risk_sampling")
-            rep_pool = np.asarray(represent(X_pool), dtype=np.float32)
-            rep_lab = np.asarray(represent(X_lab), dtype=np.float32)
+        # 3-4. Lipschitz weights (eq. 6)
+        with _clock(timings, "weights"):
+            if self.weighting == "unit":
+                weights = np.ones_like(risk)
+            else:
+                weights = risk.copy()
             if self.weighting == "lipschitz":
-                d_lab = min_distances(rep_pool, rep_lab, device=resolve_device(self.device))
-                weights = risk / (d_lab.astype(np.float64) + self.eps)
+                d_lab = min_distances(rep_pool, rep_lab, device=resolve_device(self.device), dtype=torch.float64)
+                weights = self._lipschitz(risk, d_lab)
         self.last_weights_ = weights
 
         # 5. selection
         if self.selection == "topk":
             self.last_result_ = None
             pos, _ = top_k(weights, n_instances, seed)
+            timings["total"] = time.perf_counter() - start
             return pos, risk[pos]
         X_all = np.concatenate([rep_lab, rep_pool], axis=0)
         n_lab = len(rep_lab)
         w_all = np.concatenate([np.zeros(n_lab), weights])
         if not np.any(weights > 0):  # nothing at risk: fall back to unit weights (pure coverage)
             w_all[n_lab:] = 1.0
-        res = weighted_fastpam(
-            X_all,
-            n_instances,
-            sample_weight=w_all,
-            fixed=np.arange(n_lab),
-            init=self.init,
-            schedule=self.schedule,
-            block_size=self.block_size,
-            device=self.device,
-            random_state=seed,
-        )
+        with _clock(timings, "kmedoids"):
+            res = weighted_fastpam(
+                X_all,
+                n_instances,
+                sample_weight=w_all,
+                fixed=np.arange(n_lab),
+                init=self.init,
+                schedule=self.schedule,
+                block_size=self.block_size,
+                device=self.device,
+                random_state=seed,
+            )
         self.last_result_ = res
         pos = np.asarray(res.selected, dtype=np.intp) - n_lab
         order = np.argsort(-risk[pos], kind="stable")
         pos = pos[order]
+        timings["total"] = time.perf_counter() - start
         return pos, risk[pos]
+
+    def _lipschitz(self, risk: np.ndarray, d_lab: np.ndarray) -> np.ndarray:
+        """Eq. 6, ``R_i / min_j ||x_i - x_j||``, with the zero-distance guard (``distance_floor``)."""
+        d = np.asarray(d_lab, dtype=np.float64)
+        positive = d[d > 0]
+        scale = float(np.median(positive)) if positive.size else 1.0
+        if self.distance_floor == "auto":
+            floor = 0.01 * scale
+        else:
+            floor = float(self.distance_floor)
+        weights = risk / np.maximum(d + self.eps, floor)
+        weights[d <= 1e-7 * scale] = 0.0  # duplicates of labelled pairs: covered at cost 0
+        return weights
+
+    def _proba_and_repr(
+        self, learner: Any, X_pool: Any, X_lab: Any, proba_fn: Any, need_repr: bool
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Pool probabilities, and pool / labelled representations when needed.
+
+        A matcher with ``predict_proba_and_represent`` (or a ``represent`` that takes
+        ``return_proba``), such as RNNMatcher, gives both from one forward pass over the pool.
+        """
+        if not need_repr:
+            return np.asarray(proba_fn(X_pool), dtype=np.float64), None, None
+        if self.transform is not None:
+            represent = self.transform
+        else:
+            represent = require(learner, "representation", "risk_sampling")
+        est = getattr(learner, "estimator", learner)
+        both = getattr(est, "predict_proba_and_represent", None)
+        if self.transform is None and callable(both):
+            p_pool, rep_pool = both(X_pool)
+        elif self.transform is None and _takes_return_proba(represent):
+            rep_pool, p_pool = represent(X_pool, return_proba=True)
+        else:
+            p_pool = proba_fn(X_pool)
+            rep_pool = represent(X_pool)
+        rep_pool = np.asarray(rep_pool, dtype=np.float32)
+        rep_lab = np.asarray(represent(X_lab), dtype=np.float32)
+        if rep_pool.ndim != 2 or rep_lab.ndim != 2 or rep_pool.shape[1] != rep_lab.shape[1]:
+            raise ValueError(
+                f"risk_sampling: the representations of the pool {rep_pool.shape} and of the labelled "
+                f"set {rep_lab.shape} must be 2-D with the same width."
+            )
+        if len(rep_pool) != num_rows(X_pool):
+            raise ValueError(
+                f"risk_sampling: the representation has {len(rep_pool)} rows for a pool of "
+                f"{num_rows(X_pool)} pairs."
+            )
+        return np.asarray(p_pool, dtype=np.float64), rep_pool, rep_lab
 
 
 #: The ready default: ``ActiveLearner(..., query_strategy=risk_sampling)``. Without validation

@@ -1,0 +1,39 @@
+"""Smoke run of the active-learning benchmark script (issue #7's ``--quick`` mode, tiny settings)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("bench_al", ROOT / "benchmarks" / "bench_al.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.usefixtures("beer")
+def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
+    bench = _load_script()
+    argv = ["--quick", "--strategies", "risk", "random", "--no-progress", "--threads", "1",
+            "--out", str(tmp_path)]
+    assert bench.main(argv) == 0
+    raw = sorted((tmp_path / "raw").glob("*.jsonl"))
+    assert len(raw) == 4  # 2 strategies x 2 seeds, one file each
+    rows = [r for f in raw for r in f.read_text().splitlines()]
+    assert len(rows) == 4 * 3  # three rounds each (the initial one included)
+    table = next(tmp_path.glob("*.md")).read_text()
+    assert "risk" in table and "random" in table and "_command_" in table
+    with open(next(tmp_path.glob("*_rounds.csv"))) as fh:
+        recs = list(csv.DictReader(fh))
+    assert recs and all(0.0 <= float(r["f1"]) <= 1.0 for r in recs)
+    assert list(tmp_path.glob("*.png"))
+    # a rerun resumes: nothing is recomputed, nothing duplicated
+    assert bench.main(argv) == 0
+    assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
