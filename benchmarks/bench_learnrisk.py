@@ -206,6 +206,25 @@ def time_fit(args, log):
             f"(load average before/after: {args._load0} / {os.getloadavg()[0]:.2f})")
 
 
+def summarise(paths: list[str]) -> str:
+    """Markdown table (mean +- std over seeds) from the CSVs this script writes."""
+    df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    methods = [("uncertainty 1 - max(p, 1 - p)", "uncertainty"), ("expectation abs(yhat - p)", "expectation"),
+               ("LearnRisk, research settings", "research"), ("LearnRisk, skrisk defaults", "learnrisk")]
+    lines = ["| dataset | matcher (test F1) | seeds | test errors | method | ROC AUC | precision top 10 % | fit s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (ds, m), g in df.groupby(["dataset", "matcher"], sort=False):
+        for label, key in methods:
+            if f"auc_{key}" not in g:
+                continue
+            fit = g.get(f"fit_s_{key}")
+            lines.append(
+                f"| {ds} | {m} ({g['matcher_test_f1'].mean():.3f}) | {len(g)} | {g['test_errors'].mean():.0f} "
+                f"| {label} | {g[f'auc_{key}'].mean():.4f} +- {g[f'auc_{key}'].std(ddof=0):.4f} "
+                f"| {g[f'p10_{key}'].mean():.3f} | {'' if fit is None else f'{fit.mean():.1f}'} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", nargs="+", default=["dblp_scholar", "abt_buy"])
@@ -222,8 +241,13 @@ def main(argv=None):
     ap.add_argument("--time-epochs", type=int, default=1000, help="epochs for --time-only")
     ap.add_argument("--quick", action="store_true", help="one seed, 100 epochs, DBLP-Scholar only")
     ap.add_argument("--time-only", action="store_true", help="only time the fit on DBLP-Scholar")
+    ap.add_argument("--summarise", nargs="+", default=None, metavar="CSV",
+                    help="print a Markdown table from result CSVs and exit")
     ap.add_argument("--out", default=None, help="write the per-run rows to this CSV")
     args = ap.parse_args(argv)
+    if args.summarise:
+        print(summarise(args.summarise))
+        return
     args._load0 = f"{os.getloadavg()[0]:.2f}"
     if args.quick:
         args.seeds, args.epochs, args.datasets, args.tune_epochs = [0], 100, ["dblp_scholar"], 50

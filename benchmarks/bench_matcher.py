@@ -2,7 +2,9 @@
 
 Each call runs one task and appends one JSON line per result to
 ``benchmarks/results/matcher/results.jsonl`` (``--out``); peak memory is the process's maximum
-resident set size, so run one task per process (``run_all.sh`` does).
+resident set size and ``process_cpu_s`` its user + system CPU time, so run one task per process
+(``run_all.sh`` does). ``--cache DIR`` keeps the FastText vectors and the encoded splits between
+runs (their reported build times are those of the run that made them).
 
 Tasks
 -----
@@ -18,6 +20,7 @@ Examples
 python benchmarks/bench_matcher.py full --dataset dblp_scholar --model hybrid
 python benchmarks/bench_matcher.py labels --model plain --seeds 0 1 2
 python benchmarks/bench_matcher.py score --quick
+python benchmarks/bench_matcher.py labels --model hybrid --class-weight none --lr 1e-3 --cache /tmp/skrisk_cache
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ def _emit(args: argparse.Namespace, row: dict) -> None:
         "torch_threads": args.threads,
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
         "peak_rss_mb": round(_peak_mb(), 1),
+        "process_cpu_s": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1),
         **row,
     }
     print(json.dumps(row), flush=True)
@@ -65,12 +69,32 @@ def _emit(args: argparse.Namespace, row: dict) -> None:
         fh.write(json.dumps(row) + "\n")
 
 
-def _vectors(ds, args):
-    from skrisk.data._embeddings import train_fasttext
+def _cache_file(args, *parts) -> Path | None:
+    if not args.cache:
+        return None
+    folder = Path(args.cache)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / ("_".join(str(p) for p in parts) + ".npz")
 
+
+def _vectors(ds, args):
+    """FastText vectors (seed 0), from the cache when ``--cache`` holds them (the reported
+    fasttext_s is then the time of the run that trained them)."""
+    from skrisk.data._embeddings import WordVectors, train_fasttext
+    from skrisk.data._tokenize import Vocabulary
+
+    f = _cache_file(args, "fasttext", ds.name, args.dim, args.ft_epochs)
+    if f is not None and f.exists():
+        z = np.load(f, allow_pickle=False)
+        wv = WordVectors(Vocabulary(z["tokens"].tolist()), z["vectors"], source=str(z["source"]))
+        return wv, float(z["seconds"])
     t = time.perf_counter()
     wv = train_fasttext(ds, dim=args.dim, epochs=args.ft_epochs, random_state=0)
-    return wv, time.perf_counter() - t
+    secs = time.perf_counter() - t
+    if f is not None:
+        np.savez(f, tokens=np.asarray(wv.vocabulary.to_list()), vectors=wv.vectors,
+                 source=np.asarray(wv.source), seconds=np.asarray(secs))
+    return wv, secs
 
 
 def _matcher_params(args, seed: int) -> dict:
@@ -83,6 +107,10 @@ def _matcher_params(args, seed: int) -> dict:
         lr=args.lr,
         class_weight=None if args.class_weight == "none" else args.class_weight,
         feature_skip=args.feature_skip,
+        scale_features=not args.no_scale_features,
+        stack_forest=args.stack_forest,
+        dropout=args.dropout,
+        iterator_valid__batch_size=args.valid_batch_size,
         random_state=seed,
         device="auto",
         verbose=int(args.verbose),
@@ -93,6 +121,18 @@ def _encode(ds, wv, args, model: str):
     from skrisk.data._similarity import SimilarityFeatures
     from skrisk.data._tokenize import PairEncoder
 
+    from skorch.helper import SliceDict
+
+    f = _cache_file(args, "encoded", ds.name, args.dim, args.ft_epochs, args.max_length, model)
+    if f is not None and f.exists():
+        z = np.load(f, allow_pickle=False)
+        parts = {}
+        for s in ("train", "valid", "test"):
+            X = z[f"{s}_tokens"]
+            if model == "hybrid":
+                X = SliceDict(tokens=X, features=z[f"{s}_features"])
+            parts[s] = (X, z[f"{s}_y"])
+        return parts, float(z["seconds"])
     feats = SimilarityFeatures() if model == "hybrid" else None
     enc = PairEncoder(max_length=args.max_length, vocabulary=wv, features=feats)
     t = time.perf_counter()
@@ -100,7 +140,16 @@ def _encode(ds, wv, args, model: str):
     # fit it on the training pairs (the active-learning pool)
     enc.fit(ds.split("train").to_frame())
     parts = {s: (enc.transform(ds.split(s).to_frame()), ds.split(s).y()) for s in ("train", "valid", "test")}
-    return parts, time.perf_counter() - t
+    secs = time.perf_counter() - t
+    if f is not None:
+        arrays = {"seconds": np.asarray(secs)}
+        for s, (X, y) in parts.items():
+            arrays[f"{s}_tokens"] = X["tokens"] if model == "hybrid" else X
+            if model == "hybrid":
+                arrays[f"{s}_features"] = X["features"]
+            arrays[f"{s}_y"] = y
+        np.savez(f, **arrays)
+    return parts, secs
 
 
 def task_fasttext(args):
@@ -177,17 +226,32 @@ def task_score(args):
     pool = Xtr if not args.quick else Xtr[:3000]
     t = time.perf_counter(); P = m.predict_proba(pool); proba_s = time.perf_counter() - t
     t = time.perf_counter(); H = m.represent(pool); rep_s = time.perf_counter() - t
-    t = time.perf_counter(); m.represent(pool, return_proba=True); both_s = time.perf_counter() - t
+    t = time.perf_counter(); m.predict_proba_and_represent(pool); both_s = time.perf_counter() - t
     t = time.perf_counter(); m.predict_proba_mc(pool, n_iter=1, random_state=0); one_s = time.perf_counter() - t
     t = time.perf_counter(); m.predict_proba_mc(pool, n_iter=20, random_state=0); mc_s = time.perf_counter() - t
     t = time.perf_counter(); m.gradient_embedding(pool); g_s = time.perf_counter() - t
+    # the plain batched forward pass (every attribute slot through its GRU), for comparison
+    import torch
+
+    t = time.perf_counter()
+    m.module_.eval()
+    with torch.inference_mode():
+        for i in range(0, len(P), args.valid_batch_size):
+            sl = slice(i, i + args.valid_batch_size)
+            xb = {"tokens": torch.as_tensor(pool["tokens"][sl] if args.model == "hybrid" else pool[sl])}
+            if args.model == "hybrid":
+                xb["features"] = torch.as_tensor(pool["features"][sl])
+            m.module_.hidden(**xb)
+    batched_s = time.perf_counter() - t
     _emit(args, {"task": "score", "dataset": "dblp_scholar", "model": args.model, "n_pool": len(P),
                  "proba_s": round(proba_s, 1), "represent_s": round(rep_s, 1),
                  "proba_plus_represent_s": round(proba_s + rep_s, 1),
-                 "represent_return_proba_s": round(both_s, 1), "rep_dim": H.shape[1],
+                 "predict_proba_and_represent_s": round(both_s, 1), "rep_dim": H.shape[1],
                  "mc1_s": round(one_s, 1), "mc20_s": round(mc_s, 1),
+                 "mc20_over_mc1": round(mc_s / one_s, 2),
                  "mc20_over_predict_proba": round(mc_s / proba_s, 2),
-                 "gradient_embedding_s": round(g_s, 1), "params": params,
+                 "gradient_embedding_s": round(g_s, 1),
+                 "plain_batched_forward_hidden_s": round(batched_s, 1), "params": params,
                  "dim": args.dim, "max_length": args.max_length})
 
 
@@ -239,6 +303,14 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--class-weight", choices=["balanced", "none"], default="balanced")
     p.add_argument("--feature-skip", action="store_true", help="features also feed the output layer")
+    p.add_argument("--no-scale-features", action="store_true", help="feed the raw similarity features")
+    p.add_argument("--stack-forest", action="store_true",
+                   help="stacking: a random forest's out-of-fold probability feeds the output layer")
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--valid-batch-size", type=int, default=512,
+                   help="iterator_valid__batch_size (pairs per inference batch)")
+    p.add_argument("--cache", default="",
+                   help="folder caching the FastText vectors and encoded splits between runs")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (1 on a loaded shared machine: oversubscription is slow)")
     p.add_argument("--verbose", action="store_true")

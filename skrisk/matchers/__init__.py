@@ -1,6 +1,39 @@
-"""Matchers: a DeepMatcher-style RNN classifier in skorch, and a fast feature-based classifier."""
+"""Matchers: a DeepMatcher-style RNN classifier in skorch, and a fast feature-based classifier.
+
+``RNNMatcher``, ``make_rnn_pipeline``, ``save_matcher`` and ``load_matcher`` are imported on
+first use (they need torch and skorch), so ``import skrisk.matchers`` stays light.
+"""
 
 from ._base import CAPABILITIES, require
 from ._feature import FeatureMatcher
 
-__all__ = ["CAPABILITIES", "FeatureMatcher", "require"]
+__all__ = [
+    "CAPABILITIES",
+    "FeatureMatcher",
+    "RNNMatcher",
+    "load_matcher",
+    "make_rnn_pipeline",
+    "require",
+    "save_matcher",
+]
+
+_LAZY = {
+    "RNNMatcher": "._rnn",
+    "make_rnn_pipeline": "._rnn",
+    "save_matcher": "._io",
+    "load_matcher": "._io",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

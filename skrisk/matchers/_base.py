@@ -17,7 +17,9 @@ random_state)``
 ``(X)``                        the hypothetical labels, weighted by ``predict_proba``
 =============================  =======================================================  ===========
 
-All of them keep row order and work in batches.
+All of them keep row order and work in batches. :class:`RNNMatcher` also offers
+``predict_proba_and_represent(X) -> (P, H)``, both from one pass over the pool (what risk sampling
+needs each round); a strategy may use it when present and fall back to the two calls.
 """
 
 from __future__ import annotations

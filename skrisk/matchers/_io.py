@@ -2,7 +2,8 @@
 
 A saved matcher is a folder with
 
-* ``weights.pt``: the module's state dict (tensors only), read back with
+* ``weights.pt``: the module's state dict (tensors only: the network, the embedding matrix, the
+  feature standardisation and, with ``stack_forest``, the random forest's trees), read back with
   ``torch.load(..., weights_only=True)``, so a file from someone else cannot run code;
 * ``config.json``: the matcher's JSON-able parameters, the data-dependent sizes, the vocabulary
   (when the embeddings were a :class:`~skrisk.data.WordVectors`), the classes, the positive-class
@@ -26,7 +27,8 @@ __all__ = ["save_matcher", "load_matcher"]
 FORMAT_VERSION = 1
 _JSON_PARAMS = (
     "embedding_dim", "freeze_embeddings", "hidden_size", "attention", "classifier_size", "n_highway",
-    "dropout", "rnn_dropout", "feature_skip", "use_features", "class_weight", "early_stopping", "patience",
+    "dropout", "rnn_dropout", "feature_skip", "scale_features", "stack_forest", "use_features",
+    "class_weight", "early_stopping", "patience",
     "validation_fraction", "lr", "max_epochs", "batch_size", "warm_start", "verbose",
     "iterator_train__shuffle", "iterator_valid__batch_size",
 )
@@ -148,6 +150,9 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
     matcher.module_dims_ = dict(config["module_dims"])
     matcher.pos_weight_ = float(config["pos_weight"])
     matcher.initialize()
+    if matcher.module_dims_.get("n_features"):  # saved before features were standardised: identity
+        state.setdefault("feature_center", torch.zeros(matcher.module_dims_["n_features"]))
+        state.setdefault("feature_scale", torch.ones(matcher.module_dims_["n_features"]))
     matcher.module_.load_state_dict(state)
     matcher.module_.eval()
     matcher.classes_inferred_ = np.asarray(config["classes"])

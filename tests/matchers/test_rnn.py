@@ -220,12 +220,18 @@ def test_hybrid_with_similarity_features(fodors_split, fodors_vectors, tiny):
     m2 = RNNMatcher(use_features=False, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
     assert m2.module_dims_["n_features"] == 0
     # feature_skip: the features are part of the representation, so the output layer sees them
-    m3 = RNNMatcher(feature_skip=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    m3 = RNNMatcher(feature_skip=True, scale_features=False, max_epochs=1, random_state=0, embedding_dim=8,
+                    **tiny).fit(Xte, yte)
     F = Xte["features"].shape[1]
     H = m3.represent(Xte)
     assert H.shape == (len(fte), tiny["classifier_size"] + F)
     np.testing.assert_allclose(H[:, -F:], Xte["features"])
     assert m3.gradient_embedding(Xte).shape == (len(fte), 2 * H.shape[1])
+    # scale_features (default): standardised with the training features' mean and std
+    m4 = RNNMatcher(feature_skip=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    f = Xte["features"].astype(np.float64)
+    std = np.where(f.std(0) > 0, f.std(0), 1.0)
+    np.testing.assert_allclose(m4.represent(Xte)[:, -F:], (f - f.mean(0)) / std, atol=1e-4)
     with pytest.raises(ValueError, match="use_features=True"):
         RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(Xte["tokens"], yte)
 
@@ -309,3 +315,127 @@ def test_empty_values_and_all_missing_attribute(beer, tiny):
 @parametrize_with_checks([RNNMatcher(hidden_size=4, classifier_size=4, embedding_dim=4, max_epochs=1, device="cpu")])
 def test_sklearn_checks(estimator, check):
     check(estimator)
+
+
+# ---------------------------------------------------------------------------- inference path
+def test_pool_inference_equals_batched_forward(fitted_rnn, fodors_encoded):
+    """The inference path (each distinct value summarised once) gives what the plain batched
+    forward pass over every attribute slot gives."""
+    X, _ = fodors_encoded["test"]
+    X = np.concatenate([X, X[:40]])  # repeated pairs
+    fitted_rnn.module_.eval()
+    with torch.no_grad():
+        h = fitted_rnn.module_.hidden(torch.as_tensor(X)).numpy()
+    P, H = fitted_rnn.predict_proba_and_represent(X)
+    np.testing.assert_allclose(H, h, atol=1e-5)
+    np.testing.assert_allclose(P, fitted_rnn.predict_proba(X), atol=1e-6)
+    np.testing.assert_array_equal(H[-40:], H[:40])
+
+
+# ---------------------------------------------------------------------------- stacking
+def test_forest_layer_equals_sklearn_forest(fodors_split):
+    from sklearn.ensemble import RandomForestClassifier
+
+    from skrisk.matchers._modules import ForestLayer
+
+    (ftr, ytr), (fte, _) = fodors_split["train"], fodors_split["test"]
+    sim = SimilarityFeatures().fit(ftr)
+    Ftr, Fte = sim.transform(ftr), sim.transform(fte)
+    rf = RandomForestClassifier(n_estimators=20, random_state=0).fit(Ftr, ytr)
+    layer = ForestLayer()
+    with pytest.raises(RuntimeError, match="no trees"):
+        layer(torch.as_tensor(Fte))
+    layer.set_trees(rf.estimators_)
+    np.testing.assert_allclose(layer(torch.as_tensor(Fte)).numpy(), rf.predict_proba(Fte)[:, 1], atol=1e-6)
+    # the trees travel in the state dict (tensors only) into an empty layer
+    other = ForestLayer()
+    other.load_state_dict(layer.state_dict())
+    np.testing.assert_array_equal(other(torch.as_tensor(Fte)).numpy(), layer(torch.as_tensor(Fte)).numpy())
+
+
+def test_stack_forest(fodors_split, fodors_vectors, tiny, tmp_path):
+    from sklearn.ensemble import RandomForestClassifier
+
+    (ftr, ytr), (fva, yva), (fte, yte) = fodors_split["train"], fodors_split["valid"], fodors_split["test"]
+    enc = PairEncoder(max_length=8, vocabulary=fodors_vectors, features=SimilarityFeatures()).fit(ftr)
+    Xtr, Xva, Xte = enc.transform(ftr), enc.transform(fva), enc.transform(fte)
+    m = RNNMatcher(embeddings=fodors_vectors, stack_forest=True, max_epochs=3, random_state=0, **tiny)
+    m.fit(Xtr, ytr, X_valid=Xva, y_valid=yva)
+    H = m.represent(Xte)
+    assert H.shape == (len(yte), tiny["classifier_size"] + 1)
+    # the last representation value is the logit of the forest fitted on all training pairs
+    rf = RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=m.seed_).fit(Xtr["features"], ytr)
+    p = np.clip(rf.predict_proba(Xte["features"])[:, 1], 1e-3, 1 - 1e-3)
+    np.testing.assert_allclose(H[:, -1], np.log(p / (1 - p)), atol=1e-4)
+    assert f1_score(yte, m.predict(Xte)) > 0.8
+    m.save(tmp_path / "s")
+    loaded = RNNMatcher.load(tmp_path / "s", device="cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(Xte), m.predict_proba(Xte))
+    # a forest needs features; a user's X may not carry a forest_proba of its own
+    with pytest.raises(ValueError, match="stack_forest=True needs similarity features"):
+        RNNMatcher(stack_forest=True, max_epochs=1, **tiny).fit(Xtr["tokens"], ytr)
+    with pytest.raises(ValueError, match="unknown keys"):
+        m.predict_proba(SliceDict(tokens=Xte["tokens"], features=Xte["features"], forest_proba=p))
+    # one match only: no folds, the out-of-fold probability is the positive rate (documented)
+    one = np.r_[np.flatnonzero(ytr == 1)[:1], np.flatnonzero(ytr == 0)[:30]]
+    m1 = RNNMatcher(stack_forest=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny)
+    assert m1.fit(Xtr[one], ytr[one]).predict_proba(Xte).shape == (len(yte), 2)
+    # with validation_fraction the forest only sees the training part
+    m2 = RNNMatcher(stack_forest=True, validation_fraction=0.3, max_epochs=1, random_state=0, embedding_dim=8, **tiny)
+    m2.fit(Xtr, ytr)
+    n_fit = len(ytr) - int(np.ceil(0.3 * len(ytr)))
+    assert sum(m2.history[-1, "batches", :, "train_batch_size"]) == n_fit
+
+
+def test_bad_feature_inputs(fodors_encoded, fodors_split, tiny):
+    (ftr, ytr) = fodors_split["train"]
+    X, y = fodors_encoded["train"]
+    F = SimilarityFeatures().fit(ftr).transform(ftr)
+    m = RNNMatcher(max_epochs=1, embedding_dim=8, **tiny)
+    bad = F.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        m.fit(SliceDict(tokens=X, features=bad), y)
+    with pytest.raises(ValueError, match="features must have shape"):
+        m.fit(SliceDict(tokens=X, features=F[:, 0]), y)
+    with pytest.raises(ValueError, match="stack_forest must be True or False"):
+        RNNMatcher(stack_forest="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=X, features=F), y)
+    m.fit(SliceDict(tokens=X, features=F), y)
+    with pytest.raises(ValueError, match="similarity features"):
+        m.predict_proba(SliceDict(tokens=X, features=F[:, :3]))
+
+
+def test_validation_fraction_too_small(beer_encoded, tiny):
+    X, y = beer_encoded
+    keep = np.r_[np.flatnonzero(y == 1)[:1], np.flatnonzero(y == 0)[:20]]
+    m = RNNMatcher(max_epochs=1, validation_fraction=0.2, embedding_dim=8, **tiny)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        m.fit(X[keep], y[keep])
+
+
+def test_unseen_tokens_are_unk(fitted_rnn, fodors_split, fodors_vectors):
+    """A value made only of tokens outside the vocabulary is encoded as <unk> ids and scored."""
+    frame = fodors_split["test"][0].iloc[:5].copy()
+    frame["left_name"] = "zzqx wvvk"
+    enc = PairEncoder(max_length=8, vocabulary=fodors_vectors).fit(frame)
+    X = enc.transform(frame)
+    col = list(frame.columns).index("left_name")
+    assert (X[:, col, :2] == 1).all()
+    assert np.isfinite(fitted_rnn.predict_proba(X)).all()
+
+
+def test_public_exports():
+    import skrisk.data
+    import skrisk.matchers
+    from skrisk.matchers import RNNMatcher as Exported
+    from skrisk.matchers import load_matcher, make_rnn_pipeline, save_matcher
+
+    assert Exported is RNNMatcher and callable(make_rnn_pipeline)
+    assert save_matcher.__module__ == load_matcher.__module__ == "skrisk.matchers._io"
+    for name in ("RNNMatcher", "save_matcher", "load_matcher", "make_rnn_pipeline", "FeatureMatcher"):
+        assert name in skrisk.matchers.__all__ and name in dir(skrisk.matchers)
+    for name in ("PairEncoder", "Vocabulary", "WordVectors", "tokenize", "train_fasttext", "load_fasttext",
+                 "load_glove"):
+        assert name in skrisk.data.__all__ and getattr(skrisk.data, name) is not None
+    with pytest.raises(AttributeError):
+        skrisk.matchers.NoSuchMatcher  # noqa: B018
