@@ -354,3 +354,26 @@ def test_docstring_examples():
 
     for mod in (fp_mod, est_mod):
         assert doctest.testmod(mod).failed == 0
+
+
+@pytest.mark.parametrize("schedule", ["eager", "best"])
+def test_distance_cache_gives_the_same_solution(schedule):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(600, 5)).astype(np.float32)
+    w = rng.uniform(0.1, 2.0, size=600)
+    fixed = [3, 40, 99]
+    kw = dict(sample_weight=w, fixed=fixed, schedule=schedule, block_size=16, device="cpu")
+    none = weighted_fastpam(X, 12, cache_mb=0, **kw)
+    part = weighted_fastpam(X, 12, cache_mb=0.2, **kw)  # some blocks kept, the rest recomputed
+    full = weighted_fastpam(X, 12, **kw)
+    for res in (part, full):
+        np.testing.assert_array_equal(res.selected, none.selected)
+        assert res.total_deviation == none.total_deviation
+        assert res.n_swaps == none.n_swaps
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), "1GB", True])
+def test_bad_cache_size(bad):
+    X = np.zeros((10, 2), dtype=np.float32)
+    with pytest.raises(ValueError, match="cache_mb"):
+        weighted_fastpam(X, 2, cache_mb=bad)
