@@ -115,17 +115,19 @@ class _CrossFitMatcher(ClassifierMixin, BaseEstimator):
             oof = cross_val_predict(clone(base), F, y, cv=folds, method="predict_proba")[:, 1]
         else:
             oof = self.matcher_.predict_proba(F)[:, 1]
-        self.oof_ = dict(zip(rows.tolist(), oof.tolist()))
+        order = np.argsort(rows, kind="stable")
+        self.oof_rows_, self.oof_proba_ = rows[order], oof[order]
         self.classes_ = np.array([0, 1])
         return self
 
     def predict_proba(self, X: dict) -> np.ndarray:
         check_is_fitted(self)
         P = self.matcher_.predict_proba(np.asarray(X["features"])).copy()
-        for i, r in enumerate(np.asarray(X["row"]).tolist()):
-            if r in self.oof_:
-                P[i, 1] = self.oof_[r]
-                P[i, 0] = 1.0 - P[i, 1]
+        rows = np.asarray(X["row"])
+        at = np.searchsorted(self.oof_rows_, rows).clip(max=max(len(self.oof_rows_) - 1, 0))
+        hit = self.oof_rows_[at] == rows if len(self.oof_rows_) else np.zeros(len(rows), bool)
+        P[hit, 1] = self.oof_proba_[at[hit]]
+        P[hit, 0] = 1.0 - P[hit, 1]
         return P
 
     def predict(self, X: dict) -> np.ndarray:

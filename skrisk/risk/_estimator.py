@@ -618,6 +618,7 @@ class LearnRiskEstimator(BaseEstimator):
         rng = check_random_state(self.random_state)
         gen = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         fit_idx, monitor = np.arange(z.size), None
+        scores: list[float] = []
         self.best_validation_score_ = None
         if self.early_stopping:
             fit_idx, hold_idx = self._holdout_split(z, rng)
@@ -634,7 +635,8 @@ class LearnRiskEstimator(BaseEstimator):
 
                 def monitor(pv: _model.RiskParams) -> float:
                     risk = _model.forward(pv, x_hold, theta)[0].detach().cpu().numpy()
-                    return float(roc_auc_score(z_hold, risk))
+                    scores.append(float(roc_auc_score(z_hold, risk)))
+                    return scores[-1]
 
         x = self._inputs(Fr[fit_idx], pr[fit_idx], device)
         Ar = rule_activations(self.rules_, Fr[fit_idx])
@@ -642,17 +644,11 @@ class LearnRiskEstimator(BaseEstimator):
         rsd_init = None if self.rsd_init == "random" else float(self.rsd_init)
         params = _model.init_params(self.rule_expectations_, mu_tilde, max_active, gen, device,
                                     rsd_init=rsd_init)
-        scores: list[float] = []
-
-        def record(pv: _model.RiskParams) -> float:
-            scores.append(monitor(pv))  # type: ignore[misc]
-            return scores[-1]
-
         self.loss_curve_ = _model.train_risk_model(
             params, x, torch.as_tensor(z[fit_idx], device=device), theta=float(self.theta),
             epochs=self.epochs, batch_size=self.batch_size, lr=float(self.learning_rate),
             optimizer=self.optimizer, l1=float(self.alpha_l1), l2=float(self.alpha_l2),
-            generator=gen, monitor=None if monitor is None else record,
+            generator=gen, monitor=monitor,
             patience=self.n_iter_no_change,
         )
         if scores:

@@ -80,14 +80,6 @@ class RiskParams:
         """The tensors SGD updates."""
         return [self.w, self.r, self.a, self.c, self.s]
 
-    @torch.no_grad()
-    def project(self) -> None:
-        """Constraints after every step: ``w, a, c <- |.|``, ``r <- clip(r, 0.1, 0.9)``."""
-        self.w.abs_()
-        self.a.abs_()
-        self.c.abs_()
-        self.r.clamp_(0.1, 0.9)
-
 
 def truncnorm_ppf(q: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
     """Quantile ``q`` of ``N(mu, sigma^2)`` truncated to ``[0, 1]``.
@@ -146,15 +138,6 @@ def _regulariser(params: RiskParams, l1: float, l2: float) -> torch.Tensor:
     for v in (params.w, params.s, params.a, params.c):
         tot = tot + l1 * v.abs().sum() + l2 * 0.5 * (v**2).sum()
     return tot
-
-
-@torch.no_grad()
-def _add_regulariser_grad(params: RiskParams, l1: float, l2: float) -> None:
-    """Add the regulariser's (sub)gradient ``l1 sign(v) + l2 v`` to ``v.grad`` in place."""
-    for v in (params.w, params.s, params.a, params.c):
-        if v.grad is None:
-            v.grad = torch.zeros_like(v)
-        v.grad.add_(torch.sign(v), alpha=l1).add_(v, alpha=l2)
 
 
 def init_params(
