@@ -24,10 +24,11 @@ from pathlib import Path
 
 import torch
 
-from skrisk.experiments import run_active_learning
+from skrisk.experiments import read_results, run_active_learning
 from skrisk.experiments._bench import (
     ABLATIONS,
     STRATEGY_NAMES,
+    VARIANTS,
     load_task,
     make_matcher_factory,
     make_strategy,
@@ -35,11 +36,40 @@ from skrisk.experiments._bench import (
 )
 
 
+_TASKS: dict = {}
+
+
+def _task(args: argparse.Namespace):
+    """The encoded task, once per process (and from ``<out>/cache`` across processes and runs)."""
+    key = (args.dataset, args.matcher)
+    if key not in _TASKS:
+        _TASKS[key] = load_task(args.dataset, matcher=args.matcher, cache_dir=Path(args.out) / "cache")
+    return _TASKS[key]
+
+
+def _name(strategy: str, valid_ratio: float) -> str:
+    return strategy if valid_ratio == 1.0 else f"{strategy}_v{valid_ratio:g}"
+
+
+def _results_file(raw: Path, task_name: str, matcher: str, name: str, seed: int) -> Path:
+    return raw / f"{task_name}_{matcher}_{name}_seed{seed}.jsonl"
+
+
+def _recorded(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
+    """The rounds already in ``raw`` for one job (``--report-only``), however far it got."""
+    name = _name(strategy, valid_ratio)
+    recs = read_results(_results_file(raw, _task(args).name, args.matcher, name, seed))
+    by_round = {r["round"]: r for r in recs if r.get("strategy") == name and r.get("seed") == seed}
+    return [by_round[r] for r in sorted(by_round) if r < args.rounds]
+
+
 def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
+    if args.report_only:
+        return _recorded(args, strategy, seed, valid_ratio, raw)
     torch.set_num_threads(args.threads)
-    task = load_task(args.dataset, matcher=args.matcher)
+    task = _task(args)
     strat = make_strategy(strategy, task, valid_ratio=valid_ratio, risk_params={"epochs": args.risk_epochs}, random_state=seed)
-    name = strategy if valid_ratio == 1.0 else f"{strategy}_v{valid_ratio:g}"
+    name = _name(strategy, valid_ratio)
     fit_kwargs = None
     if args.matcher == "rnn":
         fit_kwargs = lambda t: {"X_valid": t.rows(t.valid), "y_valid": t.y[t.valid]}  # noqa: E731
@@ -55,7 +85,7 @@ def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: fl
         strategy_name=name,
         fit_kwargs=fit_kwargs,
         query_kwargs=query_kwargs,
-        results_file=raw / f"{task.name}_{args.matcher}_{name}_seed{seed}.jsonl",
+        results_file=_results_file(raw, task.name, args.matcher, name, seed),
         progress=not args.no_progress,
     )
 
@@ -64,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="dblp_scholar")
     p.add_argument("--matcher", choices=["feature", "rnn"], default="feature")
-    p.add_argument("--experiment", choices=["compare", "validation", "ablation"], default="compare")
+    p.add_argument("--experiment", choices=["compare", "validation", "ablation", "variants"],
+                   help="compare: the paper's strategies (Fig. 3-4); validation: risk sampling at "
+                        "validation ratios 0.25/0.5/1 and core-set (Fig. 5); ablation: parts of risk "
+                        "sampling removed; variants: risk sampling with skrisk's measured changes", default="compare")
     p.add_argument("--strategies", nargs="+", default=None)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--seed-size", type=int, default=100)
@@ -77,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="benchmarks/results/al")
     p.add_argument("--quick", action="store_true", help="small settings (<= 10 minutes on 2 cores)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: write the CSV, figures and tables from the rounds already recorded "
+                        "under <out>/raw, for the seeds every strategy has started (partial runs "
+                        "included; the table counts the runs behind each cell)")
     args = p.parse_args(argv)
     if args.quick:
         args.dataset = args.dataset if args.dataset != "dblp_scholar" else "beer"
@@ -88,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             args.strategies = STRATEGY_NAMES if args.matcher == "rnn" else ["risk", "random", "entropy", "bald", "coreset"]
         elif args.experiment == "ablation":
             args.strategies = ["risk", *ABLATIONS]
+        elif args.experiment == "variants":
+            args.strategies = ["risk", *VARIANTS]
         else:
             args.strategies = ["risk", "coreset"]
     ratios = [0.25, 0.5, 1.0] if args.experiment == "validation" else [1.0]
@@ -98,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         (s, seed, r)
         for seed in range(args.seeds)
         for s in args.strategies
-        for r in (ratios if s == "risk" else [1.0])
+        for r in (ratios if s.startswith("risk") else [1.0])  # risk sampling and its variants
     ]
     t0 = time.perf_counter()
-    if args.jobs > 1:
+    if args.jobs > 1 and not args.report_only:
         from joblib import Parallel, delayed
 
         results = Parallel(n_jobs=args.jobs)(delayed(_run_one)(args, s, seed, r, raw) for s, seed, r in jobs)
@@ -109,17 +148,29 @@ def main(argv: list[str] | None = None) -> int:
         results = [_run_one(args, s, seed, r, raw) for s, seed, r in jobs]
     wall = time.perf_counter() - t0
     records = [rec for res in results for rec in res]
+    if args.report_only:
+        # compare like with like: only the runs (seeds) that every strategy has started
+        names = {_name(st, r) for st, _, r in jobs}
+        seeds = [{rec["seed"] for rec in records if rec["strategy"] == n} for n in names]
+        common = set.intersection(*seeds) if seeds else set()
+        records = [rec for rec in records if rec["seed"] in common]
+    if not records:
+        print(f"No rounds recorded under {raw} for these settings: nothing to report.", file=sys.stderr)
+        return 1
     stem = f"{records[0]['dataset']}_{args.matcher}_{args.experiment}" if records else "empty"
     title = (
         f"{records[0]['dataset'] if records else args.dataset}, {args.matcher} matcher, "
-        f"seed {args.seed_size}, batch {args.batch}, {args.seeds} runs"
+        f"seed {args.seed_size}, batch {args.batch}, {len({r['seed'] for r in records})} runs"
+        + (" (rounds recorded so far)" if args.report_only else "")
     )
     paths = write_outputs(records, out, stem, title)
+    compute = sum(r.get("fit_s", 0.0) + r.get("query_s", 0.0) for r in records)
     meta = (
         f"\n_command_: `python benchmarks/bench_al.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
         f"_machine_: {platform.machine()} {os.cpu_count()} cores, torch threads {args.threads}, "
         f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}  \n"
-        f"_date_: {date.today().isoformat()}, wall time {wall:.0f} s (resumed runs count only new rounds)\n"
+        f"_date_: {date.today().isoformat()}, wall time {wall:.0f} s (resumed runs count only new rounds); "
+        f"fit + query time summed over all rounds of the table {compute:.0f} s\n"
     )
     with paths["table"].open("a") as fh:
         fh.write(meta)

@@ -136,10 +136,18 @@ def run_active_learning(
     path = Path(results_file) if results_file is not None else None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        done = [r for r in read_results(path) if r.get("strategy") == name and r.get("seed") == seed]
-    if done and (done[-1]["round"] >= n_rounds - 1 or done[-1].get("next_labelled") is None):
-        return done
-    if done:
+        by_round = {r["round"]: r for r in read_results(path) if r.get("strategy") == name and r.get("seed") == seed}
+        done = [by_round[r] for r in sorted(by_round)]  # a round run twice counts once (the later)
+    if done and done[-1]["round"] >= n_rounds - 1:
+        return [r for r in done if r["round"] < n_rounds]
+    if done and done[-1].get("next_labelled") is None:
+        # the earlier run stopped at its last round: rerun that round (same labelled set, same
+        # matcher seed) to query from it, so a longer run extends a shorter one
+        if len(done[-1]["labelled"]) >= len(task.pool):
+            return done
+        last = done.pop()
+        labelled, start = np.asarray(last["labelled"], dtype=np.intp), last["round"]
+    elif done:
         labelled = np.asarray(done[-1]["next_labelled"], dtype=np.intp)
         start = done[-1]["round"] + 1
     else:

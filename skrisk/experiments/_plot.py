@@ -63,6 +63,7 @@ def summarize_curves(
     lo, hi = quantiles
     if not 0 <= lo <= hi <= 1:
         raise ValueError(f"quantiles must satisfy 0 <= lower <= upper <= 1, got {quantiles!r}.")
+    df = df.dropna(subset=[y])  # e.g. no batch was queried after the last round
     g = df.groupby([by, x], sort=True)[y]
     out = pd.DataFrame(
         {

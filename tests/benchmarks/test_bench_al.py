@@ -37,3 +37,9 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
     # a rerun resumes: nothing is recomputed, nothing duplicated
     assert bench.main(argv) == 0
     assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
+    # --report-only runs nothing and reports what is recorded
+    assert bench.main([*argv, "--report-only"]) == 0
+    assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
+    table = next(tmp_path.glob("*.md")).read_text()
+    assert "rounds recorded so far" in table and "| risk | 2 |" in table
+    assert bench.main([*argv, "--report-only", "--strategies", "entropy"]) == 1  # nothing recorded

@@ -112,7 +112,8 @@ def test_risk_sampler_validation_checks(task):
     with pytest.raises(ValueError, match="both"):
         RiskSampler(F[valid])(learner, X_pool, n_instances=3)
     for bad in ({"distance_floor": -1}, {"distance_floor": "big"}, {"n_threads": 0}, {"n_threads": "many"},
-                {"valid_ratio": 0.0}, {"labelled_proba": "x"}, {"selection": "x"}):
+                {"valid_ratio": 0.0}, {"labelled_proba": "x"}, {"selection": "x"}, {"preselect": 0.5},
+                {"preselect": "3"}, {"preselect": True}):
         with pytest.raises(ValueError):
             RiskSampler(F[valid], y[valid], **bad)(learner, X_pool, n_instances=3)
 

@@ -154,6 +154,27 @@ def test_risk_sampler_picks_risky_pairs(task):
     np.testing.assert_allclose(np.sort(risk_top)[::-1], np.sort(topk.last_risk_)[::-1][:10])
 
 
+def test_risk_sampler_preselect(task):
+    """preselect=m spreads the batch over the m*n riskiest pool pairs only (default m=2); m=1 is
+    top-n by risk, and a candidate set as large as the pool is the paper's whole pool (None)."""
+    F, y, pool = task["F"], task["y"], task["pool"]
+    assert RiskSampler().preselect == 2
+
+    def query(**kw):
+        s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0, **kw)
+        pos, _ = s(_learner(task, "ndarray", None, s), F[pool], n_instances=6, random_state=0)
+        return s, np.sort(pos)
+
+    s1, top = query(preselect=1)
+    np.testing.assert_array_equal(np.sort(np.argsort(-s1.last_risk_, kind="stable")[:6]), top)
+    s3, pre3 = query(preselect=3)
+    allowed = np.sort(s3.last_risk_)[::-1][17]  # the 18th highest risk: the candidates' floor
+    assert (s3.last_risk_[pre3] >= allowed).all() and len(np.unique(pre3)) == 6
+    _, whole = query(preselect=None)
+    _, huge = query(preselect=len(pool))
+    np.testing.assert_array_equal(whole, huge)
+
+
 def test_default_risk_sampling_without_validation(task):
     learner = _learner(task, "ndarray", None, risk_sampling)
     pos, _ = learner.query(task["F"][task["pool"]], n_instances=5, random_state=0)
