@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                         "sampling removed; variants: risk sampling with skrisk's measured changes", default="compare")
     p.add_argument("--strategies", nargs="+", default=None)
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="run seeds first-seed .. seeds-1 only (e.g. to run other seeds in a second process)")
     p.add_argument("--seed-size", type=int, default=100)
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--rounds", type=int, default=9, help="rounds including the initial one")
@@ -108,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="processes running seeds in parallel")
     p.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     p.add_argument("--out", default="benchmarks/results/al")
+    p.add_argument("--tag", default="", help="suffix of the output files' names (<dataset>_<matcher>_<experiment>_<tag>)")
     p.add_argument("--quick", action="store_true", help="small settings (<= 10 minutes on 2 cores)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--report-only", action="store_true",
@@ -115,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                         "under <out>/raw, for the seeds every strategy has started (partial runs "
                         "included; the table counts the runs behind each cell)")
     args = p.parse_args(argv)
+    if not 0 <= args.first_seed < args.seeds:
+        p.error(f"--first-seed must be in [0, --seeds), got {args.first_seed} with --seeds {args.seeds}")
     if args.quick:
         args.dataset = args.dataset if args.dataset != "dblp_scholar" else "beer"
         args.seeds, args.seed_size, args.batch, args.rounds, args.risk_epochs = 2, 40, 20, 3, 100
@@ -135,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     raw.mkdir(parents=True, exist_ok=True)
     jobs = [
         (s, seed, r)
-        for seed in range(args.seeds)
+        for seed in range(args.first_seed, args.seeds)
         for s in args.strategies
         for r in (ratios if s.startswith("risk") else [1.0])  # risk sampling and its variants
     ]
@@ -157,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         print(f"No rounds recorded under {raw} for these settings: nothing to report.", file=sys.stderr)
         return 1
-    stem = f"{records[0]['dataset']}_{args.matcher}_{args.experiment}" if records else "empty"
+    stem = f"{records[0]['dataset']}_{args.matcher}_{args.experiment}" + (f"_{args.tag}" if args.tag else "")
     title = (
         f"{records[0]['dataset'] if records else args.dataset}, {args.matcher} matcher, "
         f"seed {args.seed_size}, batch {args.batch}, {len({r['seed'] for r in records})} runs"

@@ -38,8 +38,11 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 
 #: Variants of risk sampling measured as improvements: name -> RiskSampler parameters.
 VARIANTS: dict[str, dict[str, Any]] = {
-    **{f"risk_pre{m}": {"preselect": m} for m in (2, 3, 5, 10)},  # k-medoids over the top m*b risks
+    # k-medoids over the top m*b risks at every query
+    **{f"risk_pre{m}": {"preselect": m, "preselect_after": 0} for m in (2, 3, 5, 10)},
     "risk_topk_lip": {"selection": "topk"},  # top-b Lipschitz weights (eq. 6), no k-medoids
+    # the same from the second query on; the whole pool while |L| <= b (RiskSampler's default)
+    "risk_pre2w": {"preselect": 2, "preselect_after": "batch"},
 }
 #: "risk" is the paper's method whatever RiskSampler's defaults become, so results stay comparable.
 _RISK_PARAMS = {"risk": {"selection": "kmedoids", "weighting": "lipschitz", "preselect": None}, **ABLATIONS, **VARIANTS}

@@ -113,7 +113,7 @@ def test_risk_sampler_validation_checks(task):
         RiskSampler(F[valid])(learner, X_pool, n_instances=3)
     for bad in ({"distance_floor": -1}, {"distance_floor": "big"}, {"n_threads": 0}, {"n_threads": "many"},
                 {"valid_ratio": 0.0}, {"labelled_proba": "x"}, {"selection": "x"}, {"preselect": 0.5},
-                {"preselect": "3"}, {"preselect": True}):
+                {"preselect": "3"}, {"preselect": True}, {"preselect_after": -1}, {"preselect_after": "x"}):
         with pytest.raises(ValueError):
             RiskSampler(F[valid], y[valid], **bad)(learner, X_pool, n_instances=3)
 

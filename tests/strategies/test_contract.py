@@ -158,7 +158,7 @@ def test_risk_sampler_preselect(task):
     """preselect=m spreads the batch over the m*n riskiest pool pairs only (default m=2); m=1 is
     top-n by risk, and a candidate set as large as the pool is the paper's whole pool (None)."""
     F, y, pool = task["F"], task["y"], task["pool"]
-    assert RiskSampler().preselect == 2
+    assert RiskSampler().preselect == 2 and RiskSampler().preselect_after == "batch"
 
     def query(**kw):
         s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0, **kw)
@@ -173,6 +173,11 @@ def test_risk_sampler_preselect(task):
     _, whole = query(preselect=None)
     _, huge = query(preselect=len(pool))
     np.testing.assert_array_equal(whole, huge)
+    # preselect_after: the whole pool until the labelled set (38 pairs here) is larger
+    _, warm = query(preselect_after=38)
+    np.testing.assert_array_equal(whole, warm)
+    _, later = query(preselect=3, preselect_after=37)
+    np.testing.assert_array_equal(pre3, later)
 
 
 def test_default_risk_sampling_without_validation(task):
