@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 
-from skrisk.experiments import read_results, run_active_learning
+from skrisk.experiments import run_active_learning
+from skrisk.experiments._loop import recorded_rounds
 from skrisk.experiments._bench import (
     ABLATIONS,
     STRATEGY_NAMES,
@@ -58,9 +59,8 @@ def _results_file(raw: Path, task_name: str, matcher: str, name: str, seed: int)
 def _recorded(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
     """The rounds already in ``raw`` for one job (``--report-only``), however far it got."""
     name = _name(strategy, valid_ratio)
-    recs = read_results(_results_file(raw, _task(args).name, args.matcher, name, seed))
-    by_round = {r["round"]: r for r in recs if r.get("strategy") == name and r.get("seed") == seed}
-    return [by_round[r] for r in sorted(by_round) if r < args.rounds]
+    recs = recorded_rounds(_results_file(raw, _task(args).name, args.matcher, name, seed), name, seed)
+    return [r for r in recs if r["round"] < args.rounds]
 
 
 def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stem = f"{records[0]['dataset']}_{args.matcher}_{args.experiment}" + (f"_{args.tag}" if args.tag else "")
     title = (
-        f"{records[0]['dataset'] if records else args.dataset}, {args.matcher} matcher, "
+        f"{records[0]['dataset']}, {args.matcher} matcher, "
         f"seed {args.seed_size}, batch {args.batch}, {len({r['seed'] for r in records})} runs"
         + (" (rounds recorded so far)" if args.report_only else "")
     )

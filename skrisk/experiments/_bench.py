@@ -151,7 +151,7 @@ def make_strategy(
             valid_ratio=valid_ratio,
             risk_params=risk_params,
             random_state=random_state,
-            **_RISK_PARAMS.get(name, {}),
+            **_RISK_PARAMS[name],
         )
     if name not in STRATEGIES:
         raise ValueError(f"Unknown strategy {name!r}; known: {sorted([*STRATEGIES, *_RISK_PARAMS])}.")

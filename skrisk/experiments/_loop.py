@@ -92,6 +92,13 @@ def read_results(path: str | os.PathLike) -> list[dict]:
     return out
 
 
+def recorded_rounds(path: str | os.PathLike, strategy: str, seed: int) -> list[dict]:
+    """The rounds of one (strategy, seed) run recorded in ``path``, in order; a round recorded
+    twice (a run extended to more rounds reruns its last one) counts once, the later record."""
+    by_round = {r["round"]: r for r in read_results(path) if r.get("strategy") == strategy and r.get("seed") == seed}
+    return [by_round[r] for r in sorted(by_round)]
+
+
 def _append(path: Path, record: dict) -> None:
     with path.open("a") as fh:
         fh.write(json.dumps(record) + "\n")
@@ -136,8 +143,7 @@ def run_active_learning(
     path = Path(results_file) if results_file is not None else None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        by_round = {r["round"]: r for r in read_results(path) if r.get("strategy") == name and r.get("seed") == seed}
-        done = [by_round[r] for r in sorted(by_round)]  # a round run twice counts once (the later)
+        done = recorded_rounds(path, name, seed)
     if done and done[-1]["round"] >= n_rounds - 1:
         return [r for r in done if r["round"] < n_rounds]
     if done and done[-1].get("next_labelled") is None:
