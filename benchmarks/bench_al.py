@@ -63,6 +63,11 @@ def _recorded(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: f
     return [r for r in recs if r["round"] < args.rounds]
 
 
+def _jobs(strategies: list[str], seeds: range, ratios: list[float]) -> list[tuple[str, int, float]]:
+    """(strategy, seed, validation ratio) of every run; the ratios apply to risk sampling and its variants."""
+    return [(s, seed, r) for seed in seeds for s in strategies for r in (ratios if s.startswith("risk") else [1.0])]
+
+
 def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
     if args.report_only:
         return _recorded(args, strategy, seed, valid_ratio, raw)
@@ -101,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strategies", nargs="+", default=None)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=0,
-                   help="run seeds first-seed .. seeds-1 only (e.g. to run other seeds in a second process)")
+                   help="run seeds first-seed .. seeds-1 only (e.g. to run other seeds in a second "
+                   "process); the table also holds the rounds recorded for the seeds below it")
     p.add_argument("--seed-size", type=int, default=100)
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--rounds", type=int, default=9, help="rounds including the initial one")
@@ -138,12 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    jobs = [
-        (s, seed, r)
-        for seed in range(args.first_seed, args.seeds)
-        for s in args.strategies
-        for r in (ratios if s.startswith("risk") else [1.0])  # risk sampling and its variants
-    ]
+    jobs = _jobs(args.strategies, range(args.first_seed, args.seeds), ratios)
     t0 = time.perf_counter()
     if args.jobs > 1 and not args.report_only:
         from joblib import Parallel, delayed
@@ -153,6 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         results = [_run_one(args, s, seed, r, raw) for s, seed, r in jobs]
     wall = time.perf_counter() - t0
     records = [rec for res in results for rec in res]
+    if args.first_seed and not args.report_only:
+        # the table covers every run below --seeds: add the rounds recorded for the seeds that
+        # another process (or an earlier run) has done
+        earlier = _jobs(args.strategies, range(args.first_seed), ratios)
+        records += [rec for s, seed, r in earlier for rec in _recorded(args, s, seed, r, raw)]
     if args.report_only:
         # compare like with like: only the runs (seeds) that every strategy has started
         names = {_name(st, r) for st, _, r in jobs}

@@ -43,6 +43,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "risk_topk_lip": {"selection": "topk"},  # top-b Lipschitz weights (eq. 6), no k-medoids
     # the same from the second query on; the whole pool while |L| <= b (RiskSampler's default)
     "risk_pre2w": {"preselect": 2, "preselect_after": "batch"},
+    # the same with the risk alone as k-medoids weights (no distance term of eq. 6)
+    "risk_pre2w_nodist": {"preselect": 2, "preselect_after": "batch", "weighting": "risk"},
 }
 #: "risk" is the paper's method whatever RiskSampler's defaults become, so results stay comparable.
 _RISK_PARAMS = {"risk": {"selection": "kmedoids", "weighting": "lipschitz", "preselect": None}, **ABLATIONS, **VARIANTS}

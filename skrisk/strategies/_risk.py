@@ -136,6 +136,9 @@ class RiskSampler(BaseEstimator):
         ``transform(X) -> (n, h)`` representation; default the matcher's ``represent``.
     weighting : {"lipschitz", "risk", "unit"}, default="lipschitz"
         Point weights of the k-medoids problem: eq. 6, the risk alone (no distance term), or 1.
+        ``"risk"`` measured better where a batch is a large share of the pool (Abt-Buy, batch 575
+        of 5,168: +0.005 in the area under the learning curve) and tied elsewhere
+        (``benchmarks/RESULTS.md``, section 6.8).
     selection : {"kmedoids", "topk"}, default="kmedoids"
         Weighted fastPAM with the labelled set fixed, or simply the ``n`` largest weights.
     preselect : float or None, default=2

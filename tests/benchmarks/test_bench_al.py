@@ -37,6 +37,11 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
     # a rerun resumes: nothing is recomputed, nothing duplicated
     assert bench.main(argv) == 0
     assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
+    # --first-seed runs the later seeds only, and its table still holds the earlier ones
+    assert bench.main([*argv, "--first-seed", "1"]) == 0
+    assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
+    table = next(tmp_path.glob("*.md")).read_text()
+    assert "2 runs" in table and "| risk | 2 |" in table
     # --report-only runs nothing and reports what is recorded
     assert bench.main([*argv, "--report-only"]) == 0
     assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
