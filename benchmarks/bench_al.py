@@ -64,8 +64,13 @@ def _recorded(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: f
 
 
 def _jobs(strategies: list[str], seeds: range, ratios: list[float]) -> list[tuple[str, int, float]]:
-    """(strategy, seed, validation ratio) of every run; the ratios apply to risk sampling and its variants."""
-    return [(s, seed, r) for seed in seeds for s in strategies for r in (ratios if s.startswith("risk") else [1.0])]
+    """(strategy, seed, validation ratio) of every run; the ratios apply to the risk variants."""
+    return [
+        (s, seed, r)
+        for seed in seeds
+        for s in strategies
+        for r in (ratios if s.startswith("risk") else [1.0])
+    ]
 
 
 def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
