@@ -8,6 +8,7 @@ touch the backend of a notebook).
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -147,9 +148,11 @@ def plot_learning_curves(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
+        # long titles (dataset, matcher, settings, runs) wrap instead of running off the figure
+        ax.set_title(textwrap.fill(title, width=72), fontsize="medium")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", title=("mean, bars: 20th-80th percentile" if n_max > 1 else None),
+    lo, hi = (round(100 * q) for q in quantiles)
+    ax.legend(loc="lower right", title=(f"mean, bars: {lo}th-{hi}th percentile" if n_max > 1 else None),
               fontsize="small", title_fontsize="small")
     fig.tight_layout()
     if path is not None:
