@@ -41,8 +41,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # k-medoids over the top m*b risks at every query
     **{f"risk_pre{m}": {"preselect": m, "preselect_after": 0} for m in (2, 3, 5, 10)},
     "risk_topk_lip": {"selection": "topk"},  # top-b Lipschitz weights (eq. 6), no k-medoids
-    # the same from the second query on; the whole pool while |L| <= b (RiskSampler's default)
-    "risk_pre2w": {"preselect": 2, "preselect_after": "batch"},
+    # the same from the second query on; the whole pool while |L| <= b (RiskSampler's default: m = 2)
+    **{f"risk_pre{m}w": {"preselect": m, "preselect_after": "batch"} for m in (2, 3, 5)},
     # the same with the risk alone as k-medoids weights (no distance term of eq. 6)
     "risk_pre2w_nodist": {"preselect": 2, "preselect_after": "batch", "weighting": "risk"},
 }

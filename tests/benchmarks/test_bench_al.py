@@ -48,3 +48,29 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
     table = next(tmp_path.glob("*.md")).read_text()
     assert "rounds recorded so far" in table and "| risk | 2 |" in table
     assert bench.main([*argv, "--report-only", "--strategies", "entropy"]) == 1  # nothing recorded
+
+
+@pytest.mark.usefixtures("beer")
+def test_risk_quality_replays_recorded_runs(tmp_path):
+    """bench_risk_quality refits the model a recorded run saw and scores risk against uncertainty."""
+    bench = _load_script()
+    assert bench.main(["--quick", "--strategies", "risk", "--no-progress", "--threads", "1",
+                       "--out", str(tmp_path)]) == 0
+    spec = importlib.util.spec_from_file_location("bench_rq", ROOT / "benchmarks" / "bench_risk_quality.py")
+    rq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rq)
+    argv = ["--dataset", "beer", "--matcher", "feature", "--seeds", "2", "--rounds", "0", "1", "7",
+            "--batch", "20", "--risk-epochs", "50", "--out", str(tmp_path)]
+    assert rq.main(argv) == 0
+    with open(tmp_path / "beer_feature_risk_quality.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 4  # 2 seeds x rounds 0 and 1; round 7 was never recorded
+    for r in rows:
+        # the refit is the very model the run recorded (same labelled set, same seed)
+        assert float(r["test_f1"]) == pytest.approx(float(r["recorded_f1"]), abs=1e-12)
+        for col in ("auc_uncertainty", "auc_risk", "top_b_uncertainty", "top_b_risk"):
+            assert 0.0 <= float(r[col]) <= 1.0
+    table = (tmp_path / "beer_feature_risk_quality.md").read_text()
+    assert "| 40 | 2 |" in table and "_command_" in table
+    # nothing recorded for another strategy: a clear failure, not an empty table
+    assert rq.main([*argv, "--strategy", "entropy"]) == 1
