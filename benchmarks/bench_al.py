@@ -30,6 +30,7 @@ from skrisk.experiments._bench import (
     ABLATIONS,
     STRATEGY_NAMES,
     VARIANTS,
+    environment,
     load_task,
     make_matcher_factory,
     make_strategy,
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = (
         f"\n_command_: `python benchmarks/bench_al.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
         f"_machine_: {platform.machine()} {os.cpu_count()} cores, torch threads {args.threads}, "
-        f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}  \n"
+        f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}; {environment()}  \n"
         f"_date_: {date.today().isoformat()}, wall time {wall:.0f} s (resumed runs count only new rounds); "
         f"fit + query time summed over all rounds of the table {compute:.0f} s\n"
     )

@@ -36,7 +36,7 @@ import torch
 from sklearn.metrics import f1_score, roc_auc_score
 
 from skrisk.active import ActiveLearner
-from skrisk.experiments._bench import load_task, make_matcher_factory, make_strategy
+from skrisk.experiments._bench import environment, load_task, make_matcher_factory, make_strategy
 from skrisk.experiments._loop import recorded_rounds
 
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"_command_: `python benchmarks/bench_risk_quality.py {' '.join(argv if argv is not None else sys.argv[1:])}`  ",
         f"_machine_: {platform.machine()} {os.cpu_count()} cores, torch threads {args.threads}, "
-        f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}  ",
+        f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}; {environment()}  ",
         f"_date_: {date.today().isoformat()}, wall time {time.perf_counter() - t0:.0f} s",
         "",
     ]

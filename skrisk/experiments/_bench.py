@@ -25,6 +25,7 @@ __all__ = [
     "STRATEGY_NAMES",
     "ABLATIONS",
     "VARIANTS",
+    "environment",
 ]
 
 STRATEGY_NAMES = ["risk", "random", "entropy", "bald", "coreset", "egl", "badge"]
@@ -223,6 +224,30 @@ def markdown_table(summary: pd.DataFrame, *, value: str = "f1", area: bool = Tru
         n_runs = str(runs.max()) if runs.min() == runs.max() else f"{runs.min()}-{runs.max()}"
         lines.append(f"| {strat} | {n_runs} | " + " | ".join(cells) + f" | {last:.3f} |")
     return "\n".join(lines) + "\n"
+
+
+def environment() -> str:
+    """The machine and library versions behind a result, for the tables' metadata.
+
+    Float results (LearnRisk's ranking, the kernel's swaps) can differ in the last bits between
+    CPUs and library builds, so a query replayed elsewhere may pick a few other pairs.
+    """
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    libs = []
+    for pkg in ("torch", "numpy", "scikit-learn", "skorch"):
+        try:
+            libs.append(f"{pkg} {version(pkg)}")
+        except PackageNotFoundError:  # pragma: no cover - every one is a dependency
+            pass
+    return f"{cpu}, Python {platform.python_version()}, " + ", ".join(libs)
 
 
 def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict[str, Path]:

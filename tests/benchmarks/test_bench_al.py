@@ -30,6 +30,7 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
     assert len(rows) == 4 * 3  # three rounds each (the initial one included)
     table = next(tmp_path.glob("*.md")).read_text()
     assert "risk" in table and "random" in table and "_command_" in table
+    assert "scikit-learn" in table and "torch" in table  # the environment behind the numbers
     with open(next(tmp_path.glob("*_rounds.csv"))) as fh:
         recs = list(csv.DictReader(fh))
     assert recs and all(0.0 <= float(r["f1"]) <= 1.0 for r in recs)
@@ -71,6 +72,6 @@ def test_risk_quality_replays_recorded_runs(tmp_path):
         for col in ("auc_uncertainty", "auc_risk", "top_b_uncertainty", "top_b_risk"):
             assert 0.0 <= float(r[col]) <= 1.0
     table = (tmp_path / "beer_feature_risk_quality.md").read_text()
-    assert "| 40 | 2 |" in table and "_command_" in table
+    assert "| 40 | 2 |" in table and "_command_" in table and "numpy" in table
     # nothing recorded for another strategy: a clear failure, not an empty table
     assert rq.main([*argv, "--strategy", "entropy"]) == 1
