@@ -238,7 +238,16 @@ def environment() -> str:
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+            info: dict[str, str] = {}
+            for ln in fh:
+                key, _, val = ln.partition(":")
+                info.setdefault(key.strip(), val.strip())
+                if not ln.strip():  # the first processor is enough
+                    break
+        cpu = info.get("model name", cpu)
+        if "cpu family" in info:  # the same model name covers several generations
+            cpu += f" (family {info['cpu family']}, model {info.get('model', '?')}"
+            cpu += ", AVX-512)" if "avx512f" in info.get("flags", "").split() else ")"
     except OSError:
         pass
     libs = []
