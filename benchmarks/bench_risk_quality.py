@@ -53,7 +53,7 @@ def score_state(task, matcher: str, labelled: np.ndarray, seed: int, r: int, bat
     t0 = time.perf_counter()
     learner = ActiveLearner(
         make_matcher_factory(matcher)(seed),
-        make_strategy("risk", task),  # unused: the risk below is fitted by its own sampler
+        make_strategy("random", task),  # never queried: the risk below has its own sampler
         X_training=task.rows(task.pool[labelled]),
         y_training=y_pool[labelled],
         **fit_kw,
