@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from datetime import date
@@ -30,9 +29,9 @@ from skrisk.experiments._bench import (
     ABLATIONS,
     STRATEGY_NAMES,
     VARIANTS,
-    environment,
     load_task,
     make_matcher_factory,
+    machine_line,
     make_strategy,
     write_outputs,
 )
@@ -184,8 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     compute = sum(r.get("fit_s", 0.0) + r.get("query_s", 0.0) for r in records)
     meta = (
         f"\n_command_: `python benchmarks/bench_al.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
-        f"_machine_: {platform.machine()} {os.cpu_count()} cores, torch threads {args.threads}, "
-        f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}; {environment()}  \n"
+        f"_machine_: {machine_line(args.threads)}  \n"
         f"_date_: {date.today().isoformat()}, wall time {wall:.0f} s (resumed runs count only new rounds); "
         f"fit + query time summed over all rounds of the table {compute:.0f} s\n"
     )

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from datetime import date
@@ -36,7 +34,7 @@ import torch
 from sklearn.metrics import f1_score, roc_auc_score
 
 from skrisk.active import ActiveLearner
-from skrisk.experiments._bench import environment, load_task, make_matcher_factory, make_strategy
+from skrisk.experiments._bench import load_task, machine_line, make_matcher_factory, make_strategy
 from skrisk.experiments._loop import recorded_rounds
 
 
@@ -124,7 +122,6 @@ def main(argv: list[str] | None = None) -> int:
     stem = out / f"{task.name}_{args.matcher}_risk_quality"
     df.to_csv(stem.with_suffix(".csv"), index=False)
     cols = ["auc_uncertainty", "auc_risk", "top_b_uncertainty", "top_b_risk"]
-    summ = df.groupby("n_labelled")[cols].agg(["mean", "std"])
     lines = [
         f"### {task.name}, {args.matcher} matcher: risk vs uncertainty for finding the matcher's mistakes "
         f"({df['seed'].nunique()} runs, labelled sets of `{args.strategy}`)",
@@ -134,13 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|---|---|",
     ]
     for n, grp in df.groupby("n_labelled"):
-        cells = [f"{summ.loc[n, (c, 'mean')]:.3f} ± {np.nan_to_num(summ.loc[n, (c, 'std')]):.3f}" for c in cols]
+        cells = [f"{grp[c].mean():.3f} ± {np.nan_to_num(grp[c].std()):.3f}" for c in cols]
         lines.append(f"| {n} | {len(grp)} | " + " | ".join(cells) + " |")
     lines += [
         "",
         f"_command_: `python benchmarks/bench_risk_quality.py {' '.join(argv if argv is not None else sys.argv[1:])}`  ",
-        f"_machine_: {platform.machine()} {os.cpu_count()} cores, torch threads {args.threads}, "
-        f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}; {environment()}  ",
+        f"_machine_: {machine_line(args.threads)}  ",
         f"_date_: {date.today().isoformat()}, wall time {time.perf_counter() - t0:.0f} s",
         "",
     ]

@@ -26,6 +26,7 @@ __all__ = [
     "ABLATIONS",
     "VARIANTS",
     "environment",
+    "machine_line",
 ]
 
 STRATEGY_NAMES = ["risk", "random", "entropy", "bald", "coreset", "egl", "badge"]
@@ -257,6 +258,16 @@ def environment() -> str:
         except PackageNotFoundError:  # pragma: no cover - every one is a dependency
             pass
     return f"{cpu}, Python {platform.python_version()}, " + ", ".join(libs)
+
+
+def machine_line(threads: int) -> str:
+    """The ``_machine_`` line of a benchmark table: cores, torch threads, GPU, :func:`environment`."""
+    import platform
+
+    import torch
+
+    gpu = f"CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "no GPU"
+    return f"{platform.machine()} {os.cpu_count()} cores, torch threads {threads}, {gpu}; {environment()}"
 
 
 def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict[str, Path]:
