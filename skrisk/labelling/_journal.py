@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from .._fileio import atomic_write_text as _atomic_write_text
 from ..exceptions import DataError, SkriskError
 
 __all__ = [
@@ -54,19 +54,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 def _write_error(path: Path, exc: OSError) -> SessionWriteError:
     return SessionWriteError(
         f"Cannot write {path}: {exc.strerror or exc}. Make the folder {path.parent} writable (and "
@@ -76,32 +63,14 @@ def _write_error(path: Path, exc: OSError) -> SessionWriteError:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically: temporary file, fsync, ``os.replace``, fsync dir.
+    """Replace ``path`` by ``text`` atomically: unique temporary file, fsync, ``os.replace``.
 
     Raises
     ------
     SessionWriteError
         The folder is not writable (or the disk is full); ``path`` is left as it was.
     """
-    path = Path(path)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        tmp = None
-        _fsync_dir(path.parent)
-    except OSError as exc:
-        raise _write_error(path, exc) from exc
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    _atomic_write_text(path, text, on_error=_write_error)
 
 
 def read_events(path: str | os.PathLike, *, repair: bool = False) -> list[dict[str, Any]]:
