@@ -1,0 +1,178 @@
+"""Text from untrusted tables, made safe for a terminal and for a spreadsheet.
+
+* :func:`visible` -- what ``skrisk label`` prints: terminal control characters (C0, DEL, C1, the
+  escape character that starts ANSI/OSC sequences), bidirectional overrides and isolates,
+  zero-width and other invisible format characters, and line/paragraph separators are shown as
+  ``\\x1b``-style escapes, so a cell can neither drive the terminal nor hide or reorder text.
+* :func:`display_width` / :func:`wrap_to_width` -- columns a text takes in a terminal (wide East
+  Asian characters take two), so tables of CJK text stay aligned.
+* :func:`spreadsheet_safe` / :func:`spreadsheet_safe_frame` -- the OWASP rule against CSV
+  ("formula") injection, applied to every CSV file skrisk exports.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pandas as pd
+
+__all__ = [
+    "display_width",
+    "spreadsheet_safe",
+    "spreadsheet_safe_frame",
+    "visible",
+    "wrap_to_width",
+]
+
+# format characters that are printable on purpose in some scripts; everything else of category
+# Cf (bidi marks, overrides and isolates, zero-width space/joiners, BOM, soft hyphen,...) is escaped
+_HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def visible(text: object) -> str:
+    """``text`` with every character that is not visible printable text shown as an escape.
+
+    Control characters (C0 including tab and newline, DEL, C1), bidirectional overrides and
+    isolates (U+202A-U+202E, U+2066-U+2069), zero-width and other format characters, line and
+    paragraph separators, surrogates, private-use and unassigned code points become ``\\x1b``,
+    ``\\u202e`` or ``\\U000e0001``. Printable text of any script (accents, CJK, Arabic, emoji) is
+    kept. The result holds no character that a terminal interprets.
+
+    Parameters
+    ----------
+    text : object
+        Converted with ``str``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> visible("Caf\\u00e9 \\x1b]0;pwned\\x07ok")
+    'Café \\\\x1b]0;pwned\\\\x07ok'
+    >>> visible("abc\\u202egpj.exe")
+    'abc\\\\u202egpj.exe'
+    """
+    s = str(text)
+    if s.isprintable():  # fast path: no character of a hidden category
+        return s
+    return "".join(_escape(ch) if unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch for ch in s)
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes (wide East Asian characters 2, combining marks 0).
+
+    Examples
+    --------
+    >>> display_width("abc"), display_width("東京"), display_width("e\\u0301")
+    (3, 4, 1)
+    """
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(ch) for ch in text)
+
+
+def wrap_to_width(text: str, width: int) -> list[str]:
+    """Break ``text`` into lines of at most ``width`` terminal columns (at spaces when possible).
+
+    Unlike :func:`textwrap.wrap` it counts display columns, so wide characters do not overflow.
+
+    Examples
+    --------
+    >>> wrap_to_width("東京都 千代田区", 6)
+    ['東京都', '千代田', '区']
+    """
+    width = max(int(width), 2)
+    out: list[str] = []
+    line, w = "", 0
+    for word in text.split(" "):
+        ww = display_width(word)
+        if line and w + 1 + ww <= width:
+            line, w = f"{line} {word}", w + 1 + ww
+            continue
+        if line or w:
+            out.append(line)
+            line, w = "", 0
+        while ww > width:  # a word longer than the line: cut it by columns
+            cut, cw = 0, 0
+            while cut < len(word) and cw + _char_width(word[cut]) <= width:
+                cw += _char_width(word[cut])
+                cut += 1
+            cut = max(cut, 1)
+            out.append(word[:cut])
+            word = word[cut:]
+            ww = display_width(word)
+        line, w = word, ww
+    if line or not out:
+        out.append(line)
+    return out
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """Neutralise a CSV cell that a spreadsheet would run as a formula (OWASP CSV injection).
+
+    A text starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a leading single
+    quote ``'`` (the spreadsheet then shows it as text). A text that already starts with ``'``
+    gets one more, so removing exactly one leading ``'`` always gives the original value back.
+    Plain numbers (``-5``, ``+1.5e3``) are left as they are, and so is every non-text value.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    object
+        ``value`` or the quoted text.
+
+    Examples
+    --------
+    >>> spreadsheet_safe('=HYPERLINK("http://x","y")')
+    '\\'=HYPERLINK("http://x","y")'
+    >>> spreadsheet_safe("-5"), spreadsheet_safe("-1+2"), spreadsheet_safe("plain")
+    ('-5', "'-1+2", 'plain')
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` with :func:`spreadsheet_safe` applied to every text cell and column name.
+
+    Use it on every table skrisk writes as CSV for people to open.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"name": ["=1+1", "ok"], "n": [1, 2]})
+    >>> spreadsheet_safe_frame(df)["name"].tolist()
+    ["'=1+1", 'ok']
+    """
+    out = frame.copy()
+    out.columns = [spreadsheet_safe(c) for c in out.columns]
+    for j in range(out.shape[1]):
+        col = out.iloc[:, j]
+        if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
+            out.isetitem(j, col.map(spreadsheet_safe, na_action="ignore").astype(object))
+    return out
