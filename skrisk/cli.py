@@ -1,12 +1,14 @@
 """The ``skrisk`` command: ``demo``, ``run`` and ``label``.
 
 Exit codes: 0 success, 2 bad input or a failed write (the message names the problem and the fix),
-130 interrupted with Ctrl-C (everything answered so far is saved).
+130 interrupted with Ctrl-C (everything answered so far is saved). ``--debug`` (before or after the
+command) shows the traceback of an error instead of the one-line message.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -30,15 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``skrisk`` command."""
     from . import __version__
 
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="on an error, show the full traceback instead of the one-line message")
     p = argparse.ArgumentParser(
         prog="skrisk",
         description="Risk sampling for active learning on entity resolution.",
+        parents=[common],
     )
     p.add_argument("--version", action="version", version=f"skrisk {__version__}")
     sub = p.add_subparsers(dest="command", metavar="{demo,run,label}")
 
     d = sub.add_parser(
         "demo",
+        parents=[common],
         help="risk vs random sampling on the embedded FEBRL4 data: F1 per round, CSV and PNG",
         description=(
             "Active learning with risk sampling against random sampling on FEBRL4 (shipped inside "
@@ -58,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser(
         "run",
+        parents=[common],
         help="simulated-oracle active learning on a labelled dataset",
         description=(
             "Simulated-oracle active learning on a labelled dataset: the labels of the train split "
@@ -89,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     lab = sub.add_parser(
         "label",
+        parents=[common],
         help="interactive labelling session over two CSV tables",
         description=(
             "Label record pairs of two CSV tables in the console. The tables are blocked (or "
@@ -107,15 +116,54 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--initial", type=_positive, help="labels gathered before training (default 6)")
     lab.add_argument("--max-pool", type=_positive,
                      help="unlabelled pairs considered per round (default 3000; bounds the time per round)")
-    lab.add_argument("--seed", type=int, default=None, help="random seed of a new session (default 0)")
+    lab.add_argument("--seed", type=int, default=None,
+                     help="random seed of a new session, 0 to 4294967295 (default 0)")
+    lab.add_argument("--encoding", default=None,
+                     help="text encoding of the CSV files of a new session (default utf-8; e.g. latin-1, "
+                          "cp1252)")
+    lab.add_argument("--force", action="store_true",
+                     help="go on with a journal that holds fewer answers than the last export (the old "
+                          "labels.csv is kept as a backup)")
     lab.add_argument("--export", action="store_true",
                      help="only write labels.csv and predicted_matches.csv into the session folder")
     return p
 
 
 def _fail(message: str) -> int:
-    print(f"skrisk: error: {message}", file=sys.stderr, flush=True)
+    from ._safetext import visible
+
+    text = "\n".join(visible(line) for line in str(message).split("\n"))  # table text cannot drive the terminal
+    print(f"skrisk: error: {text}", file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT
+
+
+_OS_HINTS = {
+    errno.ENOSPC: "The disk is full: free some space (or choose a folder on another disk), then run the "
+                  "same command again.",
+    errno.EDQUOT: "The disk quota is used up: free some space, then run the same command again.",
+    errno.EROFS: "The file system is read-only: choose a writable folder.",
+    errno.EACCES: "Permission denied: choose a writable folder, or fix the permissions.",
+    errno.EPERM: "Operation not permitted: choose a writable folder, or fix the permissions.",
+    errno.EISDIR: "A folder is where a file should be: move it away or choose another path.",
+    errno.ENOTDIR: "A file is where a folder should be: choose another path.",
+    errno.ENOENT: "No such file or folder: check the path.",
+}
+
+
+def _os_error_message(exc: OSError) -> str:
+    """One line naming the file, the system's reason and the fix of an ``OSError``."""
+    where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+    reason = exc.strerror or str(exc)
+    hint = _OS_HINTS.get(exc.errno or -1, "Check the path, the permissions and the free disk space.")
+    return f"{where}{reason} (errno {exc.errno}). {hint}"
+
+
+def _check_out_folder(path: str, option: str) -> None:
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        from .exceptions import DataError
+
+        raise DataError(f"{option} {p} is a file, not a folder: pass a folder path (it is created when missing).")
 
 
 def _load_dataset(name: str):
@@ -129,6 +177,7 @@ def _load_dataset(name: str):
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .experiments._demo import DemoSettings, run_demo
 
+    _check_out_folder(args.out, "--out")
     s = DemoSettings.quick() if args.quick else DemoSettings()
     for k in ("rounds", "batch", "seeds"):
         if getattr(args, k) is not None:
@@ -143,6 +192,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .experiments._demo import run_experiment
     from .strategies import STRATEGIES
 
+    _check_out_folder(args.out, "--out")
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
     unknown = [s for s in strategies if s not in STRATEGIES]
     if not strategies or unknown:
@@ -163,9 +213,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_label(args: argparse.Namespace) -> int:
     from .labelling import LabellingSession, SessionConfig
 
-    folder = Path(args.session)
-    resuming = (folder / "session.json").is_file()
-    if not resuming and (args.left is None or args.right is None):
+    folder = Path(args.session).expanduser()
+    _check_out_folder(args.session, "--session")
+    resuming = (folder / "session.json").exists()
+    if not resuming and (args.left is None or args.right is None) and not (folder / "journal.jsonl").exists():
         return _fail(
             f"{folder} holds no session yet: start one with --left A.csv --right B.csv "
             "[--pairs candidates.csv] --session DIR."
@@ -173,11 +224,13 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if args.export and not resuming:
         return _fail(f"{folder} holds no session to export: label some pairs first.")
     if resuming:
-        if args.initial is not None or args.seed is not None or args.id_column is not None:
-            print("note: --initial, --seed and --id-column are fixed when a session starts; the stored "
-                  "values are used.", file=sys.stderr)
+        fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding")
+                 if getattr(args, k) is not None]
+        if fixed:
+            print(f"note: {', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed when a session "
+                  "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
-            folder, left=args.left, right=args.right, pairs=args.pairs,
+            folder, left=args.left, right=args.right, pairs=args.pairs, force=args.force,
             overrides={"batch": args.batch, "max_pool": args.max_pool},
         )
     else:
@@ -187,14 +240,15 @@ def _cmd_label(args: argparse.Namespace) -> int:
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(
-            folder, left=args.left, right=args.right, pairs=args.pairs, id_column=args.id_column, config=cfg,
+            folder, left=args.left, right=args.right, pairs=args.pairs, id_column=args.id_column,
+            encoding=args.encoding, config=cfg, force=args.force,
         )
     try:
         if args.export:
             session.export()
             return EXIT_OK
         session.run()  # "quit", "eof" or "done": all end cleanly with an export
-        if session.labels():
+        if session.labels() or (folder / "labels.csv").exists():
             session.export()
         return EXIT_OK
     finally:
@@ -208,9 +262,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    from .exceptions import DataError
+    from ._fileio import FolderInUseError
+    from .exceptions import SkriskError
     from .labelling import SessionWriteError
 
+    debug = getattr(args, "debug", False)
     try:
         if args.command == "demo":
             return _cmd_demo(args)
@@ -222,15 +278,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "label" else ""
         print(f"\nInterrupted.{where}", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
-    except SessionWriteError as exc:
+    except (SkriskError, FolderInUseError, SessionWriteError) as exc:
+        if debug:
+            raise
         return _fail(str(exc))
-    except (DataError, FileNotFoundError, KeyError, ValueError) as exc:
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        if debug:
+            raise
+        if isinstance(exc, FileNotFoundError):
+            return _fail(_os_error_message(exc) if exc.filename else str(exc))
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        return _fail(str(msg))
-    except PermissionError as exc:
-        return _fail(f"{exc.filename or ''}: {exc.strerror}. Choose a writable folder, or fix the permissions.")
+        return _fail(f"{msg} (run with --debug for the traceback)")
     except OSError as exc:
-        return _fail(f"{exc}. Check the path, the permissions and the free disk space.")
+        if debug:
+            raise
+        return _fail(_os_error_message(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,8 +5,9 @@ A session folder holds
 * ``session.json`` -- the manifest: inputs (paths, sizes, SHA-256), parameters and seed. It is
   written atomically (temporary file in the same folder, ``fsync``, ``os.replace``, ``fsync`` of
   the folder), so it is always either the old or the new version, never a torn one.
-* ``journal.jsonl`` -- one JSON object per line, appended, flushed and ``fsync``-ed before the
-  next question is asked. Events are ``batch`` (the pairs chosen for questioning, with what the
+* ``journal.jsonl`` -- one JSON object per line, appended through an unbuffered descriptor and
+  ``fsync``-ed before the next question is asked; an append that fails (full disk) is cut off
+  again, so it leaves no trace. Events are ``batch`` (the pairs chosen for questioning, with what the
   labeller is shown), ``answer`` (yes / no / unsure for one pair) and ``undo`` (reverts the last
   answer still in force). Replaying the journal (:func:`replay`) gives the current labels.
 * ``candidates.csv`` -- the candidate pairs, fixed at the start (atomic write), so a resumed
@@ -73,21 +74,64 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     _atomic_write_text(path, text, on_error=_write_error)
 
 
+def _check_event(ev: Any) -> None:
+    """Raise ``ValueError`` unless ``ev`` is a well-formed journal event."""
+    if not isinstance(ev, dict) or "event" not in ev or "seq" not in ev:
+        raise ValueError("not an event object")
+    if isinstance(ev["seq"], bool) or not isinstance(ev["seq"], int) or ev["seq"] < 0:
+        raise ValueError(f"its seq {ev['seq']!r} is not a non-negative integer")
+    kind = ev["event"]
+    if kind == "answer":
+        for key in ("left_id", "right_id"):
+            if not isinstance(ev.get(key), str):
+                raise ValueError(f"its {key} {ev.get(key)!r} is not a text id")
+        if ev.get("answer") not in ANSWERS:
+            raise ValueError(f"its answer {ev.get('answer')!r} is not one of {', '.join(ANSWERS)}")
+    elif kind == "undo":
+        if isinstance(ev.get("target"), bool) or not isinstance(ev.get("target"), int):
+            raise ValueError(f"its target {ev.get('target')!r} is not a sequence number")
+    elif kind == "batch":
+        items = ev.get("items")
+        if not isinstance(items, list) or not all(
+            isinstance(it, dict) and isinstance(it.get("left_id"), str) and isinstance(it.get("right_id"), str)
+            for it in items
+        ):
+            raise ValueError("its items are not a list of pairs with text left_id and right_id")
+
+
 def read_events(path: str | os.PathLike, *, repair: bool = False) -> list[dict[str, Any]]:
     """The events of a journal file, in order.
 
     A last line that is incomplete (no newline) or not valid JSON is the trace of a process
     killed while appending: it is dropped (and, with ``repair=True``, cut off the file). A bad
-    line elsewhere means the file was edited or damaged: :class:`DataError` names it.
+    line elsewhere (not JSON, a missing or mistyped field, an unknown answer, two different events
+    with one sequence number) means the file was edited or damaged: :class:`DataError` names the
+    line and the fix.
     """
     path = Path(path)
     if not path.exists():
         return []
-    raw = path.read_bytes()
+    if not path.is_file():
+        raise DataError(
+            f"{path} is not a file: the session's journal must be a file. Move that entry away and "
+            "restore journal.jsonl from a backup."
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"Cannot read {path}: {exc.strerror or exc}. Fix its permissions.") from exc
     lines = raw.split(b"\n")
-    # the piece after the last newline is either b"" (clean end) or a torn line
+    # the piece after the last newline is either b"" (clean end), a torn line, or a complete
+    # event saved without its newline (an editor): the latter is kept, never dropped
     complete, tail = lines[:-1], lines[-1]
+    if tail.strip():
+        try:
+            _check_event(json.loads(tail.strip().decode("utf-8")))
+            complete, tail = lines, b""
+        except (ValueError, UnicodeDecodeError):
+            pass
     events: list[dict[str, Any]] = []
+    by_seq: dict[int, tuple[int, dict[str, Any]]] = {}
     good_bytes = 0
     torn = bool(tail.strip())
     for i, line in enumerate(complete):
@@ -95,19 +139,41 @@ def read_events(path: str | os.PathLike, *, repair: bool = False) -> list[dict[s
         if stripped:
             try:
                 ev = json.loads(stripped.decode("utf-8"))
-                if not isinstance(ev, dict) or "event" not in ev or "seq" not in ev:
-                    raise ValueError("not an event object")
             except (ValueError, UnicodeDecodeError) as exc:
                 if i == len(complete) - 1 and not tail.strip():
-                    torn = True  # the last line is damaged: a torn append
+                    torn = True  # the last line is not JSON: a torn append
                     break
                 raise DataError(
                     f"{path}, line {i + 1}, is not a journal event ({exc}). The journal was edited "
                     "or damaged: restore it from a backup, or delete that line (the answers on the "
                     "other lines are kept)."
                 ) from exc
+            try:
+                _check_event(ev)
+            except ValueError as exc:
+                raise DataError(
+                    f"{path}, line {i + 1}, is not a valid journal event: {exc}. The journal was "
+                    "edited or damaged: restore it from a backup, or correct or delete that line."
+                ) from exc
+            first = by_seq.get(ev["seq"])
+            if first is not None and first[1] != ev:
+                raise DataError(
+                    f"{path}, lines {first[0]} and {i + 1}, hold two different events with the same "
+                    f"sequence number {ev['seq']}: the journal was edited, or written by an older "
+                    "skrisk after a failed write. Keep the line with the answer you want and delete "
+                    "the other one (the answers on the other lines are kept)."
+                )
+            by_seq.setdefault(ev["seq"], (i + 1, ev))
             events.append(ev)
         good_bytes += len(line) + 1
+    if complete is lines and repair:  # add the missing final newline before appending
+        try:
+            with path.open("ab") as fh:
+                fh.write(b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise _write_error(path, exc) from exc
     if torn and repair:
         try:
             with path.open("r+b") as fh:
@@ -120,7 +186,12 @@ def read_events(path: str | os.PathLike, *, repair: bool = False) -> list[dict[s
 
 
 class Journal:
-    """Append-only JSON-lines event log; each :meth:`append` is flushed and fsynced.
+    """Append-only JSON-lines event log; each :meth:`append` is written, fsynced, or undone.
+
+    The file is written through an unbuffered ``O_APPEND`` descriptor: an append that fails
+    (disk full, I/O error) is cut off again (the file is truncated back to its size before the
+    append), so a failed event leaves no trace and can never resurface later under a reused
+    sequence number.
 
     Parameters
     ----------
@@ -136,7 +207,8 @@ class Journal:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.events = read_events(self.path, repair=True)
-        self._fh = None
+        self._fd: int | None = None
+        self._broken: OSError | None = None
 
     def __enter__(self) -> "Journal":
         return self
@@ -150,33 +222,59 @@ class Journal:
 
     def open(self) -> "Journal":
         """Open the file for appending now (fails early on a read-only folder)."""
-        if self._fh is None:
+        if self._fd is None:
             try:
-                self._fh = self.path.open("a", encoding="utf-8", newline="")
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise _write_error(self.path, exc) from exc
         return self
 
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Write one event durably and return it (with its ``seq`` and time ``t``)."""
+        """Write one event durably and return it (with its ``seq`` and time ``t``).
+
+        Raises
+        ------
+        SessionWriteError
+            The write or the ``fsync`` failed; the journal is as it was before the call.
+        """
+        if self._broken is not None:  # a failed append could not be cut off: write nothing more
+            raise _write_error(self.path, self._broken)
         self.open()
+        fd = int(self._fd)  # type: ignore[arg-type]
         record = {"seq": self.next_seq, "t": _now(), "event": event, **fields}
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
-            self._fh.write(line)  # type: ignore[union-attr]
-            self._fh.flush()  # type: ignore[union-attr]
-            os.fsync(self._fh.fileno())  # type: ignore[union-attr]
+            size = os.fstat(fd).st_size
         except OSError as exc:
+            raise _write_error(self.path, exc) from exc
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except OSError as exc:
+            self._undo_append(size)
             raise _write_error(self.path, exc) from exc
         self.events.append(record)
         return record
 
+    def _undo_append(self, size: int) -> None:
+        """Cut a failed append off the file; if even that fails, refuse every later append."""
+        try:
+            os.ftruncate(self._fd, size)  # type: ignore[arg-type]
+            os.fsync(self._fd)  # type: ignore[arg-type]
+        except OSError as exc:
+            self._broken = exc
+
     def close(self) -> None:
-        if self._fh is not None:
+        """Close the file (everything appended is already on disk)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
             try:
-                self._fh.close()
-            finally:
-                self._fh = None
+                os.close(fd)
+            except OSError as exc:
+                raise _write_error(self.path, exc) from exc
 
 
 @dataclass

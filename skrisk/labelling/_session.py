@@ -4,7 +4,11 @@ The session blocks the tables (or takes given candidate pairs), asks about a few
 low average similarity until both matches and non-matches are known, then trains a
 :class:`~skrisk.matchers.FeatureMatcher` and asks about the pairs risk sampling picks, showing the
 two records side by side, the matcher's prediction, the risk and LearnRisk's explanation.
-Everything is stored in a session folder (see :mod:`skrisk.labelling._journal`).
+Everything is stored in a session folder (see :mod:`skrisk.labelling._journal`), which an OS file
+lock reserves to one process at a time. Everything taken from the tables is shown through
+:func:`~skrisk._safetext.visible` (no cell can drive the terminal) and exported through
+:func:`~skrisk._safetext.spreadsheet_safe_frame` (no cell runs as a spreadsheet formula); an
+export never silently drops answers of the ``labels.csv`` already there.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import os
 import re
 import shutil
 import sys
-import textwrap
 import warnings
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -29,8 +32,10 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.utils.validation import check_is_fitted
 
 from .. import __version__
+from .._fileio import FolderLock
+from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
 from ..exceptions import DataError
-from ._journal import Journal, SessionState, atomic_write_text, replay
+from ._journal import Journal, SessionState, _write_error, atomic_write_text, replay
 
 __all__ = ["LabellingSession", "SessionConfig", "export_session"]
 
@@ -40,6 +45,8 @@ CANDIDATES = "candidates.csv"
 LABELS_CSV = "labels.csv"
 PREDICTED_CSV = "predicted_matches.csv"
 _FORMAT = "skrisk-labelling-session"
+_MAX_SEED = 2**32 - 1
+_MAX_CELL = 2000  # characters of one cell shown in the console (the rest is summarised)
 
 _HELP = (
     "Answers: y = same entity (match), n = different entities, u = unsure (kept, not used for "
@@ -81,12 +88,84 @@ class SessionConfig:
     epochs: int = 200
 
     def check(self) -> None:
+        """Raise :class:`DataError` (a ``ValueError``) naming the first invalid parameter."""
         for name in ("batch", "n_initial", "max_pool", "epochs"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise DataError(f"{name} must be a positive integer, got {v!r}.")
         if self.n_initial < 2:
-            raise ValueError(f"n_initial must be at least 2 (one match, one non-match), got {self.n_initial}.")
+            raise DataError(f"n_initial must be at least 2 (one match, one non-match), got {self.n_initial}.")
+        s = self.seed
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s <= _MAX_SEED:
+            raise DataError(f"seed must be an integer from 0 to {_MAX_SEED}, got {s!r}: pass such a --seed.")
+
+
+def _round_seed(seed: int, round_no: int, purpose: int) -> int:
+    """A seed in [0, 2**32) for one round and one purpose, valid for every valid session seed."""
+    return int(np.random.SeedSequence([int(seed), int(round_no), int(purpose)]).generate_state(1)[0])
+
+
+def _check_encoding(encoding: str) -> None:
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise DataError(
+            f"Unknown text encoding {encoding!r}: pass a Python codec name to --encoding, e.g. utf-8, "
+            "latin-1, cp1252 or utf-16."
+        ) from None
+
+
+def _remove_if_only_lock(folder: Path) -> None:
+    """Remove a folder this call created when it holds nothing but the lock files."""
+    try:
+        names = {p.name for p in folder.iterdir()}
+        if names <= {FolderLock.LOCK_NAME, FolderLock.OWNER_NAME}:
+            for name in names:
+                (folder / name).unlink()
+            folder.rmdir()
+    except OSError:
+        pass
+
+
+def _read_manifest(path: Path) -> dict:
+    """Read and check ``session.json``; :class:`DataError` names what is wrong and the fix."""
+    fix = "Restore session.json from a backup, or start a new session in another folder."
+    if not path.is_file():
+        raise DataError(f"{path} is not a file: the session's manifest must be a file. {fix}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path} is not a skrisk session manifest ({exc}). {fix}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
+        got = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise DataError(f"{path} is not a skrisk session manifest (format is {got!r}). {fix}")
+
+    def bad(what: str) -> DataError:
+        return DataError(f"{path} is damaged: {what}. {fix}")
+
+    inputs = manifest.get("inputs")
+    if not isinstance(inputs, dict):
+        raise bad('it has no "inputs" (the tables the session started with)')
+    for side in ("left", "right", "pairs"):
+        info = inputs.get(side)
+        if info is None and side == "pairs":
+            continue
+        if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("path", "sha256")):
+            raise bad(f'"inputs" has no valid "{side}" entry (with "path" and "sha256")')
+    params = manifest.get("params")
+    fields = SessionConfig.__dataclass_fields__
+    if not isinstance(params, dict) or not all(isinstance(params.get(k), int) for k in fields):
+        raise bad('"params" lacks one of the integers ' + ", ".join(fields))
+    if not isinstance(manifest.get("id_column", "id"), str):
+        raise bad('"id_column" is not a text')
+    manifest.setdefault("id_column", "id")
+    if not isinstance(manifest.get("encoding", "utf-8"), str):
+        raise bad('"encoding" is not a text')
+    if manifest.get("exported") is not None and not isinstance(manifest["exported"], dict):
+        raise bad('"exported" is not an object')
+    return manifest
 
 
 class _CrossFitMatcher(ClassifierMixin, BaseEstimator):
@@ -156,9 +235,29 @@ def _file_info(path: str | os.PathLike | None) -> dict | None:
 
 
 def _cell(value: object) -> str:
+    """A cell as compared: whitespace runs (newlines included) become one space; no escaping."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return ""
     return " ".join(str(value).split())
+
+
+def _shown(text: str) -> str:
+    """A cell as shown: at most ``_MAX_CELL`` characters, control characters made visible."""
+    if len(text) > _MAX_CELL:
+        text = f"{text[:_MAX_CELL]} [... {len(text) - _MAX_CELL} more characters]"
+    return visible(text)
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal columns and padded to exactly that width."""
+    kept, used = [], 0
+    for ch in text:
+        w = display_width(ch)
+        if used + w > width:
+            break
+        kept.append(ch)
+        used += w
+    return "".join(kept) + " " * (width - used)
 
 
 class LabellingSession:
@@ -199,16 +298,23 @@ class LabellingSession:
             self.echo = input_fn is None and not sys.stdin.isatty()
         except (AttributeError, ValueError):
             self.echo = False
-        self.state: SessionState = replay(journal.events)
+        self.force = False
+        self._manifest: dict = {}
+        self._lock: FolderLock | None = None
+        try:
+            self.state: SessionState = replay(journal.events)
+        except DataError as exc:
+            raise DataError(f"{journal.path}: {exc}") from exc
         pairs = dataset.pairs
         self.keys = list(zip(pairs["left_id"].tolist(), pairs["right_id"].tolist()))
         self.position = {k: i for i, k in enumerate(self.keys)}
         lab = pairs["label"].to_numpy()
         self.given = {self.keys[i]: int(lab[i]) for i in np.flatnonzero(lab >= 0)}
         unknown = [k for k in self.state.answers if k not in self.position]
+        unknown += [k for k in self.state.items if k not in self.position]
         if unknown:
             raise DataError(
-                f"{journal.path} has answers for pairs that are not candidates of this session, e.g. "
+                f"{journal.path} has answers or questions for pairs that are not candidates of this session, e.g. "
                 f"{unknown[0]}: the session folder's {CANDIDATES} was changed. Restore it, or start a "
                 "new session folder."
             )
@@ -224,81 +330,175 @@ class LabellingSession:
         right: str | os.PathLike | None = None,
         pairs: str | os.PathLike | None = None,
         id_column: str | None = None,
+        encoding: str | None = None,
         config: SessionConfig | None = None,
         overrides: dict | None = None,
+        force: bool = False,
         input_fn: Callable[[str], str] | None = None,
         out: TextIO | None = None,
     ) -> "LabellingSession":
         """Start a session in ``folder`` or resume the one stored there.
 
-        On a new session ``left`` and ``right`` are required; on a resumed one they may be left
-        out (the manifest's paths are used) and must be the same files (checked by SHA-256) when
-        given. ``overrides`` (e.g. ``{"batch": 5}``) change parameters of a resumed session.
-        """
-        from ..data import load_csv_tables
+        The folder is locked (an OS file lock) until :meth:`close`: a second process on the same
+        folder gets :class:`~skrisk._fileio.FolderInUseError` naming the holder's pid.
 
+        On a new session ``left`` and ``right`` are required; on a resumed one they may be left
+        out (the manifest's paths are used). When given, they must be the same files (checked by
+        SHA-256); a table that moved is accepted at its new path, which the manifest then records.
+        ``overrides`` (e.g. ``{"batch": 5}``) change parameters of a resumed session. ``force``
+        resumes a session whose journal holds fewer events than at its last export (the old
+        ``labels.csv`` is kept as a backup at the next export).
+
+        Raises
+        ------
+        DataError
+            Bad options, tables, manifest or journal; the message names the file and the fix.
+        FolderInUseError
+            Another process has the session open.
+        SessionWriteError
+            The folder is not writable.
+        """
         folder = Path(folder).expanduser()
         out = out if out is not None else sys.stdout
+        if config is not None:
+            config.check()  # every option is checked before anything is read or written
+        if encoding is not None:
+            _check_encoding(encoding)
+        if folder.exists() and not folder.is_dir():
+            raise DataError(
+                f"The session folder {folder} is a file, not a folder: pass a folder path to --session "
+                "(it is created when missing)."
+            )
+        created = not folder.exists()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(
+                f"Cannot create the session folder {folder}: {exc.strerror or exc}. Choose a writable "
+                "place for --session."
+            ) from exc
+        lock = FolderLock(folder, what="session", hint="pass another folder to --session")
+        try:
+            lock.acquire()
+        except OSError as exc:
+            raise _write_error(folder / FolderLock.LOCK_NAME, exc) from exc
+        try:
+            session = cls._open_locked(
+                folder, left=left, right=right, pairs=pairs, id_column=id_column, encoding=encoding,
+                config=config, overrides=overrides, force=force, input_fn=input_fn, out=out,
+            )
+        except BaseException:
+            lock.release()
+            if created:
+                _remove_if_only_lock(folder)
+            raise
+        session._lock = lock
+        return session
+
+    @classmethod
+    def _open_locked(
+        cls, folder: Path, *, left: Any, right: Any, pairs: Any, id_column: str | None, encoding: str | None,
+        config: SessionConfig | None, overrides: dict | None, force: bool,
+        input_fn: Callable[[str], str] | None, out: TextIO,
+    ) -> "LabellingSession":
+        from ..data import load_csv_tables
+
         manifest_path = folder / MANIFEST
-        if manifest_path.is_file():
-            try:
-                manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-                if manifest.get("format") != _FORMAT:
-                    raise ValueError(f"format is {manifest.get('format')!r}")
-            except ValueError as exc:
-                raise DataError(
-                    f"{manifest_path} is not a skrisk session manifest ({exc}): pass a new folder to "
-                    "--session, or restore the file."
-                ) from exc
+        if manifest_path.exists() or manifest_path.is_symlink():
+            manifest = _read_manifest(manifest_path)
             inputs = manifest["inputs"]
-            for side, given in (("left", left), ("right", right), ("pairs", pairs)):
-                stored = inputs.get(side)
-                if given is None:
+            paths: dict[str, Path] = {}
+            moved: list[str] = []
+            for side, given in (("left", left), ("right", right)):
+                stored = inputs[side]
+                if given is not None:
+                    info = _file_info(given)
+                    if info["sha256"] != stored["sha256"]:  # type: ignore[index]
+                        raise DataError(
+                            f"--{side} {given} is not the file this session started with "
+                            f"({stored['path']}): the contents differ. Resume with the original file "
+                            "(or leave the argument out to use the stored path), or start a new session "
+                            "in another folder."
+                        )
+                    paths[side] = Path(info["path"])  # type: ignore[index]
+                    if str(paths[side]) != stored["path"]:
+                        moved.append(side)
+                        inputs[side] = info
                     continue
-                info = _file_info(given)
-                if stored is None or info["sha256"] != stored["sha256"]:  # type: ignore[index]
-                    what = "no such file" if stored is None else f"{stored['path']}"
-                    raise DataError(
-                        f"--{side} {given} is not the file this session started with ({what}): the "
-                        "contents differ. Resume with the original file (or leave the argument out "
-                        f"to use the stored path), or start a new session in another folder."
-                    )
-            for side in ("left", "right"):
-                p = Path(inputs[side]["path"])
+                p = Path(stored["path"])
                 if not p.is_file():
-                    raise FileNotFoundError(
-                        f"The session's {side} table {p} is gone: pass its new location with --{side}."
+                    raise DataError(
+                        f"The session's {side} table {p} is gone: pass its new location with --{side} "
+                        "(it must hold the same contents)."
                     )
-            lpath = Path(left).expanduser() if left is not None else Path(inputs["left"]["path"])
-            rpath = Path(right).expanduser() if right is not None else Path(inputs["right"]["path"])
-            for side, p in (("left", lpath), ("right", rpath)):
-                if _sha256(p) != inputs[side]["sha256"]:
+                if _sha256(p) != stored["sha256"]:
                     raise DataError(
                         f"The {side} table {p} changed since the session started. Restore it, or "
                         "start a new session in another folder."
+                    )
+                paths[side] = p
+            if pairs is not None:
+                stored = inputs.get("pairs")
+                info = _file_info(pairs)
+                if stored is None or info["sha256"] != stored["sha256"]:  # type: ignore[index]
+                    what = "it started with blocking, no --pairs" if stored is None else stored["path"]
+                    raise DataError(
+                        f"--pairs {pairs} is not the file this session started with ({what}): the "
+                        "contents differ. Resume without --pairs, or start a new session in another folder."
                     )
             params = dict(manifest["params"])
             for k, v in (overrides or {}).items():
                 if v is not None and k in ("batch", "max_pool", "epochs"):
                     params[k] = v
             cfg = SessionConfig(**{k: params[k] for k in SessionConfig.__dataclass_fields__ if k in params})
-            cfg.check()
+            try:
+                cfg.check()
+            except ValueError as exc:
+                raise DataError(
+                    f"{manifest_path}: {exc} Correct that value under \"params\" (or pass a valid --batch "
+                    "/ --max-pool), then resume."
+                ) from exc
             cand = folder / CANDIDATES
             if not cand.is_file():
                 raise DataError(f"{cand} is missing: the session folder is damaged; start a new one.")
             dataset = load_csv_tables(
-                lpath, rpath, pairs_csv=cand, id_column=manifest.get("id_column", "id"), split=None,
-                name=manifest.get("name"),
+                paths["left"], paths["right"], pairs_csv=cand, id_column=manifest["id_column"], split=None,
+                name=manifest.get("name"), encoding=manifest.get("encoding", "utf-8"),
             )
-            if params != manifest["params"]:
+            journal = Journal(folder / JOURNAL)
+            exported = manifest.get("exported") or {}
+            last_seq = journal.next_seq - 1
+            if isinstance(exported.get("last_seq"), int) and last_seq < exported["last_seq"] and not force:
+                n_now = len(replay(journal.events).answers) if journal.events else 0
+                raise DataError(
+                    f"{journal.path} holds events up to number {last_seq} ({n_now} answer(s)), but it held "
+                    f"events up to number {exported['last_seq']} when {folder / LABELS_CSV} was exported "
+                    f"with {exported.get('labels', '?')} label(s): the journal was emptied, cut or replaced, "
+                    "and going on would lose answers. Restore journal.jsonl from a backup (labels.csv still "
+                    "holds the exported answers), or pass --force to go on with the journal as it is (the "
+                    "old labels.csv is then kept as a backup beside the new one)."
+                )
+            changed = params != manifest["params"] or moved
+            if changed:
                 manifest["params"] = params
                 atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
-            journal = Journal(folder / JOURNAL).open()
+            for side in moved:
+                print(visible(f"The {side} table is now {paths[side]} (same contents, checked by SHA-256); "
+                          "the session records its new place."), file=out, flush=True)
+            journal.open()
             session = cls(folder, dataset, cfg, journal, input_fn=input_fn, out=out)
+            session.force = force
+            session._manifest = manifest
             n = len(session.state.answers)
-            print(f"Resuming the session in {folder}: {n} answer(s) so far.", file=out, flush=True)
+            print(visible(f"Resuming the session in {folder}: {n} answer(s) so far."), file=out, flush=True)
             return session
 
+        if (folder / JOURNAL).is_file() and (folder / JOURNAL).stat().st_size > 0:
+            raise DataError(
+                f"{folder} holds a journal of answers ({JOURNAL}) but no {MANIFEST}: the session's "
+                f"manifest was deleted. Restore {MANIFEST} from a backup to resume, or start the new "
+                "session in another folder (the answers in this one would be lost)."
+            )
         if left is None or right is None:
             raise DataError(
                 f"{folder} holds no session yet: start one with --left A.csv --right B.csv "
@@ -307,26 +507,21 @@ class LabellingSession:
         cfg = config or SessionConfig()
         cfg.check()
         id_column = id_column or "id"
+        encoding = encoding or "utf-8"
         inputs = {"left": _file_info(left), "right": _file_info(right), "pairs": _file_info(pairs)}
         print("Reading the tables" + (" and candidate pairs" if pairs else " and blocking") + "...",
               file=out, flush=True)
-        dataset = load_csv_tables(left, right, pairs_csv=pairs, id_column=id_column, split=None)
+        dataset = load_csv_tables(left, right, pairs_csv=pairs, id_column=id_column, split=None,
+                                  encoding=encoding)
         if len(dataset) == 0:  # pragma: no cover - load_csv_tables raises first
             raise DataError("There is no candidate pair to label: give --pairs, or tables that share values.")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DataError(
-                f"Cannot create the session folder {folder}: {exc.strerror or exc}. Choose a writable "
-                "place for --session."
-            ) from exc
         cand = dataset.pairs[["left_id", "right_id"]].copy()
         lab = dataset.pairs["label"].to_numpy()
         cand["label"] = pd.Series(np.where(lab >= 0, lab, -1)).map(lambda v: "" if v < 0 else str(v)).to_numpy()
         atomic_write_text(folder / CANDIDATES, cand.to_csv(index=False))
         # the same candidate order on resume: read back the file we just wrote
         dataset = load_csv_tables(left, right, pairs_csv=folder / CANDIDATES, id_column=id_column, split=None,
-                                  name=dataset.name)
+                                  name=dataset.name, encoding=encoding)
         journal = Journal(folder / JOURNAL).open()  # fails early on a read-only folder
         manifest = {
             "format": _FORMAT,
@@ -335,6 +530,7 @@ class LabellingSession:
             "created": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
             "name": dataset.name,
             "id_column": id_column,
+            "encoding": encoding,
             "inputs": inputs,
             "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
             "params": {
@@ -342,18 +538,22 @@ class LabellingSession:
                 "seed": cfg.seed, "epochs": cfg.epochs,
             },
         }
-        atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
+        atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
         print(
-            f"New session in {folder}: {len(dataset)} candidate pairs between {len(dataset.left)} "
-            f"left and {len(dataset.right)} right records; attributes {dataset.attributes}.",
+            visible(f"New session in {folder}: {len(dataset)} candidate pairs between {len(dataset.left)} "
+                    f"left and {len(dataset.right)} right records; attributes {dataset.attributes}."),
             file=out, flush=True,
         )
-        return cls(folder, dataset, cfg, journal, input_fn=input_fn, out=out)
+        session = cls(folder, dataset, cfg, journal, input_fn=input_fn, out=out)
+        session.force = force
+        session._manifest = manifest
+        return session
 
     # ------------------------------------------------------------------ helpers
     def _print(self, *lines: str) -> None:
+        """Print lines, every character a terminal would interpret shown as an escape."""
         for line in lines:
-            print(line, file=self.out)
+            print(visible(line), file=self.out)
         self.out.flush()
 
     @property
@@ -447,7 +647,7 @@ class LabellingSession:
         rows = np.arange(len(self.keys))
         lab_pos = np.array([self.position[k] for k in labels], dtype=np.intp)
         y_lab = np.array(list(labels.values()), dtype=np.int64)
-        rng = np.random.RandomState(cfg.seed * 7919 + round_no)
+        rng = np.random.RandomState(_round_seed(cfg.seed, round_no, 0))
         pool = np.asarray(free, dtype=np.intp)
         if len(pool) > cfg.max_pool:
             pool = np.sort(rng.choice(pool, size=cfg.max_pool, replace=False))
@@ -460,7 +660,8 @@ class LabellingSession:
             f"pairs among {len(pool)} by risk sampling..."
         )
         sampler = RiskSampler(
-            take(lab_pos), y_lab, risk_params={"epochs": cfg.epochs}, random_state=cfg.seed + round_no,
+            take(lab_pos), y_lab, risk_params={"epochs": cfg.epochs},
+            random_state=_round_seed(cfg.seed, round_no, 1),
             device="cpu",
         )
         matcher = _CrossFitMatcher(random_state=cfg.seed)
@@ -469,7 +670,7 @@ class LabellingSession:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             picked, risks = sampler(learner, X_pool, n_instances=min(cfg.batch, len(pool)),
-                                    random_state=cfg.seed * 1009 + round_no)
+                                    random_state=_round_seed(cfg.seed, round_no, 2))
         fallback = sampler.risk_model_ is None
         proba = matcher.predict_proba(take(pool[picked]))[:, 1]
         R = np.column_stack([F[pool[picked]], proba])
@@ -497,12 +698,20 @@ class LabellingSession:
 
     # ------------------------------------------------------------------ showing pairs
     def _render(self, key: tuple[str, str], position: tuple[int, int, str]) -> list[str]:
+        """The lines showing one pair; no line is wider than the terminal, no cell can drive it.
+
+        Every text from the tables (ids, attribute names, cells, explanations) goes through
+        :func:`~skrisk._safetext.visible`; widths are counted in terminal columns (wide CJK
+        characters take two). Terminals narrower than 72 columns get one value per line.
+        """
         item = self.state.items.get(key, {})
-        width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
+        width = max(20, min(shutil.get_terminal_size((100, 24)).columns, 140))
+        narrow = width < 72
         ds = self.dataset
         lrec, rrec = ds.left.loc[key[0]], ds.right.loc[key[1]]
         attrs = ds.attributes
-        aw = min(max(len("attribute"), *(len(a) for a in attrs)), 24)
+        names = [visible(a) for a in attrs]
+        aw = min(max(len("attribute"), *(display_width(a) for a in names)), 24)
         cw = max(16, (width - aw - 7) // 2)
         counts = self.state.counts()
         n_yes = counts["yes"] + sum(v == 1 for k, v in self.given.items() if k not in self.state.answers)
@@ -516,19 +725,25 @@ class LabellingSession:
         ]
 
         def row(a: str, lv: str, rv: str, mark: str) -> list[str]:
-            lw = textwrap.wrap(lv, cw) or [""]
-            rw = textwrap.wrap(rv, cw) or [""]
+            if narrow:
+                out = [f"{mark} {a}"]
+                for side, v in (("L", lv), ("R", rv)):
+                    parts = wrap_to_width(v, width - 5)
+                    out += [f"  {side}: {parts[0]}"] + [f"     {t}" for t in parts[1:]]
+                return out
+            lw = wrap_to_width(lv, cw)
+            rw = wrap_to_width(rv, cw)
             out = []
             for t, (x, y) in enumerate(zip_longest(lw, rw, fillvalue="")):
-                out.append(f"{(a[:aw] if t == 0 else ''):<{aw}} {mark if t == 0 else ' '} {x:<{cw}} | {y}")
+                out.append(f"{_fit(a if t == 0 else '', aw)} {mark if t == 0 else ' '} {_fit(x, cw)} | {y}")
             return out
 
-        lines += row("attribute", f"left record {key[0]}", f"right record {key[1]}", " ")
+        lines += row("attribute", f"left record {visible(key[0])}", f"right record {visible(key[1])}", " ")
         lines.append("-" * width)
-        for a in attrs:
+        for a, shown_name in zip(attrs, names):
             lv, rv = _cell(lrec[a]), _cell(rrec[a])
             mark = "=" if lv.lower() == rv.lower() and lv else ("?" if not lv or not rv else "~")
-            lines += row(a, lv, rv, mark)
+            lines += row(shown_name, _shown(lv), _shown(rv), mark)
         lines.append("-" * width)
         lines.append("(= same value, ~ different, ? missing on one side)")
         if "probability" in item:
@@ -539,8 +754,13 @@ class LabellingSession:
             )
             lines.append("Why risk sampling picked it (LearnRisk):")
         for t in str(item.get("explanation", "")).splitlines():
-            lines += textwrap.wrap(t, width, initial_indent="  ", subsequent_indent="      ") or [""]
-        return lines
+            lines += [("  " if j == 0 else "      ") + w
+                      for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
+        out: list[str] = []
+        for line in lines:  # a last guard: nothing wider than the terminal
+            line = visible(line)
+            out += [line] if display_width(line) <= width else wrap_to_width(line, width)
+        return out
 
     # ------------------------------------------------------------------ the loop
     def _read(self) -> str:
@@ -635,7 +855,62 @@ class LabellingSession:
         return export_session(self)
 
     def close(self) -> None:
-        self.journal.close()
+        """Close the journal and release the session folder's lock."""
+        try:
+            self.journal.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+
+def _unquote(value: str) -> str:
+    """Undo :func:`~skrisk._safetext.spreadsheet_safe` (one leading quote it added)."""
+    return value[1:] if value.startswith("'") else value
+
+
+def _check_no_shrink(session: LabellingSession, path: Path) -> Path | None:
+    """Refuse an export that would drop answers of the ``labels.csv`` already there.
+
+    Every answered pair in the existing file must still be known to the journal (answered, or
+    answered and undone): otherwise the journal lost answers since that export. With
+    ``session.force`` the old file is kept as a backup instead, whose path is returned.
+    """
+    if not path.exists():
+        return None
+    known = {(str(e["left_id"]), str(e["right_id"])) for e in session.journal.events if e["event"] == "answer"}
+    known |= set(session.given)
+    problem = ""
+    try:
+        old = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if not {"left_id", "right_id", "answer"} <= set(old.columns):
+            problem = "it lacks the left_id, right_id and answer columns skrisk writes"
+        else:
+            old = old[old["answer"].map(_unquote) != "given"]
+            keys = set(zip(old["left_id"].map(_unquote), old["right_id"].map(_unquote)))
+            lost = keys - known
+            if lost:
+                problem = (
+                    f"it holds {len(lost)} answer(s) that {session.journal.path} no longer has (e.g. pair "
+                    f"{sorted(lost)[0]}; {len(keys)} answer(s) in the file, {len(session.state.answers)} "
+                    "in the journal): the journal was emptied, cut or replaced"
+                )
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        problem = f"it cannot be read as a labels file ({exc})"
+    if not problem:
+        return None
+    if not session.force:
+        raise DataError(
+            f"Not overwriting {path}: {problem}. Restore journal.jsonl from a backup and resume, or pass "
+            "--force to export anyway (the old labels.csv is then kept as a backup)."
+        )
+    stamp = pd.Timestamp.now(tz="UTC").strftime("%Y%m%dT%H%M%S")
+    backup = path.with_name(f"labels.before-{stamp}.csv")
+    try:
+        os.replace(path, backup)
+    except OSError as exc:
+        raise _write_error(backup, exc) from exc
+    return backup
 
 
 def export_session(session: LabellingSession) -> tuple[Path, Path]:
@@ -648,6 +923,12 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     ``predicted_matches.csv``: every candidate that is a match, by label (``source`` =
     ``labelled``) or by the matcher trained on all labels (``source`` = ``predicted``,
     ``probability`` > 0.5), sorted by probability; pairs labelled "no" are never listed.
+
+    Every text cell is neutralised against spreadsheet formula injection
+    (:func:`~skrisk._safetext.spreadsheet_safe`: a leading ``'`` before ``=``, ``+``, ``-``, ``@``,
+    tab, CR or ``'``). An export never silently shrinks: when the ``labels.csv`` already there holds
+    answers the journal no longer has, :class:`DataError` is raised (with ``session.force`` the old
+    file is kept as ``labels.before-<time>.csv``).
     """
     ds, st = session.dataset, session.state
     rows = []
@@ -691,8 +972,15 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     pred = pred.sort_values(["source", "probability"], ascending=[True, False], kind="stable")
     out_labels = session.folder / LABELS_CSV
     out_pred = session.folder / PREDICTED_CSV
-    atomic_write_text(out_labels, labels_df.to_csv(index=False))
-    atomic_write_text(out_pred, pred.to_csv(index=False))
+    backup = _check_no_shrink(session, out_labels)
+    atomic_write_text(out_labels, spreadsheet_safe_frame(labels_df).to_csv(index=False))
+    atomic_write_text(out_pred, spreadsheet_safe_frame(pred).to_csv(index=False))
+    manifest = session._manifest
+    if manifest:  # the export's journal position: a journal that later shrinks is refused
+        manifest["exported"] = {"last_seq": session.journal.next_seq - 1, "labels": int(len(labels_df))}
+        atomic_write_text(session.folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    if backup is not None:
+        session._print(f"The previous {LABELS_CSV} is kept as {backup}.")
     session._print(
         f"Exported {len(labels_df)} label(s) to {out_labels} and {len(pred)} match(es) to {out_pred}{note}."
     )
