@@ -1,0 +1,87 @@
+"""The README: its example runs as written, its first screen says how to start, its links hold."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+MARKER = "<!-- The block below is run as written by tests/test_readme.py. -->"
+
+
+def _text() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def _first_screen() -> str:
+    """Everything above the README's first ``## `` section."""
+    text = _text()
+    return text[: text.index("\n## ")]
+
+
+def _example() -> str:
+    text = _text()
+    assert MARKER in text, "the README lost the marker of its tested example"
+    block = re.match(r"\s*```python\n(.*?)\n```", text[text.index(MARKER) + len(MARKER):], re.S)
+    assert block, "the marker must be followed by a ```python block"
+    return block.group(1)
+
+
+def test_readme_example_runs_as_written(tmp_path):
+    code = _example()
+    assert 10 <= len([line for line in code.splitlines() if line.strip()]) <= 20
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rounds = re.findall(r"^(\d+) labels: test F1 (\d\.\d+)$", proc.stdout, re.M)
+    assert [int(n) for n, _ in rounds] == [20, 30, 40, 50], proc.stdout
+    assert float(rounds[-1][1]) > 0.9, proc.stdout
+
+
+def test_readme_example_uses_public_names_only():
+    for module in re.findall(r"^from (\S+) import", _example(), re.M):
+        assert not any(part.startswith("_") for part in module.split(".")), module
+
+
+def test_first_screen_says_how_to_start():
+    screen = _first_screen()
+    assert "make demo" in screen and "make test" in screen
+    assert "skrisk label --left" in screen  # how to run it on your own tables
+    assert MARKER in screen and "risk sampling" in screen.lower()
+    assert re.search(r"!\[[^\]]+\]\(benchmarks/results/al/\w+\.png\)", screen), "the learning-curve picture"
+    for target in ("#command-line", "benchmarks/RESULTS.md", "notebooks/quickstart.ipynb", "#architecture",
+                   "CONTRIBUTING.md"):
+        assert f"]({target})" in screen, target
+    assert len(screen.splitlines()) <= 60
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_and_paths_exist():
+    text = _text()
+    anchors = {_anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://")):
+            continue
+        if target.startswith("#"):
+            assert target[1:] in anchors, f"README links to a missing section {target}"
+        else:
+            assert (ROOT / target).exists(), f"README links to a missing file {target}"
+    for path in set(re.findall(r"`((?:skrisk|benchmarks|notebooks)/[\w/.]+\.(?:py|md|ipynb|png))`", text)):
+        assert (ROOT / path).exists(), f"README names a missing file {path}"
+    assert (ROOT / "benchmarks/results/al/dblp_scholar_feature_compare.png").stat().st_size < 300_000
+
+
+def test_sections_that_must_stay():
+    text = _text()
+    for heading in ("## Command line", "### What works with plain modAL, and what needs `skrisk.active.ActiveLearner`",
+                    "## What skrisk promises about your labels and files", "## Data", "## Architecture",
+                    "## Licence"):
+        assert f"\n{heading}\n" in text, heading
+    assert "| Algorithm 1 (BUILD top-b, SWAP with fixed medoids) |" in text  # the paper-to-code table
