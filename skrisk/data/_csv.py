@@ -159,6 +159,7 @@ def load_csv_tables(
     split: Sequence[float] | None = (0.6, 0.2, 0.2),
     random_state: RandomStateLike = 0,
     encoding: str = "utf-8",
+    pairs_encoding: str | None = None,
     name: str | None = None,
     return_blocking: bool = False,
 ) -> PairDataset | tuple[PairDataset, BlockingResult | None]:
@@ -196,6 +197,10 @@ def load_csv_tables(
         Text encoding of all the CSV files. A UTF-8 byte-order mark is dropped (``"utf-8"``
         behaves like ``"utf-8-sig"``); bytes that do not decode raise :class:`DataError`
         naming the file, the byte offset and the line, and saying which ``encoding=`` to pass.
+    pairs_encoding : str, optional
+        Text encoding of ``pairs_csv`` and ``matches_csv`` when it differs from the tables'
+        (e.g. Latin-1 tables with a UTF-8 candidate file written by skrisk); defaults to
+        ``encoding``.
     name : str, optional
         Dataset name; defaults to ``"<left stem>-<right stem>"``.
     return_blocking : bool, default=False
@@ -245,16 +250,17 @@ def load_csv_tables(
     if not isinstance(return_blocking, bool):
         raise TypeError(f"return_blocking must be True or False, got {return_blocking!r}.")
     left, right = _read_tables(left_csv, right_csv, id_column, encoding)
+    pair_enc = encoding if pairs_encoding is None else pairs_encoding
     files = (left_csv, right_csv)
     matches = None
     if matches_csv is not None:
-        m = _read_pair_file(Path(matches_csv), left, right, files, encoding, "Matches")
+        m = _read_pair_file(Path(matches_csv), left, right, files, pair_enc, "Matches")
         if "label" in m.columns:
             m = m[m["label"] == 1]
         matches = m[["left_id", "right_id"]]
     result: BlockingResult | None = None
     if pairs_csv is not None:
-        pairs = _read_pair_file(Path(pairs_csv), left, right, files, encoding, "Pairs")
+        pairs = _read_pair_file(Path(pairs_csv), left, right, files, pair_enc, "Pairs")
         if matches is not None:
             if "label" in pairs.columns:
                 raise DataError(

@@ -214,6 +214,19 @@ def test_utf16_file(tmp_path):
         read_table(no_bom)
 
 
+def test_tables_and_pairs_in_different_encodings(tmp_path):
+    """Latin-1 tables with a UTF-8 candidate file (what a labelling session writes)."""
+    left = _write(tmp_path, "a.csv", "id,name\ncafé,acme\n".encode("latin-1"))
+    right = _write(tmp_path, "b.csv", "id,name\nñ1,acme corp\n".encode("latin-1"))
+    pairs = _write(tmp_path, "p.csv", "left_id,right_id\ncafé,ñ1\n")
+    with pytest.raises(DataError, match=r"a\.csv is not valid utf-8 text"):
+        load_csv_tables(left, right, pairs_csv=pairs)
+    with pytest.raises(DataError, match=r"left_id 'cafÃ©' .* is not an id of"):
+        load_csv_tables(left, right, pairs_csv=pairs, encoding="latin-1")
+    ds = load_csv_tables(left, right, pairs_csv=pairs, encoding="latin-1", pairs_encoding="utf-8")
+    assert ds.pairs[["left_id", "right_id"]].iloc[0].tolist() == ["café", "ñ1"]
+
+
 def test_unknown_encoding_name(tmp_path):
     with pytest.raises(ValueError, match="encoding='utf9' is not a known text encoding"):
         read_table(_write(tmp_path, "t.csv", "id,name\n1,a\n"), encoding="utf9")
