@@ -284,10 +284,11 @@ def read_table(path: str | os.PathLike, *, id_column: str = "id", encoding: str 
     dup = ids.duplicated(keep=False).to_numpy()
     if dup.any():
         first = ids[dup].iloc[0]
-        where = [int(n) for n in lines[(ids == first).to_numpy()]]
+        rows = np.flatnonzero((ids == first).to_numpy())
+        where = [int(n) for n in lines[rows]]
         raise DataError(
             f"{path}: id {first!r} appears more than once (lines {where}; "
-            f"{int(ids.duplicated().sum())} duplicate(s) in all; row {int(np.flatnonzero(dup)[1])}). "
+            f"{int(ids.duplicated().sum())} duplicate(s) in all; row {int(rows[1])}). "
             "Ids must be unique: deduplicate the table."
         )
     df = df.drop(columns=[id_column])
@@ -307,7 +308,7 @@ def _parse_labels(path: Path, raw: pd.Series, lines: np.ndarray, column: str) ->
             f"{path}: {column} {raw.iloc[row]!r} at row {row} (line {int(lines[row])}) is not 0 or 1 "
             "(1 = same entity, 0 = different; leave the cell empty if unknown)."
         )
-    return lab.astype(float)
+    return lab
 
 
 def _duplicate_pairs(path: Path, out: pd.DataFrame, lines: np.ndarray) -> None:
@@ -382,7 +383,8 @@ def read_pairs(
     -------
     pandas.DataFrame
         Columns ``left_id``, ``right_id`` (``str``, as written, stripped of surrounding spaces)
-        and, when the file has a label column, ``label`` (float: 0, 1, or NaN for unknown).
+        and, when the file has a label column, ``label`` (0 or 1; a float column with NaN
+        where a label is unknown).
 
     Raises
     ------
