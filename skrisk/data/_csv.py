@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from .._typing import RandomStateLike
 from ..exceptions import DataError
 from ._blocking import BlockingResult, BlockingRule, block
-from ._loaders import _read_csv, read_table
+from ._loaders import _duplicate_pairs, _ids, _parse_labels, _read_csv, read_table
 from ._pairs import UNLABELLED, PairDataset
 
 __all__ = ["load_csv_tables"]
@@ -90,44 +90,40 @@ def _read_pair_file(
 ) -> pd.DataFrame:
     """Read a pair or match file into ``left_id, right_id[, label][, split]`` and check its ids."""
     _require_file(path, what)
-    df = _read_csv(path, encoding)
+    df, lines = _read_csv(path, encoding)
     if len(df) == 0:
         raise DataError(f"{path} ({what}) holds no rows: add pairs, or leave the argument out.")
     lc, rc = _id_columns(df, path)
-    out = pd.DataFrame({"left_id": df[lc].astype(str), "right_id": df[rc].astype(str)})
+    out = pd.DataFrame(
+        {
+            "left_id": _ids(path, df[lc], lines, lc).to_numpy(dtype=object),
+            "right_id": _ids(path, df[rc], lines, rc).to_numpy(dtype=object),
+        }
+    )
     for side, col, table, tfile in (("left", lc, left, files[0]), ("right", rc, right, files[1])):
         known = out[f"{side}_id"].isin(table.index)
         if not known.all():
             row = int(np.flatnonzero(~known.to_numpy())[0])
             raise DataError(
-                f"{path}: {col} {out[f'{side}_id'].iloc[row]!r} at row {row} is not an id of "
-                f"{tfile} ({int((~known).sum())} rows refer to missing records). Fix the id, or "
-                "add the record to the table."
+                f"{path}: {col} {out[f'{side}_id'].iloc[row]!r} at row {row} (line {int(lines[row])}) "
+                f"is not an id of {tfile} ({int((~known).sum())} rows refer to missing records). Fix the "
+                "id, or add the record to the table."
             )
-    dup = out.duplicated(["left_id", "right_id"])
-    if dup.any():
-        row = int(np.flatnonzero(dup.to_numpy())[0])
-        raise DataError(
-            f"{path}: pair ({out['left_id'].iloc[row]!r}, {out['right_id'].iloc[row]!r}) at row "
-            f"{row} appears more than once ({int(dup.sum())} repeats). Keep one row per pair."
-        )
     if "label" in df.columns:
-        raw = df["label"]
-        lab = pd.to_numeric(raw, errors="coerce")
-        bad = (lab.notna() & ~lab.isin([0, 1])) | (lab.isna() & raw.notna() & (raw.astype(str).str.strip() != ""))
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(
-                f"{path}: label {raw.iloc[row]!r} at row {row} is not 0 or 1 (1 = same entity, "
-                "0 = different; leave the cell empty if unknown)."
-            )
+        lab = _parse_labels(path, df["label"], lines, "label")
         out["label"] = lab.fillna(UNLABELLED).astype(np.int64).to_numpy()
+    _duplicate_pairs(path, out, lines)
     if "split" in df.columns:
-        out["split"] = df["split"].fillna("pool").astype(str).str.strip().to_numpy()
+        split = df["split"].astype(str).str.strip()
+        out["split"] = split.where(split != "", "pool").to_numpy()
     return out
 
 
 def _require_file(path: Path, what: str) -> None:
+    if path.is_dir():
+        raise DataError(
+            f"{what} file {path} is a folder, not a CSV file: pass the path of the file inside it."
+        )
     if not path.is_file():
         raise FileNotFoundError(f"{what} file {path} does not exist: check the path.")
 
@@ -163,6 +159,7 @@ def load_csv_tables(
     split: Sequence[float] | None = (0.6, 0.2, 0.2),
     random_state: RandomStateLike = 0,
     encoding: str = "utf-8",
+    pairs_encoding: str | None = None,
     name: str | None = None,
     return_blocking: bool = False,
 ) -> PairDataset | tuple[PairDataset, BlockingResult | None]:
@@ -197,7 +194,13 @@ def load_csv_tables(
     random_state : int, RandomState instance or None, default=0
         Seed of the split.
     encoding : str, default="utf-8"
-        Encoding of all the CSV files.
+        Text encoding of all the CSV files. A UTF-8 byte-order mark is dropped (``"utf-8"``
+        behaves like ``"utf-8-sig"``); bytes that do not decode raise :class:`DataError`
+        naming the file, the byte offset and the line, and saying which ``encoding=`` to pass.
+    pairs_encoding : str, optional
+        Text encoding of ``pairs_csv`` and ``matches_csv`` when it differs from the tables'
+        (e.g. Latin-1 tables with a UTF-8 candidate file written by skrisk); defaults to
+        ``encoding``.
     name : str, optional
         Dataset name; defaults to ``"<left stem>-<right stem>"``.
     return_blocking : bool, default=False
@@ -213,10 +216,26 @@ def load_csv_tables(
     FileNotFoundError
         A file does not exist.
     DataError
-        Missing id or pair columns, duplicate ids or pairs, ids absent from the tables,
-        attributes that do not align, labels outside {0, 1}, empty tables or files, unreadable
-        encodings, or blocking that yields no candidate; the message names the file, row or
-        column and the fix.
+        Missing id or pair columns, empty or duplicate ids, a pair listed twice (whether its
+        labels agree or conflict), ids absent from the tables, attributes that do not align,
+        labels outside {0, 1}, empty tables or files, a folder given as a file, undecodable
+        bytes, NUL characters, broken quoting, lines with more or fewer fields than the header,
+        unnamed or repeated columns, or blocking that yields no candidate; the message names the
+        file, the line (or row, column) and the fix.
+
+    Notes
+    -----
+    All files are read by the rules of :func:`~skrisk.data.read_table`:
+
+    * Ids (record ids and the pair files' ``left_id``/``right_id``) are strings exactly as
+      written, stripped of surrounding spaces: ``007`` stays ``"007"``, and ``NA``, ``null`` or
+      ``None`` are ids like any other. An empty id is an error naming the line.
+    * In attribute columns only the empty cell is a missing value; ``NA``, ``None``, ``NULL``
+      or ``n/a`` are data. In a ``label`` column the empty cell means "unknown"; in a
+      ``split`` column it means ``"pool"``.
+    * Every line has as many fields as the header. A file whose data lines *all* end with one
+      extra empty field (a trailing comma, with or without one on the header) is read
+      correctly; any other line with too many or too few fields is an error naming the line.
 
     Examples
     --------
@@ -231,16 +250,17 @@ def load_csv_tables(
     if not isinstance(return_blocking, bool):
         raise TypeError(f"return_blocking must be True or False, got {return_blocking!r}.")
     left, right = _read_tables(left_csv, right_csv, id_column, encoding)
+    pair_enc = encoding if pairs_encoding is None else pairs_encoding
     files = (left_csv, right_csv)
     matches = None
     if matches_csv is not None:
-        m = _read_pair_file(Path(matches_csv), left, right, files, encoding, "Matches")
+        m = _read_pair_file(Path(matches_csv), left, right, files, pair_enc, "Matches")
         if "label" in m.columns:
             m = m[m["label"] == 1]
         matches = m[["left_id", "right_id"]]
     result: BlockingResult | None = None
     if pairs_csv is not None:
-        pairs = _read_pair_file(Path(pairs_csv), left, right, files, encoding, "Pairs")
+        pairs = _read_pair_file(Path(pairs_csv), left, right, files, pair_enc, "Pairs")
         if matches is not None:
             if "label" in pairs.columns:
                 raise DataError(

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import os
+import threading
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError
@@ -48,50 +53,309 @@ def _canonical_name(name: str) -> str | None:
     return None
 
 
-def _read_csv(path: Path, encoding: str) -> pd.DataFrame:
+#: Guards the csv module's process-wide field size limit while a file is parsed.
+_CSV_LOCK = threading.Lock()
+
+
+def _decode(path: Path, data: bytes, encoding: str) -> str:
+    """Bytes -> text, strictly; a UTF-8 byte-order mark is dropped ("utf-8-sig" behaviour)."""
+    try:
+        codec = codecs.lookup(encoding)
+    except (LookupError, TypeError) as exc:
+        raise ValueError(
+            f"encoding={encoding!r} is not a known text encoding: pass e.g. encoding='utf-8', "
+            "'utf-8-sig', 'latin-1', 'cp1252' or 'utf-16'."
+        ) from exc
+    skip = 3 if codec.name == "utf-8" and data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[skip:].decode(codec.name)
+    except UnicodeDecodeError as exc:
+        offset = exc.start + skip
+        line = data[:offset].count(b"\n") + 1
+        byte = data[offset : offset + 1].hex()
+        utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+        hint = (
+            "encoding='utf-16'" if utf16
+            else "encoding='latin-1' (or 'cp1252', or the file's real encoding)"
+        )
+        raise DataError(
+            f"{path} is not valid {encoding} text: byte 0x{byte} at byte offset {offset} (line {line}) "
+            f"cannot be decoded. Pass {hint}, or re-save the file as UTF-8."
+        ) from exc
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise DataError(
+            f"{path} holds a NUL character on line {line}: it is a binary file, or UTF-16 text read "
+            f"as {encoding}. Pass encoding='utf-16' if it is UTF-16, else remove the NUL characters "
+            "(or re-save the file as UTF-8 CSV)."
+        )
+    return text
+
+
+def _parse(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
+    """CSV text -> rows of fields and the (1-based) line where each row starts."""
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    with _CSV_LOCK:  # the csv module's field size limit is global: raise it for this read only
+        old = csv.field_size_limit()
+        csv.field_size_limit(max(old, len(text) + 1))
+        try:
+            start = 1
+            for row in reader:
+                rows.append(row)
+                lines.append(start)
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise DataError(
+                f"{path}, line {start}: not a well-formed CSV file, the quoting is broken ({exc}): a "
+                "value that opens a double quote must end with one, and a quote inside a quoted value "
+                "is written twice (\"\"). Fix the quotes (values that hold commas or line breaks go in "
+                "double quotes)."
+            ) from None
+        finally:
+            csv.field_size_limit(old)
+    return rows, lines
+
+
+def _fit_header(
+    path: Path, rows: list[list[str]], lines: list[int]
+) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header names (stripped) and data rows of the header's width, or a DataError naming the line."""
+    names = [h.strip() for h in rows[0]]
+    body, body_lines = rows[1:], lines[1:]
+    if not all(map(any, body)):  # skip blank lines and lines of empty fields only
+        keep = [k for k, r in enumerate(body) if any(r)]
+        body, body_lines = [body[k] for k in keep], [body_lines[k] for k in keep]
+    width = len(names)
+    widths = set(map(len, body))
+    if widths - {width}:
+        last_empty = all(not r[-1] for r in body)
+        if width > 1 and names[-1] == "" and widths <= {width, width - 1} and all(
+            not r[-1] for r in body if len(r) == width
+        ):
+            # a trailing comma on the header (and on some or all lines): an unnamed, empty last column
+            names, width = names[:-1], width - 1
+            body = [r[:width] for r in body]
+        elif widths == {width + 1} and last_empty:
+            body = [r[:width] for r in body]  # a trailing comma on every data line
+    elif width > 1 and names[-1] == "" and all(not r[-1] for r in body):
+        names, width = names[:-1], width - 1  # header and every line end with a trailing comma
+        body = [r[:width] for r in body]
+    for r, line in zip(body, body_lines):
+        if len(r) == width:
+            continue
+        # the first line whose width differs from the header's: say why, and how to fix it
+        if len(r) > width and all(f == "" for f in r[width:]):
+            why = (
+                "the extra field(s) at the end are empty: a trailing comma. Remove the trailing comma "
+                "(or end every line, the header included, with one)"
+            )
+        elif len(r) > width:
+            why = (
+                "a value holds an unquoted comma, or the header lacks a column. Put values that contain "
+                'commas in double quotes ("acme, inc"), or add the column to the header'
+            )
+        else:
+            why = (
+                "the line is cut short. Add the missing fields (an empty value still needs its comma), "
+                "or quote a value that holds a line break"
+            )
+        raise DataError(
+            f"{path}, line {line}: {len(r)} field(s), but the header has {width} column(s) {names}: {why}."
+        )
+    for k, nm in enumerate(names):
+        if nm == "":
+            raise DataError(
+                f"{path}: column {k + 1} of the header has no name (header: {rows[0]}). Name the column, "
+                "or delete it."
+            )
+    seen: dict[str, str] = {}
+    for nm in names:
+        key = nm.casefold()
+        if key in seen:
+            same = (
+                f"column {nm!r} appears twice" if seen[key] == nm
+                else f"columns {seen[key]!r} and {nm!r} differ only in case"
+            )
+            raise DataError(
+                f"{path}: {same} in the header {names}. Column names must be unique (ignoring case): "
+                "rename or delete one of them."
+            )
+        seen[key] = nm
+    return names, body, body_lines
+
+
+def _read_csv(path: Path, encoding: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """Read a CSV file as strings exactly as written, and the line where each data row starts.
+
+    Every cell is a ``str`` (an empty cell is ``""``): nothing is turned into a number or a
+    missing value here. Header names are stripped of surrounding spaces; lines that are blank or
+    hold only empty fields are skipped. Raises :class:`DataError` (naming the file, the line and
+    the fix) for undecodable bytes, NUL characters, broken quoting, a line whose number of fields
+    differs from the header's (except a consistent trailing comma, see :func:`read_table`),
+    unnamed or repeated columns, and an empty file.
+    """
+    if path.is_dir():
+        raise DataError(f"{path} is a folder, not a CSV file: pass the path of the file inside it.")
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} does not exist. A DeepMatcher dataset folder holds tableA.csv, tableB.csv, "
             "train.csv, valid.csv and test.csv; point data_home / SKRISK_DATA at the folder that "
             "contains it, or use fetch_deepmatcher(name) to download it."
         )
-    try:
-        return pd.read_csv(path, encoding=encoding, dtype=str, keep_default_na=True)
-    except UnicodeDecodeError as exc:
+    text = _decode(path, path.read_bytes(), encoding)
+    rows, lines = _parse(path, text)
+    while rows and not any(f.strip() for f in rows[0]):  # blank lines before the header
+        rows, lines = rows[1:], lines[1:]
+    if not rows:
+        raise DataError(f"{path} is empty: it needs a header row and at least one record.")
+    names, body, body_lines = _fit_header(path, rows, lines)
+    frame = pd.DataFrame(body or None, columns=names, dtype=object)
+    return frame, np.asarray(body_lines, dtype=np.int64)
+
+
+def _ids(path: Path, values: pd.Series, lines: np.ndarray, column: str) -> pd.Series:
+    """Ids as written, stripped of surrounding spaces; an empty id is a DataError naming the line."""
+    ids = values.astype(str).str.strip()
+    empty = (ids == "").to_numpy()
+    if empty.any():
+        k = int(np.flatnonzero(empty)[0])
         raise DataError(
-            f"{path} is not readable as {encoding}: {exc}. Pass encoding='latin-1' (or the file's "
-            "real encoding), or re-save the file as UTF-8."
-        ) from exc
-    except pd.errors.EmptyDataError as exc:
-        raise DataError(f"{path} is empty: it needs a header row and at least one record.") from exc
-    except pd.errors.ParserError as exc:
-        raise DataError(f"{path} is not a well-formed CSV file: {exc}") from exc
+            f"{path}, line {int(lines[k])}: the {column!r} cell is empty ({int(empty.sum())} such row(s)). "
+            "Every row needs an id: fill it in, or delete the row."
+        )
+    return ids
 
 
 def read_table(path: str | os.PathLike, *, id_column: str = "id", encoding: str = "utf-8") -> pd.DataFrame:
     """Read one table of records, indexed by its id column (as ``str``).
 
-    Values stay as strings (missing cells are NaN), so numbers such as ``1996.0`` keep their form.
+    Parameters
+    ----------
+    path : path-like
+        A CSV file: a header row naming the columns, then one record per line.
+    id_column : str, default="id"
+        The column holding the record ids.
+    encoding : str, default="utf-8"
+        Text encoding of the file. A UTF-8 byte-order mark is dropped (so ``"utf-8"`` also
+        reads what Excel saves as "CSV UTF-8"); bytes that do not decode raise
+        :class:`~skrisk.exceptions.DataError` naming the byte offset and line.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per record, indexed by id (``str``, name ``"id"``); the other columns in file
+        order, ``object`` dtype.
+
+    Notes
+    -----
+    How cells are read:
+
+    * **Ids** are strings exactly as written, stripped of surrounding spaces: ``007`` stays
+      ``"007"``, and ``NA``, ``null`` or ``None`` are ids like any other. An empty id, or an id
+      that appears twice, is an error naming the lines.
+    * **Attribute values** are strings as written. Only the empty cell is a missing value
+      (``NaN``): ``NA``, ``None``, ``NULL``, ``n/a`` or ``NaN`` are data (a product may be
+      called "NA"). Numbers keep their form (``1996.0``).
+    * **Shape**: every line must have as many fields as the header. A *consistent* trailing
+      comma is read correctly: when every data line ends with one extra, empty field (with or
+      without a trailing comma on the header) that empty column is dropped. Any other line with
+      too many or too few fields is an error naming the line and the fix (remove the trailing
+      comma, quote a value holding a comma, add the missing fields). Blank lines and lines of
+      empty fields only are skipped. Header names are stripped of surrounding spaces; an unnamed
+      column, or two names equal up to case, is an error.
     """
     path = Path(path)
-    df = _read_csv(path, encoding)
+    df, lines = _read_csv(path, encoding)
     if id_column not in df.columns:
+        near = [c for c in df.columns if c.casefold() == str(id_column).casefold()]
+        hint = f" (did you mean id_column={near[0]!r}?)" if near else ""
         raise DataError(
-            f"{path} has no {id_column!r} column (columns: {list(df.columns)}). Name the record "
+            f"{path} has no {id_column!r} column (columns: {list(df.columns)}){hint}. Name the record "
             "id column 'id', or pass id_column=..."
         )
     if len(df) == 0:
         raise DataError(f"{path} holds no records: a table needs at least one row.")
-    ids = df[id_column].astype(str)
-    dup = ids[ids.duplicated()]
-    if len(dup):
+    ids = _ids(path, df[id_column], lines, id_column)
+    dup = ids.duplicated(keep=False).to_numpy()
+    if dup.any():
+        first = ids[dup].iloc[0]
+        rows = np.flatnonzero((ids == first).to_numpy())
+        where = [int(n) for n in lines[rows]]
         raise DataError(
-            f"{path}: id {dup.iloc[0]!r} appears more than once (row {int(dup.index[0])}, "
-            f"{len(dup)} duplicates in all). Ids must be unique: deduplicate the table."
+            f"{path}: id {first!r} appears more than once (lines {where}; "
+            f"{int(ids.duplicated().sum())} duplicate(s) in all; row {int(rows[1])}). "
+            "Ids must be unique: deduplicate the table."
         )
     df = df.drop(columns=[id_column])
-    df.index = pd.Index(ids.to_numpy(), name="id")
+    df = df.where(df != "", np.nan) if len(df.columns) else df
+    df.index = pd.Index(ids.to_numpy(), name="id", dtype=object)
     return df
+
+
+def _parse_labels(path: Path, raw: pd.Series, lines: np.ndarray, column: str) -> pd.Series:
+    """0/1 labels; an empty cell is unknown (NaN); anything else is a DataError naming the line."""
+    text = raw.astype(str).str.strip()
+    lab = pd.to_numeric(text.where(text != "", None), errors="coerce")
+    bad = ((text != "") & ~lab.isin([0, 1])).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"{path}: {column} {raw.iloc[row]!r} at row {row} (line {int(lines[row])}) is not 0 or 1 "
+            "(1 = same entity, 0 = different; leave the cell empty if unknown)."
+        )
+    return lab
+
+
+def _duplicate_pairs(path: Path, out: pd.DataFrame, lines: np.ndarray) -> None:
+    """Reject a pair listed twice in one file, naming both lines and saying whether the labels conflict."""
+    dup = out.duplicated(["left_id", "right_id"], keep=False).to_numpy()
+    if not dup.any():
+        return
+    k = int(np.flatnonzero(dup)[0])
+    key = (out["left_id"].iloc[k], out["right_id"].iloc[k])
+    same = ((out["left_id"] == key[0]) & (out["right_id"] == key[1])).to_numpy()
+    where = [int(n) for n in lines[same]]
+    what = "appears more than once"
+    if "label" in out.columns:
+        values = out["label"].to_numpy()[same]
+        labs = sorted({"empty" if np.isnan(v) or v < 0 else str(int(v)) for v in values})
+        if len(labs) > 1:
+            what = f"is labelled both {' and '.join(repr(v) for v in labs)} (conflicting labels)"
+    raise DataError(
+        f"{path}: pair {key} at row {k} {what} (lines {where}; "
+        f"{int(out.duplicated(['left_id', 'right_id']).sum())} repeat(s) in all). Keep one row per pair"
+        + (", with the right label." if "conflicting" in what else ".")
+    )
+
+
+def _read_pairs(
+    path: Path, left_column: str, right_column: str, label_column: str | None, encoding: str
+) -> tuple[pd.DataFrame, np.ndarray]:
+    df, lines = _read_csv(path, encoding)
+    needed = [left_column, right_column]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise DataError(
+            f"{path} lacks the column(s) {missing} (columns: {list(df.columns)}). A pair file has "
+            f"{left_column!r}, {right_column!r} and optionally {label_column!r}."
+        )
+    out = pd.DataFrame(
+        {
+            "left_id": _ids(path, df[left_column], lines, left_column).to_numpy(dtype=object),
+            "right_id": _ids(path, df[right_column], lines, right_column).to_numpy(dtype=object),
+        }
+    )
+    if label_column is not None and label_column in df.columns:
+        out["label"] = _parse_labels(
+            path, df[label_column], lines, "label" if label_column == "label" else f"label ({label_column})"
+        ).to_numpy()
+    _duplicate_pairs(path, out, lines)
+    return out, lines
 
 
 def read_pairs(
@@ -102,40 +366,70 @@ def read_pairs(
     label_column: str | None = "label",
     encoding: str = "utf-8",
 ) -> pd.DataFrame:
-    """Read a pair file (``ltable_id, rtable_id[, label]``) into ``left_id, right_id[, label]``."""
-    path = Path(path)
-    df = _read_csv(path, encoding)
-    needed = [left_column, right_column]
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise DataError(
-            f"{path} lacks the column(s) {missing} (columns: {list(df.columns)}). A pair file has "
-            f"{left_column!r}, {right_column!r} and optionally {label_column!r}."
-        )
-    out = pd.DataFrame({"left_id": df[left_column].astype(str), "right_id": df[right_column].astype(str)})
-    if label_column is not None and label_column in df.columns:
-        lab = pd.to_numeric(df[label_column], errors="coerce")
-        bad = lab.notna() & ~lab.isin([0, 1])
-        bad |= lab.isna() & df[label_column].notna()
-        if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            raise DataError(
-                f"{path}: label {df[label_column].iloc[row]!r} at row {row} is not 0 or 1 "
-                "(1 = same entity, 0 = different; leave the cell empty if unknown)."
-            )
-        out["label"] = lab
-    return out
+    """Read a pair file (``ltable_id, rtable_id[, label]``) into ``left_id, right_id[, label]``.
+
+    Parameters
+    ----------
+    path : path-like
+        A CSV file with one candidate pair per line.
+    left_column, right_column : str, default="ltable_id", "rtable_id"
+        Columns holding the ids of the left and right record.
+    label_column : str or None, default="label"
+        Column holding the label (``0``, ``1``, or empty for unknown); ``None`` ignores labels.
+    encoding : str, default="utf-8"
+        Text encoding of the file (a UTF-8 byte-order mark is dropped).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``left_id``, ``right_id`` (``str``, as written, stripped of surrounding spaces)
+        and, when the file has a label column, ``label`` (0 or 1; a float column with NaN
+        where a label is unknown).
+
+    Raises
+    ------
+    DataError
+        Missing columns, an empty id, a label other than 0/1/empty, a pair listed twice (the
+        message says whether the labels conflict), and every malformed-CSV case of
+        :func:`read_table`; the message names the file, the line and the fix.
+    """
+    return _read_pairs(Path(path), left_column, right_column, label_column, encoding)[0]
 
 
-def _check_ids(pairs: pd.DataFrame, table: pd.DataFrame, side: str, pair_file: Path, table_file: Path) -> None:
+def _check_ids(
+    pairs: pd.DataFrame, lines: np.ndarray, table: pd.DataFrame, side: str, pair_file: Path, table_file: Path
+) -> None:
     known = pairs[f"{side}_id"].isin(table.index)
     if not known.all():
         row = int((~known).to_numpy().nonzero()[0][0])
         raise DataError(
-            f"{pair_file}: {side} id {pairs[f'{side}_id'].iloc[row]!r} at row {row} is not in "
-            f"{table_file} ({int((~known).sum())} pairs refer to missing records). Fix the pair "
-            "file or add the records to the table."
+            f"{pair_file}: {side} id {pairs[f'{side}_id'].iloc[row]!r} at row {row} (line "
+            f"{int(lines[row])}) is not in {table_file} ({int((~known).sum())} pairs refer to missing "
+            "records). Fix the pair file or add the records to the table."
         )
+
+
+def _check_leaks(frames: list[tuple[str, Path, pd.DataFrame, np.ndarray]]) -> None:
+    """Reject a pair that appears in two splits (a train/test leak), whatever its labels."""
+    allp = pd.concat(
+        [p[["left_id", "right_id", "label"]].assign(split=s, file=str(f), line=n) for s, f, p, n in frames],
+        ignore_index=True,
+    )
+    dup = allp.duplicated(["left_id", "right_id"], keep=False).to_numpy()
+    if not dup.any():
+        return
+    first = allp.iloc[int(np.flatnonzero(dup)[0])]
+    key = (first["left_id"], first["right_id"])
+    same = allp[(allp["left_id"] == key[0]) & (allp["right_id"] == key[1])]
+    where = ", ".join(f"{r.split} ({r.file}, line {r.line}, label {int(r.label)})" for r in same.itertuples())
+    labels = same["label"].unique()
+    what = "with conflicting labels" if len(labels) > 1 else "with the same label"
+    n_pairs = int(allp[dup].drop_duplicates(["left_id", "right_id"]).shape[0])
+    raise DataError(
+        f"Pair {key} is in more than one split, {what}: {where}. A pair in two splits leaks the test "
+        f"labels into training ({n_pairs} such pair(s) in all). Keep each pair in one split only "
+        "(delete it from all files but one)."
+    )
 
 
 def load_deepmatcher(
@@ -156,12 +450,30 @@ def load_deepmatcher(
     data_home : path-like, optional
         Where named datasets live; defaults to ``$SKRISK_DATA``, then ``~/skrisk_data``.
     encoding : str, default="utf-8"
-        Encoding of the CSV files.
+        Text encoding of the CSV files. A UTF-8 byte-order mark is dropped (``"utf-8"`` behaves
+        like ``"utf-8-sig"``); bytes that do not decode raise :class:`DataError` naming the
+        file, the byte offset and the line, and saying which ``encoding=`` to pass.
 
     Returns
     -------
     PairDataset
         Splits ``"train"``, ``"valid"`` and ``"test"``, in that order.
+
+    Raises
+    ------
+    FileNotFoundError
+        The dataset folder or one of its five files does not exist.
+    DataError
+        A malformed file (see :func:`read_table`), a split without a 0/1 label on every line,
+        a pair id absent from the tables, a pair listed twice in one split (the message says
+        whether the labels conflict), or a pair in two splits: that is a train/test leak and an
+        error even when both labels agree. The message names the files, the lines and the fix.
+
+    Notes
+    -----
+    The tables are read by :func:`read_table` and the splits by :func:`read_pairs`: ids are
+    strings as written (``007`` stays ``"007"``; ``NA`` is an id, not a missing value), and in
+    attribute columns only the empty cell is missing.
 
     Examples
     --------
@@ -199,12 +511,20 @@ def load_deepmatcher(
     frames = []
     for split in _SPLITS:
         pfile = folder / f"{split}.csv"
-        pairs = read_pairs(pfile, encoding=encoding)
-        if "label" not in pairs.columns or pairs["label"].isna().any():
-            raise DataError(f"{pfile}: every pair of a DeepMatcher split needs a 0/1 'label'.")
-        _check_ids(pairs, left, "left", pfile, left_file)
-        _check_ids(pairs, right, "right", pfile, right_file)
-        pairs["split"] = split
-        frames.append(pairs)
-    pairs = pd.concat(frames, ignore_index=True)
+        pairs, lines = _read_pairs(pfile, "ltable_id", "rtable_id", "label", encoding)
+        if "label" not in pairs.columns:
+            raise DataError(
+                f"{pfile} has no 'label' column: every pair of a DeepMatcher split needs a 0/1 label."
+            )
+        unknown = pairs["label"].isna().to_numpy()
+        if unknown.any():
+            raise DataError(
+                f"{pfile}, line {int(lines[np.flatnonzero(unknown)[0]])}: the label is empty "
+                f"({int(unknown.sum())} such row(s)); every pair of a DeepMatcher split needs a 0/1 'label'."
+            )
+        _check_ids(pairs, lines, left, "left", pfile, left_file)
+        _check_ids(pairs, lines, right, "right", pfile, right_file)
+        frames.append((split, pfile, pairs, lines))
+    _check_leaks(frames)
+    pairs = pd.concat([p.assign(split=s) for s, _, p, _ in frames], ignore_index=True)
     return PairDataset(left=left, right=right, pairs=pairs, name=name)

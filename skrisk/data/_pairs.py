@@ -21,6 +21,13 @@ def _check_table(table: pd.DataFrame, side: str, source: str) -> pd.DataFrame:
         raise TypeError(f"{side} table from {source} must be a pandas DataFrame, got {type(table).__name__}.")
     if len(table) == 0:
         raise DataError(f"{side} table from {source} is empty: it needs at least one record.")
+    missing = np.flatnonzero(pd.isna(table.index))
+    if len(missing):
+        raise DataError(
+            f"{side} table from {source} has a missing record id (NaN/None) at position "
+            f"{int(missing[0])} ({len(missing)} in all): give every record an id (ids are strings; "
+            "the text 'NA' is an id like any other)."
+        )
     index = table.index.astype(str)
     dup = index[index.duplicated()]
     if len(dup):
@@ -97,6 +104,13 @@ class PairDataset:
         missing = {"left_id", "right_id"} - set(pairs.columns)
         if missing:
             raise DataError(f"Pairs of {self.name} lack the column(s) {sorted(missing)}.")
+        for col in ("left_id", "right_id"):
+            missing = np.flatnonzero(pd.isna(pairs[col].to_numpy()))
+            if len(missing):
+                raise DataError(
+                    f"Pairs of {self.name}: {col} is missing (NaN/None) at row {int(missing[0])} "
+                    f"({len(missing)} in all): every pair needs both record ids."
+                )
         out = pd.DataFrame(
             {
                 "left_id": pairs["left_id"].astype(str).to_numpy(),
@@ -264,12 +278,15 @@ class PairDataset:
 
 
 def _to_text(value: object) -> str:
-    if value is None:
+    """A cell as lower-cased, stripped text; a missing value (None, NaN, pd.NA) is ``""``.
+
+    Only real missing values become ``""``: the *text* ``"None"``, ``"NaN"`` or ``"NA"`` is data
+    (a product may be called "NA"), as the table readers keep it.
+    """
+    if isinstance(value, str):
+        return value.strip().lower()
+    if value is None or (np.ndim(value) == 0 and pd.isna(value)):  # type: ignore[arg-type]
         return ""
-    if isinstance(value, float):
-        if np.isnan(value):
-            return ""
-        if value.is_integer():
-            return str(int(value))
-    text = str(value).strip().lower()
-    return "" if text in ("nan", "none") else text
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip().lower()

@@ -105,8 +105,9 @@ def test_missing_values():
     names = sf.get_feature_names_out().tolist()
     sims = [i for i, n in enumerate(names) if "diff" not in n]
     assert (out[0, sims] == 1).all()
-    assert (out[1:, sims] == -1).all()  # "NaN" text counts as missing, like PairDataset.texts
-    np.testing.assert_array_equal(out[:, names.index("a_missing_diff")], [0, 1, 0, 0, 1])
+    assert (out[1:4, sims] == -1).all()
+    assert (out[4, sims] != -1).all()  # the text "NaN" is data (issue #15), like PairDataset.texts
+    np.testing.assert_array_equal(out[:, names.index("a_missing_diff")], [0, 1, 0, 0, 0])
     flags = [i for i, n in enumerate(names) if "diff" in n]
     assert set(np.unique(out[:, flags])) <= {0.0, 1.0}
 
