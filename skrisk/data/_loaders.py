@@ -80,7 +80,8 @@ def _decode(path: Path, data: bytes, encoding: str) -> str:
         )
         raise DataError(
             f"{path} is not valid {encoding} text: byte 0x{byte} at byte offset {offset} (line {line}) "
-            f"cannot be decoded. Pass {hint}, or re-save the file as UTF-8."
+            f"cannot be decoded. Pass {hint} (`skrisk label`: --encoding NAME), or re-save the file as "
+            "UTF-8."
         ) from exc
     if text.startswith("\ufeff"):
         text = text[1:]

@@ -463,7 +463,7 @@ class LabellingSession:
                 raise DataError(f"{cand} is missing: the session folder is damaged; start a new one.")
             dataset = load_csv_tables(
                 paths["left"], paths["right"], pairs_csv=cand, id_column=manifest["id_column"], split=None,
-                name=manifest.get("name"), encoding=manifest.get("encoding", "utf-8"),
+                name=manifest.get("name"), encoding=manifest.get("encoding", "utf-8"), pairs_encoding="utf-8",
             )
             journal = Journal(folder / JOURNAL)
             exported = manifest.get("exported") or {}
@@ -521,7 +521,7 @@ class LabellingSession:
         atomic_write_text(folder / CANDIDATES, cand.to_csv(index=False))
         # the same candidate order on resume: read back the file we just wrote
         dataset = load_csv_tables(left, right, pairs_csv=folder / CANDIDATES, id_column=id_column, split=None,
-                                  name=dataset.name, encoding=encoding)
+                                  name=dataset.name, encoding=encoding, pairs_encoding="utf-8")
         journal = Journal(folder / JOURNAL).open()  # fails early on a read-only folder
         manifest = {
             "format": _FORMAT,

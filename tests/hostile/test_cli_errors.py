@@ -91,7 +91,8 @@ def test_encoding_option_reads_a_latin1_table_and_is_stored(tmp_path, monkeypatc
     (t / "B.csv").write_bytes("id,name,city\n10,café,zürich\n20,bier,köln\n".encode("latin-1"))
     argv = ["--left", str(t / "A.csv"), "--right", str(t / "B.csv"), "--session", str(tmp_path / "s")]
     rc, cap = label(monkeypatch, capsys, argv, ["y", "q"])
-    assert rc == 2 and "not readable as utf-8" in cap.err and not (tmp_path / "s").exists()
+    assert rc == 2 and "is not valid utf-8 text" in cap.err and "--encoding" in cap.err
+    assert not (tmp_path / "s").exists()
     rc, cap = label(monkeypatch, capsys, [*argv, "--encoding", "latin-1"], ["y", "q"])
     assert rc == 0, cap.err
     assert "café" in cap.out and "zürich" in cap.out
@@ -126,3 +127,20 @@ def test_error_messages_show_table_text_escaped(tmp_path, monkeypatch, capsys):
     rc, cap = label(monkeypatch, capsys, [*args, "--session", str(tmp_path / "s")], [])
     assert rc == 2 and "\x1b" not in cap.err and "\x07" not in cap.err
     assert "\\x1b]0;owned\\x07" in cap.err
+
+
+def test_latin1_tables_with_non_ascii_ids_start_and_resume(tmp_path, monkeypatch, capsys):
+    # the session's own candidates.csv is UTF-8 whatever the tables' encoding: ids such as "zü1"
+    # must join the Latin-1 tables on start and on resume
+    t = tmp_path / "t"
+    t.mkdir()
+    (t / "A.csv").write_bytes("id,name\nzü1,café\nzü2,bär\n".encode("latin-1"))
+    (t / "B.csv").write_bytes("id,name\nkö1,café\nkö2,bier\n".encode("latin-1"))
+    argv = ["--left", str(t / "A.csv"), "--right", str(t / "B.csv"), "--session", str(tmp_path / "s"),
+            "--encoding", "latin-1"]
+    rc, cap = label(monkeypatch, capsys, argv, ["y", "q"])
+    assert rc == 0, cap.err
+    rc, cap = label(monkeypatch, capsys, ["--session", str(tmp_path / "s")], ["n", "q"])
+    assert rc == 0, cap.err
+    labels = (tmp_path / "s" / "labels.csv").read_text(encoding="utf-8")
+    assert "zü" in labels and "kö" in labels
