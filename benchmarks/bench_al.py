@@ -1,8 +1,11 @@
 """Active-learning benchmarks: the paper's Fig. 3 (F1 vs labels), Fig. 4 (misprediction share of
 batches), Fig. 5 (validation ratio) and the ablations, for the RNN or the feature-based matcher.
 
-Results are appended per (dataset, strategy, seed, round) to ``<out>/raw/*.jsonl``, so a rerun
-resumes where it stopped; seeds run in parallel processes with ``--jobs``.
+Results are appended per (dataset, strategy, seed, round) to ``<out>/raw/*.jsonl`` (one line per
+round: its results, the pool positions it queried, and the machine and library versions of the
+process that ran it), so a rerun resumes where it stopped; seeds run in parallel processes with
+``--jobs``. ``<out>/raw/tables.json`` remembers how each table was made (title, command, machine,
+date): ``--report-only`` on unchanged records rewrites a table byte for byte instead of re-dating it.
 
 Examples
 --------
@@ -15,6 +18,8 @@ Examples
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 import time
@@ -23,12 +28,15 @@ from pathlib import Path
 
 import torch
 
+from skrisk._fileio import atomic_write_text
+from skrisk.exceptions import DataError
 from skrisk.experiments import run_active_learning
 from skrisk.experiments._loop import recorded_rounds
 from skrisk.experiments._bench import (
     ABLATIONS,
     STRATEGY_NAMES,
     VARIANTS,
+    load_dataset,
     load_task,
     make_matcher_factory,
     machine_line,
@@ -48,6 +56,13 @@ def _task(args: argparse.Namespace):
     return _TASKS[key]
 
 
+def _task_name(args: argparse.Namespace) -> str:
+    """The task's name; ``--report-only`` reads the dataset's name without encoding it."""
+    if args.report_only:
+        return load_dataset(args.dataset).name
+    return _task(args).name
+
+
 def _name(strategy: str, valid_ratio: float) -> str:
     return strategy if valid_ratio == 1.0 else f"{strategy}_v{valid_ratio:g}"
 
@@ -59,7 +74,8 @@ def _results_file(raw: Path, task_name: str, matcher: str, name: str, seed: int)
 def _recorded(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: float, raw: Path) -> list[dict]:
     """The rounds already in ``raw`` for one job (``--report-only``), however far it got."""
     name = _name(strategy, valid_ratio)
-    recs = recorded_rounds(_results_file(raw, _task(args).name, args.matcher, name, seed), name, seed)
+    dataset = _task_name(args)
+    recs = recorded_rounds(_results_file(raw, dataset, args.matcher, name, seed), name, seed, dataset=dataset)
     return [r for r in recs if r["round"] < args.rounds]
 
 
@@ -98,6 +114,38 @@ def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: fl
         results_file=_results_file(raw, task.name, args.matcher, name, seed),
         progress=not args.no_progress,
     )
+
+
+#: How each table under ``<out>`` was made, beside the records: ``{stem: {"sha256", "title", "footer"}}``.
+TABLES = "tables.json"
+
+
+def _finish_table(table: Path, provenance: Path, stem: str, footer: str, *, reuse: bool) -> None:
+    """Append the footer (command, machine, date) to a table written by ``write_outputs``.
+
+    The table's provenance is kept in ``provenance``. With ``reuse`` (``--report-only``), a table
+    whose numbers are those recorded there keeps its recorded title and footer: regenerating a
+    table from unchanged records rewrites it byte for byte and does not re-date its runs.
+    """
+    text = table.read_text()
+    title, _, body = text.partition("\n")
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    try:
+        known = json.loads(provenance.read_text(encoding="utf-8")) if provenance.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{provenance} is not readable JSON ({exc}): restore it from git, or delete it "
+                        "(tables regenerated then get new command, machine and date lines).") from exc
+    if not isinstance(known, dict):
+        raise DataError(f"{provenance} does not hold a JSON object: restore it from git, or delete it.")
+    # the table of this name, or one saved under another name (e.g. a copy made with another --tag)
+    candidates = [known.get(stem), *(v for k, v in sorted(known.items()) if k != stem)]
+    entry = next((e for e in candidates if isinstance(e, dict) and e.get("sha256") == digest), None)
+    if reuse and entry is not None:
+        table.write_text(f"{entry['title']}\n{body}{entry['footer']}")
+        return
+    table.write_text(text + footer)
+    known[stem] = {"sha256": digest, "title": title, "footer": footer}
+    atomic_write_text(provenance, json.dumps(known, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,14 +229,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     paths = write_outputs(records, out, stem, title)
     compute = sum(r.get("fit_s", 0.0) + r.get("query_s", 0.0) for r in records)
-    meta = (
-        f"\n_command_: `python benchmarks/bench_al.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
-        f"_machine_: {machine_line(args.threads)}  \n"
-        f"_date_: {date.today().isoformat()}, wall time {wall:.0f} s (resumed runs count only new rounds); "
+    command = f"python benchmarks/bench_al.py {' '.join(argv if argv is not None else sys.argv[1:])}"
+    if args.report_only:  # the runs' own machine and dates, as recorded with them
+        envs = sorted({str(r["env"]) for r in records if r.get("env")}) or ["not recorded"]
+        dates = sorted({str(r["date"]) for r in records if r.get("date")}) or ["not recorded"]
+        machine, when = " / ".join(envs), dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    else:
+        machine, when = machine_line(args.threads), date.today().isoformat()
+    footer = (
+        f"\n_command_: `{command}`  \n"
+        f"_machine_: {machine}  \n"
+        f"_date_: {when}, wall time {wall:.0f} s (resumed runs count only new rounds); "
         f"fit + query time summed over all rounds of the table {compute:.0f} s\n"
     )
-    with paths["table"].open("a") as fh:
-        fh.write(meta)
+    _finish_table(paths["table"], raw / TABLES, stem, footer, reuse=args.report_only)
     print(paths["table"].read_text())
     return 0
 

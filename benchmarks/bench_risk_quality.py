@@ -105,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     for seed in range(args.seeds):
         path = raw / f"{task.name}_{args.matcher}_{args.strategy}_seed{seed}.jsonl"
-        recs = {rec["round"]: rec for rec in recorded_rounds(path, args.strategy, seed)}
+        # the labelled set of every round, rebuilt from the recorded seed set and batches
+        recs = {rec["round"]: rec for rec in recorded_rounds(path, args.strategy, seed, dataset=task.name,
+                                                             n_pool=len(task.pool))}
         for r in args.rounds:
             if r not in recs:
                 print(f"no round {r} recorded in {path}; skipped", file=sys.stderr)
                 continue
-            row = score_state(task, args.matcher, np.asarray(recs[r]["labelled"], dtype=np.intp), seed, r,
+            row = score_state(task, args.matcher, recs[r]["labelled"], seed, r,
                               args.batch, args.risk_epochs)
             row["recorded_f1"] = recs[r]["f1"]  # the refit is the model the run saw if they agree
             rows.append(row)

@@ -7,6 +7,9 @@
 * :class:`FolderLock` is an OS file lock (``filelock``) on a folder, held for the life of a
   labelling session or a run, with the holder's pid recorded beside it so that a second process
   is told who holds it.
+* :func:`read_jsonl` reads an append-only JSON-lines file (the labelling journal, a run's
+  ``results.jsonl``): a torn last line is dropped (and cut off with ``repair=True``), a damaged
+  line elsewhere is a :class:`~skrisk.exceptions.DataError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Callable
 
 from .exceptions import SkriskError
 
-__all__ = ["FolderInUseError", "FolderLock", "atomic_write_bytes", "atomic_write_text", "fsync_dir"]
+__all__ = ["FolderInUseError", "FolderLock", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "read_jsonl"]
 
 
 class FolderInUseError(SkriskError, RuntimeError):
@@ -190,3 +193,85 @@ class FolderLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def read_jsonl(
+    path: str | os.PathLike,
+    *,
+    repair: bool = False,
+    what: str = "JSON-lines file",
+    fix: str = "restore it from a backup, or delete that line",
+    on_error: Callable[[Path, OSError], Exception] | None = None,
+) -> list[tuple[int, dict]]:
+    """The objects of an append-only JSON-lines file, each with its line number (1-based).
+
+    A last line that is incomplete (no newline) or not a JSON object is the trace of a process
+    killed while appending: it is dropped and, with ``repair=True``, cut off the file so that the
+    next append starts on a clean line. A bad line anywhere else means the file was edited or
+    damaged: :class:`~skrisk.exceptions.DataError` names the file, the line and ``fix``.
+
+    Parameters
+    ----------
+    path : path-like
+        The file; a missing file reads as empty.
+    repair : bool, default=False
+        Truncate a torn last line.
+    what : str, default="JSON-lines file"
+        What the file is, for the error message ("journal", "results file").
+    fix : str
+        The fix the error message suggests for a damaged line.
+    on_error : callable, optional
+        ``on_error(path, exc)`` builds the exception raised when the repair cannot write.
+
+    Returns
+    -------
+    list of (int, dict)
+        Line number and object of every complete line, in order (blank lines are skipped).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = p.write_text('{"a": 1}\\n{"a": 2}\\n{"a": ')
+    >>> read_jsonl(p, repair=True)
+    [(1, {'a': 1}), (2, {'a': 2})]
+    >>> p.read_text()
+    '{"a": 1}\\n{"a": 2}\\n'
+    """
+    from .exceptions import DataError
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    complete, tail = lines[:-1], lines[-1]  # the piece after the last newline: b"" or a torn line
+    out: list[tuple[int, dict]] = []
+    good_bytes = 0
+    torn = bool(tail.strip())
+    for i, line in enumerate(complete):
+        if line.strip():
+            try:
+                obj = json.loads(line.decode("utf-8"))
+                if not isinstance(obj, dict):
+                    raise ValueError(f"a JSON {type(obj).__name__}, not an object")
+            except (ValueError, UnicodeDecodeError) as exc:
+                if i == len(complete) - 1 and not tail.strip():
+                    torn = True  # the last line is damaged: a torn append
+                    break
+                raise DataError(
+                    f"{path}, line {i + 1}, is not a valid {what} line ({exc}). The file was edited "
+                    f"or damaged: {fix} (the other lines are kept)."
+                ) from exc
+            out.append((i + 1, obj))
+        good_bytes += len(line) + 1
+    if torn and repair:
+        try:
+            with path.open("r+b") as fh:
+                fh.truncate(good_bytes)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            if on_error is None:
+                raise
+            raise on_error(path, exc) from exc
+    return out

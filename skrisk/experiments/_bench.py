@@ -5,7 +5,6 @@ Shared by ``benchmarks/bench_al.py`` and ``skrisk run``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,7 +13,8 @@ import pandas as pd
 
 from ..data import PairDataset, SimilarityFeatures, load_deepmatcher, load_febrl
 from ..strategies import STRATEGIES, RiskSampler
-from ._loop import ALTask
+from ._env import environment, machine_line
+from ._loop import RECORD_ONLY_KEYS, ALTask
 
 __all__ = [
     "load_task",
@@ -90,13 +90,7 @@ def load_task(
     else:
         X = _encode(ds, matcher, encoder_params)
         if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(".tmp.npz")
-            if matcher == "feature":
-                np.savez(tmp, X=X)
-            else:
-                np.savez(tmp, tokens=X["tokens"], features=X["features"])
-            os.replace(tmp, cache)
+            _write_cache(cache, X, matcher)
     return ALTask(
         X=X,
         y=ds.y(),
@@ -105,6 +99,24 @@ def load_task(
         test=ds.split_positions("test"),
         name=ds.name,
     )
+
+
+def _write_cache(cache: Path, X: Any, matcher: str) -> None:
+    """Write the encoded task atomically through a unique temporary file, so that processes
+    encoding the same task at once (``bench_al.py --jobs``) never share a temporary name."""
+    import io
+
+    from .._fileio import atomic_write_bytes
+
+    buf = io.BytesIO()
+    if matcher == "feature":
+        np.savez(buf, X=X)
+    else:
+        np.savez(buf, tokens=X["tokens"], features=X["features"])
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(cache, buf.getvalue(), on_error=lambda path, exc: OSError(
+        exc.errno, f"Cannot write the task cache {path}: {exc.strerror or exc}. Free disk space or make "
+        f"{path.parent} writable, or pass another --out folder"))
 
 
 def _slicedict(tokens: np.ndarray, features: np.ndarray) -> Any:
@@ -227,49 +239,6 @@ def markdown_table(summary: pd.DataFrame, *, value: str = "f1", area: bool = Tru
     return "\n".join(lines) + "\n"
 
 
-def environment() -> str:
-    """The machine and library versions behind a result, for the tables' metadata.
-
-    Float results (LearnRisk's ranking, the kernel's swaps) can differ in the last bits between
-    CPUs and library builds, so a query replayed elsewhere may pick a few other pairs.
-    """
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            info: dict[str, str] = {}
-            for ln in fh:
-                key, _, val = ln.partition(":")
-                info.setdefault(key.strip(), val.strip())
-                if not ln.strip():  # the first processor is enough
-                    break
-        cpu = info.get("model name", cpu)
-        if "cpu family" in info:  # the same model name covers several generations
-            cpu += f" (family {info['cpu family']}, model {info.get('model', '?')}"
-            cpu += ", AVX-512)" if "avx512f" in info.get("flags", "").split() else ")"
-    except OSError:
-        pass
-    libs = []
-    for pkg in ("torch", "numpy", "scikit-learn", "skorch"):
-        try:
-            libs.append(f"{pkg} {version(pkg)}")
-        except PackageNotFoundError:  # pragma: no cover - every one is a dependency
-            pass
-    return f"{cpu}, Python {platform.python_version()}, " + ", ".join(libs)
-
-
-def machine_line(threads: int) -> str:
-    """The ``_machine_`` line of a benchmark table: cores, torch threads, GPU, :func:`environment`."""
-    import platform
-
-    import torch
-
-    gpu = f"CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "no GPU"
-    return f"{platform.machine()} {os.cpu_count()} cores, torch threads {threads}, {gpu}; {environment()}"
-
-
 def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict[str, Path]:
     """CSV of all rounds, summary CSV, Markdown tables and PNG figures.
 
@@ -279,7 +248,7 @@ def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict
     from ._plot import plot_learning_curves
 
     out.mkdir(parents=True, exist_ok=True)
-    df = pd.DataFrame(records).drop(columns=["labelled", "next_labelled"], errors="ignore")
+    df = pd.DataFrame(records).drop(columns=list(RECORD_ONLY_KEYS), errors="ignore")
     paths = {"rounds": out / f"{stem}_rounds.csv", "summary": out / f"{stem}_summary.csv",
              "table": out / f"{stem}.md", "png": out / f"{stem}.png"}
     df.to_csv(paths["rounds"], index=False)

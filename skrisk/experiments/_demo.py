@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ._loop import ALTask, run_active_learning
+from .._fileio import FolderLock, atomic_write_text
+from ..exceptions import DataError
+from ._loop import ALTask, _write_error, run_active_learning
 from ._plot import plot_learning_curves, summarize_curves
 
 __all__ = ["DEMO_ATTRIBUTES", "DemoSettings", "build_task", "febrl_task", "run_demo", "run_experiment"]
@@ -351,18 +353,67 @@ def run_experiment(
 
     Rounds are appended to ``out/results.jsonl`` as they finish, so an interrupted run resumes
     where it stopped when called again with the same settings (``out/run.json`` records them; other
-    settings in the same folder are refused). Writes ``out/learning_curve.csv`` and (``plot``)
-    ``out/learning_curve.png``.
+    settings in the same folder are refused); a torn last line (a killed run) is cut off first.
+    Writes ``out/learning_curve.csv`` and (``plot``) ``out/learning_curve.png``. The folder is
+    locked for the whole run.
+
+    Raises
+    ------
+    FolderInUseError
+        Another process runs in ``out`` (the message names its pid).
+    DataError
+        ``out`` is a file; ``run.json`` or ``results.jsonl`` is damaged or belongs to another run
+        (the message names the file, the line and the fix).
+    RunWriteError
+        A write failed (full disk, read-only folder): the message names the file and the fix.
     """
     stream = stream if stream is not None else sys.stdout
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise DataError(
+            f"The run output {out} is an existing file, not a folder: pass a folder (it is created if "
+            "missing) as --out."
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _write_error(out, exc) from exc
     config = {"dataset": dataset.name, "pairs": len(dataset), "matcher": matcher, "rounds": rounds,
               "batch": batch, "n_seed": n_seed, "epochs": epochs, "max_pool": max_pool,
               "max_valid": max_valid, "max_test": max_test}
+    # one run per output folder at a time: a second process appending to the same results.jsonl
+    # would interleave its rounds with this one's (released when the run ends or the process dies)
+    with FolderLock(out, what="run output", hint="pass another --out folder"):
+        return _run_locked(dataset, strategies, out, config, seeds=seeds, progress=progress, plot=plot,
+                           stream=stream)
+
+
+def _run_locked(
+    dataset: Any,
+    strategies: Sequence[str],
+    out: Path,
+    config: dict,
+    *,
+    seeds: int,
+    progress: bool,
+    plot: bool,
+    stream: TextIO,
+) -> pd.DataFrame:
+    matcher, rounds, batch, n_seed, epochs = (config[k] for k in ("matcher", "rounds", "batch", "n_seed", "epochs"))
     cfg_path = out / "run.json"
     if cfg_path.is_file():
-        old = json.loads(cfg_path.read_text())
+        try:
+            old = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DataError(
+                f"{cfg_path} is not readable JSON ({exc}): it records the settings of the run in {out}. "
+                "Restore it, or delete that folder to start over (or pass another --out folder)."
+            ) from exc
+        if not isinstance(old, dict):
+            raise DataError(
+                f"{cfg_path} does not hold the run's settings (a JSON object): restore it, or delete "
+                f"{out} to start over (or pass another --out folder)."
+            )
         if old != config:
             diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
             raise ValueError(
@@ -370,10 +421,11 @@ def run_experiment(
                 "another --out folder, or delete that folder to start over."
             )
     else:
-        cfg_path.write_text(json.dumps(config, indent=2) + "\n")
+        atomic_write_text(cfg_path, json.dumps(config, indent=2) + "\n", on_error=_write_error)
     print(f"Preparing {dataset.name} ({len(dataset)} pairs) for the {matcher} matcher...", file=stream, flush=True)
     task, make_matcher, fit_kwargs = build_task(
-        dataset, matcher=matcher, max_pool=max_pool, max_valid=max_valid, max_test=max_test
+        dataset, matcher=matcher, max_pool=config["max_pool"], max_valid=config["max_valid"],
+        max_test=config["max_test"],
     )
     print(
         f"Pool {len(task.pool)}, valid {len(task.valid)}, test {len(task.test)} pairs; strategies "
@@ -385,11 +437,15 @@ def run_experiment(
         n_seed=n_seed, epochs=epochs, results_file=out / "results.jsonl", progress=progress, stream=stream,
     )
     _print_table(df, strategies, stream)
-    df.to_csv(out / "learning_curve.csv", index=False)
+    atomic_write_text(out / "learning_curve.csv", df.to_csv(index=False), on_error=_write_error)
     written = [out / "learning_curve.csv"]
     if plot:
-        plot_learning_curves(df, out / "learning_curve.png", order=list(strategies),
-                             title=f"{dataset.name}: {matcher} matcher, batch {batch}")
-        written.append(out / "learning_curve.png")
+        png = out / "learning_curve.png"
+        try:
+            plot_learning_curves(df, png, order=list(strategies),
+                                 title=f"{dataset.name}: {matcher} matcher, batch {batch}")
+        except OSError as exc:
+            raise _write_error(png, exc) from exc
+        written.append(png)
     print("Wrote " + " and ".join(str(p) for p in written) + ".", file=stream, flush=True)
     return df

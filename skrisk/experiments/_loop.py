@@ -6,6 +6,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -13,10 +14,19 @@ import numpy as np
 from sklearn.metrics import f1_score, precision_score, recall_score
 from sklearn.utils import check_random_state
 
+from .._fileio import read_jsonl
 from .._rows import num_rows, take_rows
 from ..active import ActiveLearner, unpack_query
+from ..exceptions import DataError, SkriskError
 
-__all__ = ["ALTask", "run_active_learning", "initial_labelled_set", "read_results"]
+__all__ = [
+    "ALTask",
+    "RunWriteError",
+    "initial_labelled_set",
+    "read_results",
+    "recorded_rounds",
+    "run_active_learning",
+]
 
 
 @dataclass
@@ -74,36 +84,236 @@ def _metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
     }
 
 
-def read_results(path: str | os.PathLike) -> list[dict]:
-    """Records of a results file (JSON lines); a torn last line (a killed run) is ignored."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    out = []
-    with path.open() as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
+#: Keys of a round's record that hold positions and provenance rather than results; the tables
+#: (``*_rounds.csv``) leave them out. ``labelled`` and ``next_labelled`` are the old format's.
+RECORD_ONLY_KEYS = ("seed_set", "batch", "scores", "env", "date", "labelled", "next_labelled")
+
+_FIX = ("restore it from a backup, or delete that line and the lines after it of the same strategy "
+        "and seed (those rounds are rerun)")
+
+
+class RunWriteError(SkriskError, OSError):
+    """Writing a run's records or outputs failed; the message names the file and the fix."""
+
+
+def _write_error(path: Path, exc: OSError) -> RunWriteError:
+    err = RunWriteError(
+        f"Cannot write {path}: {exc.strerror or exc}. Free disk space or make {path.parent} writable, "
+        "then run the same command again to resume (the rounds already recorded are kept), or pass "
+        "another output folder."
+    )
+    return err
+
+
+def _gaps(positions: np.ndarray) -> list[int]:
+    """Sorted positions as the first one and the differences (small numbers: compact records)."""
+    pos = np.sort(np.asarray(positions, dtype=np.int64))
+    return np.diff(pos, prepend=0).tolist()
+
+
+def _ungap(gaps: Any, where: str) -> np.ndarray:
+    if not isinstance(gaps, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gaps):
+        raise DataError(f"{where}: the positions must be a list of integers (first position, then gaps).")
+    if gaps and (gaps[0] < 0 or min(gaps[1:], default=1) < 1):
+        raise DataError(f"{where}: a position is negative or repeated (the gaps after the first must be >= 1).")
+    return np.cumsum(np.asarray(gaps, dtype=np.int64)).astype(np.intp)
+
+
+def _decode(rec: dict, where: str) -> dict:
+    """A stored round (this format or the old one with full labelled lists) as an in-memory record."""
+    for key, kind in (("strategy", str), ("seed", int), ("round", int), ("n_labelled", int)):
+        if not isinstance(rec.get(key), kind) or isinstance(rec.get(key), bool):
+            raise DataError(f"{where}: {key!r} is missing or not of type {kind.__name__} ({rec.get(key)!r}).")
+    if rec["round"] < 0:
+        raise DataError(f"{where}: round {rec['round']} is negative.")
+    out = {k: v for k, v in rec.items() if k not in ("seed_set_gaps", "batch_gaps", "labelled", "next_labelled")}
+    if "labelled" in rec or "next_labelled" in rec:  # the format before issue #20
+        try:
+            lab = np.asarray(rec["labelled"], dtype=np.int64)
+            nxt = None if rec.get("next_labelled") is None else np.asarray(rec["next_labelled"], dtype=np.int64)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"{where}: unreadable labelled / next_labelled lists ({exc}).") from exc
+        if rec["round"] == 0:
+            out["seed_set"] = np.sort(lab).tolist()
+        out["batch"] = None if nxt is None else np.setdiff1d(nxt, lab).tolist()
+        return out
+    if rec["round"] == 0:
+        if "seed_set_gaps" not in rec:
+            raise DataError(f"{where}: round 0 holds no seed_set_gaps (the initial labelled set).")
+        out["seed_set"] = _ungap(rec["seed_set_gaps"], where).tolist()
+    batch = rec.get("batch_gaps")
+    out["batch"] = None if batch is None else _ungap(batch, where).tolist()
+    if out.get("scores") is not None and (
+        not isinstance(out["scores"], list) or out["batch"] is None or len(out["scores"]) != len(out["batch"])
+    ):
+        raise DataError(f"{where}: scores must be a list with one score per batch position.")
     return out
 
 
-def recorded_rounds(path: str | os.PathLike, strategy: str, seed: int) -> list[dict]:
-    """The rounds of one (strategy, seed) run recorded in ``path``, in order; a round recorded
-    twice (a run extended to more rounds reruns its last one) counts once, the later record."""
-    by_round = {r["round"]: r for r in read_results(path) if r.get("strategy") == strategy and r.get("seed") == seed}
-    return [by_round[r] for r in sorted(by_round)]
+def _encode(rec: dict) -> dict:
+    """The stored form of an in-memory record: positions as gaps, compact."""
+    out = {k: v for k, v in rec.items() if k not in ("seed_set", "batch")}
+    if rec.get("seed_set") is not None:
+        out["seed_set_gaps"] = _gaps(rec["seed_set"])
+    out["batch_gaps"] = None if rec.get("batch") is None else _gaps(rec["batch"])
+    return out
+
+
+def _read(path: Path, *, repair: bool = False) -> list[tuple[int, dict]]:
+    """(line, decoded record) of every round in ``path``; ``env`` and ``date`` carried forward
+    (a process records them on the first line it writes)."""
+    out = []
+    env: dict[str, Any] = {}
+    for line, rec in read_jsonl(path, repair=repair, what="results file", fix=_FIX, on_error=_write_error):
+        dec = _decode(rec, f"{path}, line {line}")
+        for key in ("env", "date"):
+            if key in dec:
+                env[key] = dec[key]
+            elif key in env:
+                dec[key] = env[key]
+        out.append((line, dec))
+    return out
+
+
+def read_results(path: str | os.PathLike, *, repair: bool = False) -> list[dict]:
+    """The round records of a results file (JSON lines), in file order.
+
+    Each record holds the round's results (``dataset``, ``strategy``, ``seed``, ``round``,
+    ``n_labelled``, ``f1``, ...), ``batch`` (the pool positions queried in that round, sorted; None
+    after the last round), ``scores`` (the strategy's scores of those positions, rounded, when it
+    gives them), ``seed_set`` (round 0: the initial labelled set) and ``env`` / ``date`` (the
+    machine, library versions and day of the process that ran it).
+
+    Parameters
+    ----------
+    path : path-like
+        A ``results.jsonl`` of ``skrisk run`` or a ``raw/*.jsonl`` of ``benchmarks/bench_al.py``;
+        a missing file reads as empty.
+    repair : bool, default=False
+        Cut a torn last line (a killed run) off the file; without it the line is only skipped.
+
+    Raises
+    ------
+    DataError
+        A damaged line other than the last, or a record that is not a round; names file and line.
+    """
+    return [rec for _, rec in _read(Path(path), repair=repair)]
+
+
+def recorded_rounds(
+    path: str | os.PathLike,
+    strategy: str,
+    seed: int,
+    *,
+    dataset: str | None = None,
+    n_pool: int | None = None,
+    n_seed: int | None = None,
+    repair: bool = False,
+) -> list[dict]:
+    """The rounds of one (strategy, seed) run recorded in ``path``, in order, checked.
+
+    A round recorded twice (a run extended to more rounds reruns its last one) counts once, the
+    later record. The rounds must run 0, 1, 2, ... with no gap, every batch must hold pool
+    positions not labelled before, and ``n_labelled`` must match; ``dataset``, ``n_pool`` and
+    ``n_seed`` (when given) must match the records. Each record gets ``labelled``: the labelled
+    pool positions it was trained on, rebuilt from the seed set and the batches.
+
+    Raises
+    ------
+    DataError
+        Names the file, the line and the fix.
+    """
+    path = Path(path)
+    by_round: dict[int, tuple[int, dict]] = {}
+    for line, rec in _read(path, repair=repair):
+        if rec["strategy"] == strategy and rec["seed"] == seed:
+            if dataset is not None and rec.get("dataset") != dataset:
+                raise DataError(
+                    f"{path}, line {line}: a round of dataset {rec.get('dataset')!r}, not {dataset!r}. The "
+                    "file belongs to another run: pass another output folder (or results file)."
+                )
+            by_round[rec["round"]] = (line, rec)
+    rounds = []
+    labelled = np.empty(0, dtype=np.intp)
+    for i, r in enumerate(sorted(by_round)):
+        line, rec = by_round[r]
+        where = f"{path}, line {line}"
+        if r != i:
+            raise DataError(
+                f"{where}: round {r} of {strategy}, seed {seed} follows round {i - 1} (round {i} is "
+                f"missing). {_FIX[0].upper() + _FIX[1:]}."
+            )
+        if r == 0:
+            labelled = np.asarray(rec["seed_set"], dtype=np.intp)
+            if n_seed is not None and len(labelled) != n_seed:
+                raise DataError(
+                    f"{where}: the run started from {len(labelled)} labelled pairs, not the {n_seed} asked "
+                    "for. Pass the seed size of that run, or another output folder."
+                )
+        else:
+            prev = rounds[-1]
+            if prev["batch"] is None:
+                raise DataError(
+                    f"{where}: round {r} follows a round that queried nothing. {_FIX[0].upper() + _FIX[1:]}."
+                )
+            labelled = np.union1d(labelled, np.asarray(prev["batch"], dtype=np.intp))
+        if n_pool is not None and len(labelled) and (labelled.min() < 0 or labelled.max() >= n_pool):
+            raise DataError(
+                f"{where}: a labelled position is outside the pool of {n_pool} pairs: the records belong "
+                f"to another dataset or pool size. Pass another output folder, or {_FIX}."
+            )
+        if rec["n_labelled"] != len(labelled):
+            raise DataError(
+                f"{where}: n_labelled is {rec['n_labelled']} but the seed set and batches give "
+                f"{len(labelled)} labelled pairs. {_FIX[0].upper() + _FIX[1:]}."
+            )
+        if rec["batch"] is not None:
+            batch = np.asarray(rec["batch"], dtype=np.intp)
+            if n_pool is not None and len(batch) and (batch.min() < 0 or batch.max() >= n_pool):
+                raise DataError(
+                    f"{where}: a queried position is outside the pool of {n_pool} pairs: the records "
+                    f"belong to another dataset or pool size. Pass another output folder, or {_FIX}."
+                )
+            if np.isin(batch, labelled).any():
+                raise DataError(f"{where}: the batch holds positions labelled before. {_FIX[0].upper() + _FIX[1:]}.")
+        rounds.append({**rec, "labelled": labelled})
+    return rounds
 
 
 def _append(path: Path, record: dict) -> None:
-    with path.open("a") as fh:
-        fh.write(json.dumps(record) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    """Append one record as a line, flushed and fsynced; a failed write leaves no partial line."""
+    line = (json.dumps(_encode(record), separators=(",", ":")) + "\n").encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(line)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass  # a torn line left behind is cut off by the next resume
+            raise _write_error(path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def _rounded(scores: Any, n: int) -> list | None:
+    """A strategy's scores as 4-significant-digit floats (None for non-finite), or None."""
+    if scores is None or np.ndim(scores) != 1 or len(scores) != n:
+        return None
+    try:
+        arr = np.asarray(scores, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return [float(f"{v:.4g}") if np.isfinite(v) else None for v in arr]
 
 
 def run_active_learning(
@@ -128,33 +338,47 @@ def run_active_learning(
     pool pairs with ``strategy`` and labels them from ``task.y``. The initial labelled set
     depends only on ``seed``, so every strategy starts from the same one.
 
-    With ``results_file`` every round is appended (and fsynced) as a JSON line holding the
-    labelled positions, and a rerun resumes after the last complete round.
+    With ``results_file`` every round is appended (and fsynced) as one JSON line holding its
+    results, the pool positions it queried (and the strategy's scores, rounded), round 0 also
+    the seed set, and the first line a process writes its machine and library versions. A rerun
+    resumes after the last complete round, rebuilding the labelled set from the seed set and the
+    batches; a torn last line (a killed run) is cut off first.
 
     Returns
     -------
     list of dict
-        Keys: dataset, strategy, seed, round, n_labelled, f1, precision, recall,
-        batch_mispredicted (share of the queried batch the matcher mispredicted), fit_s, query_s.
+        Keys: dataset, strategy, seed, round, n_labelled, f1, precision, recall, valid_f1,
+        batch_mispredicted (share of the queried batch the matcher mispredicted), batch_positive,
+        fit_s, query_s, batch (sorted pool positions queried, None after the last round), scores,
+        seed_set (round 0), env and date; records read back from ``results_file`` also hold
+        ``labelled`` (the positions the round trained on).
+
+    Raises
+    ------
+    DataError
+        ``results_file`` holds damaged records or records of another run (names file and line).
+    RunWriteError
+        A record cannot be written (full disk, read-only folder); the rounds before are kept.
     """
     name = strategy_name or getattr(strategy, "__name__", type(strategy).__name__)
     y_pool = task.y[task.pool]
+    n_pool = len(task.pool)
     done: list[dict] = []
     path = Path(results_file) if results_file is not None else None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        done = recorded_rounds(path, name, seed)
+        done = recorded_rounds(path, name, seed, dataset=task.name, n_pool=n_pool, n_seed=n_seed, repair=True)
     if done and done[-1]["round"] >= n_rounds - 1:
         return [r for r in done if r["round"] < n_rounds]
-    if done and done[-1].get("next_labelled") is None:
+    if done and done[-1]["batch"] is None:
         # the earlier run stopped at its last round: rerun that round (same labelled set, same
         # matcher seed) to query from it, so a longer run extends a shorter one
-        if len(done[-1]["labelled"]) >= len(task.pool):
+        if len(done[-1]["labelled"]) >= n_pool:
             return done
         last = done.pop()
         labelled, start = np.asarray(last["labelled"], dtype=np.intp), last["round"]
     elif done:
-        labelled = np.asarray(done[-1]["next_labelled"], dtype=np.intp)
+        labelled = np.union1d(done[-1]["labelled"], np.asarray(done[-1]["batch"], dtype=np.intp))
         start = done[-1]["round"] + 1
     else:
         labelled = initial_labelled_set(y_pool, n_seed, random_state=seed)
@@ -168,6 +392,10 @@ def run_active_learning(
         from tqdm.auto import tqdm
 
         rounds = tqdm(rounds, desc=f"{task.name}/{name}/seed{seed}", leave=False)
+    from ._env import machine_line
+
+    provenance = {"env": machine_line(), "date": date.today().isoformat()}
+    first = True
     for r in rounds:
         t0 = time.perf_counter()
         matcher = make_matcher(seed)
@@ -175,7 +403,7 @@ def run_active_learning(
             matcher, strategy, X_training=task.rows(task.pool[labelled]), y_training=y_pool[labelled], **extra_fit
         )
         fit_s = time.perf_counter() - t0
-        rec = {
+        rec: dict[str, Any] = {
             "dataset": task.name,
             "strategy": name,
             "seed": seed,
@@ -185,26 +413,33 @@ def run_active_learning(
             "valid_f1": _metrics(y_valid, learner.predict(X_valid))["f1"],
             "fit_s": round(fit_s, 3),
         }
-        unlabelled = np.setdiff1d(np.arange(len(task.pool)), labelled)
-        next_labelled = None
+        unlabelled = np.setdiff1d(np.arange(n_pool), labelled)
+        picked = None
         if r < n_rounds - 1 and len(unlabelled) > 0:
             n_q = min(batch_size, len(unlabelled))
             X_unl = task.rows(task.pool[unlabelled])
             t1 = time.perf_counter()
             result = strategy(learner, X_unl, n_instances=n_q, random_state=seed * 10007 + r, **(query_kwargs or {}))
-            pos, _ = unpack_query(result, num_rows(X_unl))
+            pos, scores = unpack_query(result, num_rows(X_unl))
             rec["query_s"] = round(time.perf_counter() - t1, 3)
             picked = unlabelled[pos]
             pred = learner.predict(take_rows(X_unl, pos))
             rec["batch_mispredicted"] = float(np.mean(np.asarray(pred) != y_pool[picked]))
             rec["batch_positive"] = float(np.mean(y_pool[picked] == 1))
-            next_labelled = np.sort(np.concatenate([labelled, picked]))
-        rec["labelled"] = labelled.tolist()
-        rec["next_labelled"] = None if next_labelled is None else next_labelled.tolist()
-        records.append(rec)
-        if path is not None:
-            _append(path, rec)
-        if next_labelled is None:
+            order = np.argsort(picked, kind="stable")
+            rounded = _rounded(scores, len(picked))
+            if rounded is not None:
+                rec["scores"] = [rounded[i] for i in order]
+            picked = picked[order]
+        if r == 0:
+            rec["seed_set"] = labelled.tolist()
+        rec["batch"] = None if picked is None else picked.tolist()
+        if path is not None:  # env and date on the first line this process writes (readers carry them on)
+            _append(path, {**rec, **provenance} if first else rec)
+        first = False
+        rec.update(provenance)
+        records.append({**rec, "labelled": labelled})
+        if picked is None:
             break
-        labelled = next_labelled
+        labelled = np.union1d(labelled, picked)
     return records

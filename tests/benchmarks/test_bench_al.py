@@ -43,11 +43,17 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
     assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
     table = next(tmp_path.glob("*.md")).read_text()
     assert "2 runs" in table and "| risk | 2 |" in table
-    # --report-only runs nothing and reports what is recorded
+    # --report-only runs nothing; on unchanged records it rewrites the table byte for byte (the
+    # command, machine and date of the run that made it are kept in raw/tables.json, not re-dated)
+    made = next(tmp_path.glob("*.md")).read_text()
     assert bench.main([*argv, "--report-only"]) == 0
     assert sum(len(f.read_text().splitlines()) for f in raw) == 4 * 3
+    assert next(tmp_path.glob("*.md")).read_text() == made
+    # a new table from the records: the machine and date recorded with the runs
+    assert bench.main([*argv, "--report-only", "--strategies", "risk"]) == 0
     table = next(tmp_path.glob("*.md")).read_text()
-    assert "rounds recorded so far" in table and "| risk | 2 |" in table
+    assert "rounds recorded so far" in table and "| risk | 2 |" in table and "| random |" not in table
+    assert "scikit-learn" in table and "--report-only" in table
     assert bench.main([*argv, "--report-only", "--strategies", "entropy"]) == 1  # nothing recorded
 
 

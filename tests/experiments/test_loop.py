@@ -26,13 +26,14 @@ def test_longer_run_extends_a_finished_shorter_one(beer, tmp_path):
     task = _task(beer)
     path = tmp_path / "r.jsonl"
     short = _run(task, 2, path)
-    assert [r["round"] for r in short] == [0, 1] and short[-1]["next_labelled"] is None
+    assert [r["round"] for r in short] == [0, 1] and short[-1]["batch"] is None
     # same file, more rounds: the last round is rerun to query from it, earlier ones are kept
     longer = _run(task, 4, path)
     straight = _run(task, 4)
     assert [r["round"] for r in longer] == [0, 1, 2, 3]
     for a, b in zip(longer, straight):
-        assert a["labelled"] == b["labelled"] and a["f1"] == b["f1"]
+        assert np.array_equal(a["labelled"], b["labelled"]) and a["f1"] == b["f1"]
+        assert a["batch"] == b["batch"]
     # the file holds round 1 twice (its first run had no query); reading keeps each round once
     recs = read_results(path)
     assert len(recs) == 5
