@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from skrisk._fileio import FolderInUseError
+from skrisk._fileio import FolderInUseError, FolderLock
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError
 from skrisk.experiments import ALTask, read_results, run_active_learning, run_experiment
@@ -242,3 +242,14 @@ def test_compact_records_rebuild_the_labelled_sets_exactly(task, tmp_path):
     assert "labelled" not in raw[2] and "next_labelled" not in raw[2]
     assert "env" in raw[0] and "scikit-learn" in raw[0]["env"] and "date" in raw[0]
     assert max(len(line) for line in path.read_text().splitlines()) < 1024
+
+
+def test_skrisk_run_on_a_locked_folder_says_so_without_a_traceback(tmp_path, capsys):
+    from skrisk.cli import main
+
+    out = tmp_path / "run"
+    with FolderLock(out, what="run output"):
+        rc = main(["run", "--dataset", "beer", "--strategy", "random", "--rounds", "2", "--batch", "5",
+                   "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc != 0 and "in use by pid" in err and "Traceback" not in err
