@@ -154,6 +154,22 @@ def run_aulc(df: pd.DataFrame) -> pd.DataFrame:
     return out[out["n"] == full].drop(columns="n")
 
 
+def _paired(per_run: pd.DataFrame, a: str, b: str) -> dict:
+    """AULC of ``a`` minus that of ``b`` over the runs both have: mean, std, 90 % t-interval,
+    wins / ties / losses (a tie: less than ``TIE`` apart)."""
+    from scipy.stats import t
+
+    x = per_run[per_run["strategy"] == a].set_index("seed")["aulc"]
+    y = per_run[per_run["strategy"] == b].set_index("seed")["aulc"]
+    d = (x - y).dropna()
+    n = len(d)
+    sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+    half = float(t.ppf(0.95, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
+    return {"other": b, "n": n, "mean": float(d.mean()), "sd": sd, "lo": float(d.mean()) - half,
+            "hi": float(d.mean()) + half, "wins": int((d > TIE).sum()), "ties": int((d.abs() <= TIE).sum()),
+            "losses": int((d < -TIE).sum())}
+
+
 def setting_summary(stems: list[str], al_dir: Path = AL) -> dict:
     """AULC per strategy, runs, the best strategy and baseline, the default's paired comparisons."""
     df = rounds(stems, al_dir)
@@ -168,23 +184,13 @@ def setting_summary(stems: list[str], al_dir: Path = AL) -> dict:
     budgets = sorted(df["n_labelled"].unique())
 
     def paired(other: str) -> dict:
-        a = per_run[per_run["strategy"] == DEFAULT].set_index("seed")["aulc"]
-        b = per_run[per_run["strategy"] == other].set_index("seed")["aulc"]
-        d = (a - b).dropna()
-        n = len(d)
-        from scipy.stats import t
-
-        sd = float(d.std(ddof=1)) if n > 1 else float("nan")
-        half = float(t.ppf(0.95, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
-        return {"other": other, "n": n, "mean": float(d.mean()), "sd": sd, "lo": float(d.mean()) - half,
-                "hi": float(d.mean()) + half, "wins": int((d > TIE).sum()), "ties": int((d.abs() <= TIE).sum()),
-                "losses": int((d < -TIE).sum())}
+        return _paired(per_run, DEFAULT, other)
 
     first3 = budgets[1:4]  # the labelled-set sizes after the first three queries
     return {
         "aulc": aulc, "runs": runs, "best": best, "best_base": best_base, "budgets": budgets,
         "first3": first3, "curve": curve, "vs_base": paired(best_base), "vs_paper": paired(PAPER),
-        "stems": stems,
+        "stems": stems, "per_run": per_run,
     }
 
 
@@ -269,9 +275,13 @@ def block_recommendation(_: str, ctx: dict) -> str:
             sure = (f"{STRATEGIES[p['other']]} is ahead of the default beyond noise: {_signed(-p['mean'])} "
                     f"[{_signed(-p['hi'])}, {_signed(-p['lo'])}], {p['losses']} / {p['ties']} / {p['wins']} over {p['n']} runs")
         else:
-            others = [st for st in STRATEGIES if st != DEFAULT and st in s["aulc"].index
-                      and s["aulc"][st] >= s["aulc"][DEFAULT] - TIE]
-            level = f"; level with {', '.join(STRATEGIES[o] for o in others)}" if others else ""
+            higher = [st for st in STRATEGIES if st != DEFAULT and st in s["aulc"].index
+                      and s["aulc"][st] > s["aulc"][DEFAULT]]
+            notes = []
+            for st in higher:
+                q = _paired(s["per_run"], DEFAULT, st)
+                notes.append(f"{STRATEGIES[st]} {s['aulc'][st]:.3f}, {_verdict(q)} over {q['n']} paired runs")
+            level = f"; higher mean: {'; '.join(notes)}" if notes else ""
             use = f"the default `RiskSampler()` (AULC {s['aulc'][DEFAULT]:.3f}{level})"
             sure = (f"against {STRATEGIES[p['other']]}: {verdict}, {_signed(p['mean'])} [{_signed(p['lo'])}, {_signed(p['hi'])}], "
                     f"{p['wins']} / {p['ties']} / {p['losses']} over {p['n']} runs")
