@@ -304,6 +304,28 @@ def block_sources(_: str, ctx: dict) -> str:
     return "\n".join(lines)
 
 
+def block_settings_note(_: str, ctx: dict) -> str:
+    """Run counts that differ within a setting, and each setting's seed set and batch."""
+    parts = []
+    for name, s in ctx["summaries"].items():
+        counts = s["runs"][[st for st in STRATEGIES if st in s["runs"].index]]
+        if counts.nunique() > 1:
+            few = [STRATEGIES[st] for st, n in counts.items() if n < counts.max()]
+            few_txt = few[0] if len(few) == 1 else ", ".join(few[:-1]) + " and " + few[-1]
+            parts.append(f"In the {name} row, {few_txt} ran {int(counts.min())} runs and the other "
+                         f"strategies {int(counts.max())}, so their shortfalls compare means over different runs; "
+                         "every paired comparison uses the runs both strategies share.")
+    sizes = []
+    for name, s in ctx["summaries"].items():
+        title = (ctx["al_dir"] / f"{s['stems'][0]}.md").read_text().partition("\n")[0]
+        m = re.search(r"seed (\d+), batch (\d+)", title)
+        if m:
+            sizes.append(f"{name} {int(m.group(1)):,} / {int(m.group(2)):,}")
+    parts.append("Seed set / batch: " + "; ".join(sizes) + ".")
+    parts.append(f"Paired: same initial labels and matcher seed; a tie is a difference below {TIE:g}.")
+    return " ".join(parts)
+
+
 def block_matcher_choice(_: str, ctx: dict) -> str:
     """The matcher matters more than the strategy: the best AULC with each matcher per dataset."""
     parts = []
@@ -381,11 +403,22 @@ def block_al(stem: str, ctx: dict) -> str:
     return f"Files: {', '.join(files)}. *{title}*\n{rest}"
 
 
+def _table_rows(text: str) -> set[str]:
+    return {ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| strategy |")}
+
+
 def block_al_link(arg: str, ctx: dict) -> str:
-    """A ``bench_al`` table whose rows are all in a table shown elsewhere on the page: its link,
-    title and command, machine and date lines only (``arg``: ``stem|where its rows are``)."""
-    stem, _, where = arg.partition("|")
+    """A ``bench_al`` table whose rows are in a table shown elsewhere: its link, title and command,
+    machine and date lines only. ``arg``: ``stem|target stem|where the rows are|strategies not
+    there`` (the last part optional, space-separated); the rows are checked, so the claim stays true."""
+    stem, target, where, *rest = (arg.split("|") + [""])[:4]
     text = (ctx["al_dir"] / f"{stem}.md").read_text().rstrip("\n")
+    skip = set(rest[0].split()) if rest else set()
+    rows = {r for r in _table_rows(text) if r.split(" | ")[0].removeprefix("| ") not in skip}
+    missing = rows - _table_rows((ctx["al_dir"] / f"{target}.md").read_text())
+    if missing:
+        raise ResultsError(f"{target}.md no longer holds every row of {stem}.md ({len(missing)} differ): "
+                           f"show {stem} with {{{{al:{stem}}}}} in its template under {_rel(PAGES)}.")
     title = text.partition("\n")[0].removeprefix("### ").strip()
     meta = _split_meta(text)[1].strip("\n")
     return (f"Files: [`{stem}.md`](al/{stem}.md), [F1 figure](al/{stem}.png), `al/{stem}_rounds.csv`, "
@@ -618,6 +651,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "recommendation": block_recommendation,
     "matcher_choice": block_matcher_choice,
     "sources": block_sources,
+    "settings_note": block_settings_note,
     "components": block_components,
     "al": block_al,
     "file": block_file,

@@ -105,3 +105,12 @@ def test_an_unknown_block_in_a_template_names_the_template(mr, tmp_path, monkeyp
     monkeypatch.setattr(mr, "ROOT", tmp_path.parent)
     with pytest.raises(mr.ResultsError, match=r"page\.md: unknown block \{\{no_such_block\}\}"):
         mr.render("page.md", {})
+
+
+def test_a_linked_table_must_still_be_shown_elsewhere(mr):
+    """A table linked instead of repeated must have every row in the table it points to."""
+    ctx = {"al_dir": mr.AL}
+    text = mr.block_al_link("dblp_scholar_feature_variants_warm|dblp_scholar_feature_compare_all|6.2", ctx)
+    assert "_command_" in text and "_machine_" in text and "_date_" in text
+    with pytest.raises(mr.ResultsError, match=r"no longer holds every row of dblp_scholar_feature_compare_all\.md"):
+        mr.block_al_link("dblp_scholar_feature_compare_all|dblp_scholar_feature_variants_warm|6.1", ctx)
