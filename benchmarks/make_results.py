@@ -466,7 +466,7 @@ def block_nodist(_: str, ctx: dict) -> str:
         f3 = {s: " / ".join(f"{curve[(s, b)]:.3f}" for b in budgets) for s in (DEFAULT, "risk_pre2w_nodist")}
         lines.append(
             f"| {name} | {len(per)} | {df['round'].max() + 1} | {per[DEFAULT].mean():.4f} | {per['risk_pre2w_nodist'].mean():.4f} "
-            f"| `nodist` higher in {int((d > 0).sum())} of {len(d)}, mean {_signed(d.mean())} | {f3[DEFAULT]} | {f3['risk_pre2w_nodist']} |")
+            f"| `nodist` higher / level / lower: {int((d > TIE).sum())} / {int((d.abs() <= TIE).sum())} / {int((d < -TIE).sum())} of {len(d)}, mean {_signed(d.mean())} | {f3[DEFAULT]} | {f3['risk_pre2w_nodist']} |")
     return "\n".join(lines)
 
 
