@@ -715,36 +715,49 @@ def al_commands(al_dir: Path = AL) -> dict[str, list[str]]:
     return out
 
 
-def regenerate_al(tmp: Path, stems: list[str] | None = None) -> dict[str, list[str]]:
-    """Rerun ``bench_al --report-only`` for every AL table into ``tmp`` (``raw/`` linked there);
-    return stem -> the files whose tables differ from the committed ones (the dated
-    ``_command_`` / ``_machine_`` / ``_date_`` lines are not compared)."""
+def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, list[str]], dict[str, Path]]:
+    """Rerun ``bench_al --report-only`` for every AL table, each into its own folder under ``tmp``
+    (with ``raw/`` linked there).
+
+    Returns stem -> the files whose tables differ from the committed ones (the dated
+    ``_command_`` / ``_machine_`` / ``_date_`` lines are not compared), and stem -> the folder
+    holding its new files (named as bench_al names them, which a table renamed by hand, such as
+    ``abt_buy_feature_variants_pre5``, is not).
+    """
     if not os.environ.get("SKRISK_DATA"):
         raise ResultsError("SKRISK_DATA is not set: bench_al --report-only loads the datasets; "
                            "run with SKRISK_DATA=/path/to/the/DeepMatcher/data.")
-    (tmp / "raw").symlink_to(AL / "raw", target_is_directory=True)
     cache = AL / "cache"
     cache.mkdir(exist_ok=True)
-    (tmp / "cache").symlink_to(cache, target_is_directory=True)
-    diffs = {}
+    diffs, folders = {}, {}
     for stem, args in al_commands().items():
         if stems is not None and stem not in stems:
             continue
+        print(f"bench_al --report-only: {stem}", file=sys.stderr, flush=True)
+        out = tmp / stem
+        out.mkdir()
+        (out / "raw").symlink_to(AL / "raw", target_is_directory=True)
+        (out / "cache").symlink_to(cache, target_is_directory=True)
         i = args.index("--out")
-        args = [*args[:i + 1], str(tmp), *args[i + 2:]]
+        args = [*args[:i + 1], str(out), *args[i + 2:]]
         res = subprocess.run([sys.executable, str(BENCH / "bench_al.py"), *args], cwd=ROOT,
                              capture_output=True, text=True)
         if res.returncode:
             raise ResultsError(f"bench_al.py {' '.join(args)} failed for {stem}.md:\n{res.stderr[-2000:]}")
+        made = [f for f in out.glob("*.md")]
+        if len(made) != 1:
+            raise ResultsError(f"bench_al.py {' '.join(args)} wrote {len(made)} tables for {stem}.md, not one.")
+        new = made[0].name.removesuffix(".md")
+        folders[stem] = out
         bad = []
-        if _split_meta((tmp / f"{stem}.md").read_text())[0] != _split_meta((AL / f"{stem}.md").read_text())[0]:
+        if _split_meta(made[0].read_text())[0] != _split_meta((AL / f"{stem}.md").read_text())[0]:
             bad.append(f"{stem}.md")
         for suffix in ("_rounds.csv", "_summary.csv"):
-            if (tmp / f"{stem}{suffix}").read_bytes() != (AL / f"{stem}{suffix}").read_bytes():
+            if (out / f"{new}{suffix}").read_bytes() != (AL / f"{stem}{suffix}").read_bytes():
                 bad.append(f"{stem}{suffix}")
         if bad:
             diffs[stem] = bad
-    return diffs
+    return diffs, folders
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -757,14 +770,16 @@ def main(argv: list[str] | None = None) -> int:
         differ: list[str] = []
         if (not args.check and not args.pages_only) or (args.check and args.from_raw):
             with tempfile.TemporaryDirectory() as tmp:
-                diffs = regenerate_al(Path(tmp))
+                diffs, folders = regenerate_al(Path(tmp))
                 for stem, files in diffs.items():
                     if args.check:
                         differ += [f"benchmarks/results/al/{f}" for f in files]
                         continue
-                    for f in Path(tmp).glob(f"{stem}*"):
-                        if f.is_file() and re.fullmatch(rf"{re.escape(stem)}(_rounds\.csv|_summary\.csv|\.md|\.png|_mispredicted\.png)", f.name):
-                            shutil.copyfile(f, AL / f.name)
+                    out = folders[stem]
+                    new = next(out.glob("*.md")).name.removesuffix(".md")
+                    for suffix in (".md", "_rounds.csv", "_summary.csv", ".png", "_mispredicted.png"):
+                        if (out / f"{new}{suffix}").is_file():
+                            shutil.copyfile(out / f"{new}{suffix}", AL / f"{stem}{suffix}")
                     print(f"updated from raw/: {stem} ({', '.join(files)})")
         for rel, text in build_pages().items():
             path = ROOT / rel
