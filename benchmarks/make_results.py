@@ -753,7 +753,10 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
         if _split_meta(made[0].read_text())[0] != _split_meta((AL / f"{stem}.md").read_text())[0]:
             bad.append(f"{stem}.md")
         for suffix in ("_rounds.csv", "_summary.csv"):
-            if (out / f"{new}{suffix}").read_bytes() != (AL / f"{stem}{suffix}").read_bytes():
+            committed = AL / f"{stem}{suffix}"
+            if not committed.is_file():
+                bad.append(f"{stem}{suffix} (not committed)")
+            elif (out / f"{new}{suffix}").read_bytes() != committed.read_bytes():
                 bad.append(f"{stem}{suffix}")
         if bad:
             diffs[stem] = bad
