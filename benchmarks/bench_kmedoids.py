@@ -297,13 +297,9 @@ def _cpu_name() -> str:
     return f"{platform.processor() or 'CPU'} ({os.cpu_count()} cores)"
 
 
-def _write(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
-    with open(out / "kmedoids_bench.csv", "w", newline="") as fh:
-        fh.write("# " + json.dumps(meta) + "\n")
-        wr = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
-        wr.writeheader()
-        for r in rows:
-            wr.writerow(r)
+def markdown_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The Markdown of ``kmedoids_bench.md``: the run's command, date and machine, then one row per
+    measurement (also used by ``benchmarks/make_results.py`` to rebuild the page from the CSV)."""
     lines = [
         f"Command: `{meta['command']}`  ",
         f"Date: {meta['date']}; device: {meta['device']}; torch {meta['torch']}, "
@@ -324,7 +320,17 @@ def _write(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
             f"{r['n_select']} | {r['weights']} | {r['seconds']:.2f} | {r['repeats']} | "
             f"{r['total_deviation']:.6g} | {ratio} | {r['n_swaps']} | {r['n_iter']} | {rss} |"
         )
-    (out / "kmedoids_bench.md").write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def _write(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    with open(out / "kmedoids_bench.csv", "w", newline="") as fh:
+        fh.write("# " + json.dumps(meta) + "\n")
+        wr = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
+        wr.writeheader()
+        for r in rows:
+            wr.writerow(r)
+    (out / "kmedoids_bench.md").write_text(markdown_table(rows, meta))
     _plots(out, rows, meta)
     print(f"wrote {out}/kmedoids_bench.csv, .md and .png files")
 

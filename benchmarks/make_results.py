@@ -1,0 +1,808 @@
+"""Regenerate ``benchmarks/RESULTS.md`` and the per-topic pages under ``benchmarks/results/``.
+
+The pages are never edited by hand. Their prose lives in the templates under
+``benchmarks/results/_pages/``; every table, and every number of the summary, is computed here
+from the records the benchmark scripts write:
+
+- active learning: the tables ``benchmarks/bench_al.py --report-only`` writes from
+  ``benchmarks/results/al/raw/`` (``<stem>.md``, ``<stem>_rounds.csv``) and the replays of
+  ``benchmarks/bench_risk_quality.py`` (``<stem>_risk_quality.csv``);
+- data, matcher, LearnRisk, k-medoids kernel, query time: the CSV / JSON-lines records of
+  ``bench_data.py``, ``bench_matcher.py``, ``bench_learnrisk.py``, ``bench_kmedoids.py`` and
+  ``bench_query.py`` under ``benchmarks/results/<part>/``.
+
+A template line ``{{name}}`` or ``{{name:argument}}`` is replaced by the block of that name
+(see ``BLOCKS``).
+
+Examples
+--------
+    python benchmarks/make_results.py            # every AL table from raw/, then every page
+    python benchmarks/make_results.py --pages-only
+    python benchmarks/make_results.py --check    # exit 1 and list the pages that differ (fast)
+    python benchmarks/make_results.py --check --from-raw   # also every AL table from raw/
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from skrisk._fileio import atomic_write_text
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+RESULTS = BENCH / "results"
+AL = RESULTS / "al"
+PAGES = RESULTS / "_pages"
+
+#: output page -> template (both relative to the repository root)
+OUTPUTS = {
+    "benchmarks/RESULTS.md": "RESULTS.md",
+    "benchmarks/results/active_learning.md": "active_learning.md",
+    "benchmarks/results/active_learning_ablations.md": "active_learning_ablations.md",
+    "benchmarks/results/data.md": "data.md",
+    "benchmarks/results/matcher.md": "matcher.md",
+    "benchmarks/results/learnrisk.md": "learnrisk.md",
+    "benchmarks/results/kmedoids.md": "kmedoids.md",
+    "benchmarks/results/query.md": "query.md",
+}
+
+DEFAULT = "risk_pre2w"
+PAPER = "risk"
+#: the strategies of the summary, in its column order, with their names for a reader
+STRATEGIES = {
+    "risk_pre2w": "skrisk default `risk_pre2w`",
+    "risk": "paper's `risk`",
+    "random": "random",
+    "entropy": "entropy",
+    "bald": "BALD",
+    "coreset": "core-set",
+    "egl": "EGL",
+    "badge": "BADGE",
+}
+BASELINES = ["random", "entropy", "bald", "coreset", "egl", "badge"]
+#: setting -> the compare experiments that measured it (later stems add runs to earlier ones)
+SETTINGS = {
+    "DBLP-Scholar x forest": ["dblp_scholar_feature_compare_all"],
+    "DBLP-Scholar x RNN": ["dblp_scholar_rnn_compare", "dblp_scholar_rnn_compare_runs10"],
+    "Abt-Buy x forest": ["abt_buy_feature_compare_all"],
+    "Abt-Buy x RNN": ["abt_buy_rnn_compare"],
+}
+NAMES = {"dblp_scholar": "DBLP-Scholar", "abt_buy": "Abt-Buy"}
+#: a paired AULC difference smaller than this counts as a tie (it rounds to 0.000)
+TIE = 5e-4
+
+
+class ResultsError(RuntimeError):
+    """A record or template the pages cannot be built from; the message names the file and the fix."""
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _rel(path: Path) -> str:
+    """``path`` relative to the repository root where it is inside it, for messages."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: run the benchmark that writes it "
+                           "(see its page's command) or restore it with git.")
+    return pd.read_csv(path, comment="#")
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: restore it with git.")
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ResultsError(f"{_rel(path)}, line {i}: not JSON ({exc.msg}); "
+                                   "restore the file with git.") from None
+    return out
+
+
+def _bench_module(name: str):
+    """A benchmark script as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def rounds(stems: list[str], al_dir: Path = AL) -> pd.DataFrame:
+    """Per-(strategy, seed, round) records of the experiments ``stems``, each round once."""
+    frames = [_read_csv(al_dir / f"{s}_rounds.csv") for s in stems]
+    df = pd.concat(frames, ignore_index=True)
+    return df.drop_duplicates(subset=["strategy", "seed", "round"], keep="last")
+
+
+def run_aulc(df: pd.DataFrame) -> pd.DataFrame:
+    """Area under each run's learning curve (mean F1 over the label range), complete runs only.
+
+    The mean of these equals ``bench_al``'s AULC (the area under the mean curve) when every run
+    has every budget, which is why incomplete runs are left out.
+    """
+    rows = []
+    for (strat, seed), g in df.groupby(["strategy", "seed"]):
+        g = g.sort_values("n_labelled")
+        x, y = g["n_labelled"].to_numpy(float), g["f1"].to_numpy(float)
+        rows.append({"strategy": strat, "seed": int(seed), "n": len(x),
+                     "aulc": float(np.trapezoid(y, x) / (x[-1] - x[0])) if len(x) > 1 else float(y[0])})
+    out = pd.DataFrame(rows)
+    full = out.groupby("strategy")["n"].transform("max")
+    return out[out["n"] == full].drop(columns="n")
+
+
+def _paired(per_run: pd.DataFrame, a: str, b: str) -> dict:
+    """AULC of ``a`` minus that of ``b`` over the runs both have: mean, std, 90 % t-interval,
+    wins / ties / losses (a tie: less than ``TIE`` apart)."""
+    from scipy.stats import t
+
+    x = per_run[per_run["strategy"] == a].set_index("seed")["aulc"]
+    y = per_run[per_run["strategy"] == b].set_index("seed")["aulc"]
+    d = (x - y).dropna()
+    n = len(d)
+    sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+    half = float(t.ppf(0.95, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
+    return {"other": b, "n": n, "mean": float(d.mean()), "sd": sd, "lo": float(d.mean()) - half,
+            "hi": float(d.mean()) + half, "wins": int((d > TIE).sum()), "ties": int((d.abs() <= TIE).sum()),
+            "losses": int((d < -TIE).sum())}
+
+
+def setting_summary(stems: list[str], al_dir: Path = AL) -> dict:
+    """AULC per strategy, runs, the best strategy and baseline, the default's paired comparisons."""
+    df = rounds(stems, al_dir)
+    per_run = run_aulc(df)
+    aulc = per_run.groupby("strategy")["aulc"].mean()
+    runs = per_run.groupby("strategy")["seed"].nunique()
+    curve = df.groupby(["strategy", "n_labelled"])["f1"].mean()
+    present = [s for s in STRATEGIES if s in aulc.index]
+    best = max(present, key=lambda s: aulc[s])
+    baselines = [s for s in BASELINES if s in aulc.index]
+    best_base = max(baselines, key=lambda s: aulc[s])
+    budgets = sorted(df["n_labelled"].unique())
+
+    def paired(other: str) -> dict:
+        return _paired(per_run, DEFAULT, other)
+
+    first3 = budgets[1:4]  # the labelled-set sizes after the first three queries
+    return {
+        "aulc": aulc, "runs": runs, "best": best, "best_base": best_base, "budgets": budgets,
+        "first3": first3, "curve": curve, "vs_base": paired(best_base), "vs_paper": paired(PAPER),
+        "stems": stems, "per_run": per_run,
+    }
+
+
+def summaries(al_dir: Path = AL) -> dict[str, dict]:
+    return {name: setting_summary(stems, al_dir) for name, stems in SETTINGS.items()}
+
+
+# --------------------------------------------------------------------------- blocks: summary
+
+
+def _signed(x: float, nd: int = 4) -> str:
+    """``x`` with its sign, and no "-0.000" for a value that rounds to zero."""
+    v = round(float(x), nd)
+    return f"{0.0:.{nd}f}" if v == 0 else f"{v:+.{nd}f}"
+
+
+def _fmt_sd(x: float) -> str:
+    return "n/a" if np.isnan(x) else f"{x:.4f}"
+
+
+def block_summary_table(_: str, ctx: dict) -> str:
+    """Rows: settings; columns: strategies; AULC, shortfall from the setting's best, runs."""
+    head = "| setting | " + " | ".join(STRATEGIES.values()) + " |"
+    lines = [head, "|---" * (len(STRATEGIES) + 1) + "|"]
+    for name, s in ctx["summaries"].items():
+        top = s["aulc"][s["best"]]
+        cells = []
+        for strat in STRATEGIES:
+            if strat not in s["aulc"].index:
+                cells.append("n/a")
+                continue
+            v, n = s["aulc"][strat], int(s["runs"][strat])
+            gap = v - top
+            mark = f"**{v:.3f}** best" if strat == s["best"] else f"{v:.3f} ({_signed(gap, 3)})"
+            cells.append(f"{mark}, {n} runs")
+        link = ", ".join(f"[{i + 1}](results/al/{st}.md)" for i, st in enumerate(s["stems"]))
+        lines.append(f"| {name} (tables: {link}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _verdict(p: dict) -> str:
+    if np.isnan(p["lo"]):
+        return "one run: no interval"
+    if p["lo"] > 0:
+        return "ahead beyond noise"
+    if p["hi"] < 0:
+        return "behind beyond noise"
+    return "within noise"
+
+
+def block_paired_table(_: str, ctx: dict) -> str:
+    lines = ["| setting | default against | runs paired | mean AULC difference | std | 90 % interval | wins / ties / losses | reading |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, s in ctx["summaries"].items():
+        for p, what in ((s["vs_base"], "best baseline"), (s["vs_paper"], "the paper's method")):
+            lines.append(
+                f"| {name} | {what}: {STRATEGIES[p['other']]} ({s['aulc'][p['other']]:.3f}) | {p['n']} "
+                f"| {_signed(p['mean'])} | {_fmt_sd(p['sd'])} | [{_signed(p['lo'])}, {_signed(p['hi'])}] "
+                f"| {p['wins']} / {p['ties']} / {p['losses']} | {_verdict(p)} |")
+    return "\n".join(lines)
+
+
+def _first3(s: dict, strat: str) -> list[float]:
+    return [float(s["curve"][(strat, b)]) for b in s["first3"]]
+
+
+def block_recommendation(_: str, ctx: dict) -> str:
+    """Which strategy to use per setting, and how sure, from the paired comparisons.
+
+    The default is recommended unless the best baseline is ahead of it beyond noise (the 90 %
+    interval of the paired AULC difference below zero); then that baseline is.
+    """
+    lines = ["| setting | use | how sure (paired over runs: mean AULC difference, 90 % interval, wins / ties / losses) | first three queries, default against the best baseline at each |",
+             "|---|---|---|---|"]
+    for name, s in ctx["summaries"].items():
+        p = s["vs_base"]
+        verdict = _verdict(p)
+        d3 = _first3(s, DEFAULT)
+        b3 = [max(float(s["curve"][(b, n)]) for b in BASELINES if (b, n) in s["curve"].index) for n in s["first3"]]
+        if verdict == "behind beyond noise":
+            use = f"{STRATEGIES[p['other']]} (AULC {s['aulc'][p['other']]:.3f})"
+            sure = (f"{STRATEGIES[p['other']]} is ahead of the default beyond noise: {_signed(-p['mean'])} "
+                    f"[{_signed(-p['hi'])}, {_signed(-p['lo'])}], {p['losses']} / {p['ties']} / {p['wins']} over {p['n']} runs")
+        else:
+            higher = [st for st in STRATEGIES if st != DEFAULT and st in s["aulc"].index
+                      and s["aulc"][st] > s["aulc"][DEFAULT]]
+            notes = []
+            for st in higher:
+                q = _paired(s["per_run"], DEFAULT, st)
+                notes.append(f"{STRATEGIES[st]} {s['aulc'][st]:.3f}, {_verdict(q)} over {q['n']} paired runs")
+            level = f"; higher mean: {'; '.join(notes)}" if notes else ""
+            use = f"the default `RiskSampler()` (AULC {s['aulc'][DEFAULT]:.3f}{level})"
+            sure = (f"against {STRATEGIES[p['other']]}: {verdict}, {_signed(p['mean'])} [{_signed(p['lo'])}, {_signed(p['hi'])}], "
+                    f"{p['wins']} / {p['ties']} / {p['losses']} over {p['n']} runs")
+        lines.append(f"| {name} | {use} | {sure} | {' / '.join(f'{x:.3f}' for x in d3)} against "
+                     f"{' / '.join(f'{y:.3f}' for y in b3)} ({' / '.join(str(int(n)) for n in s['first3'])} labels) |")
+    return "\n".join(lines)
+
+
+def block_sources(_: str, ctx: dict) -> str:
+    """Machine, date and command of every table behind the summary (from the tables' own lines)."""
+    lines = []
+    for name, s in ctx["summaries"].items():
+        for stem in s["stems"]:
+            text = (ctx["al_dir"] / f"{stem}.md").read_text()
+            meta = {k: re.search(rf"_{k}_: (.*?)\s*$", text, re.M) for k in ("command", "machine", "date")}
+            date = meta["date"].group(1).split(",")[0] if meta["date"] else "?"
+            machine = meta["machine"].group(1) if meta["machine"] else "?"
+            cmd = meta["command"].group(1) if meta["command"] else "?"
+            lines.append(f"- {name}, [`{stem}.md`](results/al/{stem}.md): {date}; {machine}; {cmd}")
+    return "\n".join(lines)
+
+
+def block_settings_note(_: str, ctx: dict) -> str:
+    """Run counts that differ within a setting, and each setting's seed set and batch."""
+    parts = []
+    for name, s in ctx["summaries"].items():
+        counts = s["runs"][[st for st in STRATEGIES if st in s["runs"].index]]
+        if counts.nunique() > 1:
+            few = [STRATEGIES[st] for st, n in counts.items() if n < counts.max()]
+            few_txt = few[0] if len(few) == 1 else ", ".join(few[:-1]) + " and " + few[-1]
+            parts.append(f"In the {name} row, {few_txt} ran {int(counts.min())} runs and the other "
+                         f"strategies {int(counts.max())}, so their shortfalls compare means over different runs; "
+                         "every paired comparison uses the runs both strategies share.")
+    sizes = []
+    for name, s in ctx["summaries"].items():
+        title = (ctx["al_dir"] / f"{s['stems'][0]}.md").read_text().partition("\n")[0]
+        m = re.search(r"seed (\d+), batch (\d+)", title)
+        if m:
+            sizes.append(f"{name} {int(m.group(1)):,} / {int(m.group(2)):,}")
+    parts.append("Seed set / batch: " + "; ".join(sizes) + ".")
+    parts.append(f"Paired: same initial labels and matcher seed; a tie is a difference below {TIE:g}.")
+    return " ".join(parts)
+
+
+def block_matcher_choice(_: str, ctx: dict) -> str:
+    """The matcher matters more than the strategy: the best AULC with each matcher per dataset."""
+    parts = []
+    for ds in ("DBLP-Scholar", "Abt-Buy"):
+        best = {m: max(ctx["summaries"][f"{ds} x {m}"]["aulc"]) for m in ("forest", "RNN")}
+        top = max(best, key=best.get)
+        parts.append(f"{ds} {best['forest']:.3f} with the forest against {best['RNN']:.3f} with the RNN")
+    return "Best AULC per matcher: " + "; ".join(parts) + "."
+
+
+def block_components(_: str, ctx: dict) -> str:
+    """One line per component figure, every number from its records, with a link to its page."""
+    km = _read_csv(RESULTS / "kmedoids/quiet/kmedoids_bench.csv")
+    ours = km[(km["experiment"] == "vs_rust") & (km["method"] == "ours eager")].set_index("n")["seconds"]
+    rust = km[(km["experiment"] == "vs_rust") & (km["method"] == "kmedoids.fasterpam")].set_index("n")["seconds"]
+    speed = ", ".join(f"{ours[n]:.2f} s against {rust[n]:.2f} s ({ours[n] / rust[n]:.2f}x) at n = {n:,}"
+                      for n in sorted(ours.index) if n in rust.index)
+    al_shape = km[km["experiment"] == "al"]
+    al_txt = f"; the active-learning shape (n = {int(al_shape['n'].iloc[0]):,}) {al_shape['seconds'].iloc[0]:.2f} s" if len(al_shape) else ""
+    rec = _read_jsonl(RESULTS / "matcher/results.jsonl")
+    full = {r["dataset"]: r for r in rec if r.get("task") == "full" and r.get("model") == "hybrid"
+            and not r.get("params", {}).get("stack_forest")}
+    lr = pd.concat([_read_csv(p) for p in sorted((RESULTS / "learnrisk").glob("runs_rnn_plain_*.csv"))])
+    g = lr.groupby("dataset")[["auc_learnrisk", "auc_uncertainty"]].mean()
+    # queries with RiskSampler's defaults (no --risk-params, or an empty one), every repeat
+    q = [r for r in _read_jsonl(RESULTS / "query/query_bench.jsonl")
+         if "--risk-params" not in r["command"] or "--risk-params '{}'" in r["command"]]
+    totals = {kind: [run["phases_s"]["query_total"] for r in q if (r["matcher"] == "feature") == (kind == "forest")
+                     for run in r["runs"]] for kind in ("forest", "rnn")}
+    span = {k: f"{min(v):.1f}" if min(v) == max(v) else f"{min(v):.1f}-{max(v):.1f}" for k, v in totals.items()}
+    data = _read_csv(RESULTS / "data/bench_data.csv")
+    sim = data[(data["part"] == "similarity") & (data["dataset"] == "dblp_scholar")].iloc[0]
+    base = data[(data["part"] == "baseline") & (data["dataset"] == "dblp_scholar")
+                & data["metric"].str.startswith("LogisticRegression")].iloc[0]
+    lines = [
+        f"- **Kernel against `kmedoids` (Rust FasterPAM), unit weights, k = 200, idle machine:** "
+        f"{speed}{al_txt}. [kmedoids.md](results/kmedoids.md)",
+        f"- **Matcher:** hybrid RNN on the full training split, test F1 "
+        + ", ".join(f"{NAMES.get(d, d)} {r['test_f1']:.4f}" for d, r in sorted(full.items()))
+        + ". [matcher.md](results/matcher.md)",
+        "- **LearnRisk:** ROC AUC of the risk for a plain RNN's test mistakes, against the RNN's own "
+        "uncertainty: " + ", ".join(f"{NAMES.get(d, d)} {row.auc_learnrisk:.3f} against {row.auc_uncertainty:.3f}"
+                                     for d, row in g.iterrows())
+        + ". [learnrisk.md](results/learnrisk.md)",
+        f"- **Query time** (one risk-sampling query, DBLP-Scholar pool of {q[0]['pool']:,}, b = {q[0]['batch']}): "
+        f"{span['forest']} s with the forest, {span['rnn']} s with the RNN, with `RiskSampler`'s defaults (target <= {q[0]['target_s']} s). "
+        "[query.md](results/query.md)",
+        f"- **Data layer:** DBLP-Scholar's {sim['metric'].split(', ')[2]} for {sim['metric'].split(', ')[1]} in {float(sim['value']):.1f} s; "
+        f"logistic regression on them, test F1 {float(base['value']):.4f} (target {base['expected']}). [data.md](results/data.md)",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- blocks: AL pages
+
+
+def _split_meta(text: str) -> tuple[str, str]:
+    i = text.find("\n_command_:")
+    return (text, "") if i < 0 else (text[:i], text[i:])
+
+
+def block_al(stem: str, ctx: dict) -> str:
+    """A ``bench_al`` table as written by ``--report-only``, with links to its files."""
+    path = ctx["al_dir"] / f"{stem}.md"
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: write it with its bench_al "
+                           "--report-only command (python benchmarks/make_results.py does).")
+    text = path.read_text().rstrip("\n")
+    first, _, rest = text.partition("\n")
+    title = first.removeprefix("### ").strip()
+    files = [f"[`{stem}.md`](al/{stem}.md)", f"[F1 figure](al/{stem}.png)"]
+    if (ctx["al_dir"] / f"{stem}_mispredicted.png").is_file():
+        files.append(f"[Fig. 4 figure](al/{stem}_mispredicted.png)")
+    files += [f"`al/{stem}_rounds.csv`", f"`al/{stem}_summary.csv`"]
+    return f"Files: {', '.join(files)}. *{title}*\n{rest}"
+
+
+def _table_rows(text: str) -> set[str]:
+    return {ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| strategy |")}
+
+
+def block_al_link(arg: str, ctx: dict) -> str:
+    """A ``bench_al`` table whose rows are in a table shown elsewhere: its link, title and command,
+    machine and date lines only. ``arg``: ``stem|target stem|where the rows are|strategies not
+    there`` (the last part optional, space-separated); the rows are checked, so the claim stays true."""
+    stem, target, where, *rest = (arg.split("|") + [""])[:4]
+    text = (ctx["al_dir"] / f"{stem}.md").read_text().rstrip("\n")
+    skip = set(rest[0].split()) if rest else set()
+    rows = {r for r in _table_rows(text) if r.split(" | ")[0].removeprefix("| ") not in skip}
+    missing = rows - _table_rows((ctx["al_dir"] / f"{target}.md").read_text())
+    if missing:
+        raise ResultsError(f"{target}.md no longer holds every row of {stem}.md ({len(missing)} differ): "
+                           f"show {stem} with {{{{al:{stem}}}}} in its template under {_rel(PAGES)}.")
+    title = text.partition("\n")[0].removeprefix("### ").strip()
+    meta = _split_meta(text)[1].strip("\n")
+    return (f"Files: [`{stem}.md`](al/{stem}.md), [F1 figure](al/{stem}.png), `al/{stem}_rounds.csv`, "
+            f"`al/{stem}_summary.csv`. *{title}*: every row of this table is in {where}, so it is linked, "
+            f"not repeated.\n\n{meta}")
+
+
+def block_file(rel: str, ctx: dict) -> str:
+    """A table file written by a benchmark script, verbatim (its title line dropped)."""
+    path = RESULTS / rel
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: restore it with git.")
+    text = path.read_text().rstrip("\n")
+    return text.partition("\n")[2].lstrip("\n") if text.startswith("#") else text
+
+
+def block_risk_quality(_: str, ctx: dict) -> str:
+    """Risk against uncertainty for finding the matcher's mistakes, the four settings."""
+    lines = ["| setting | labelled | runs | ROC AUC, uncertainty | ROC AUC, risk | mistakes among the top b, uncertainty | mistakes among the top b, risk |",
+             "|---|---|---|---|---|---|---|"]
+    for name, stem in (("DBLP-Scholar, RNN", "dblp_scholar_rnn"), ("Abt-Buy, RNN", "abt_buy_rnn"),
+                       ("DBLP-Scholar, forest", "dblp_scholar_feature"), ("Abt-Buy, forest", "abt_buy_feature")):
+        df = _read_csv(ctx["al_dir"] / f"{stem}_risk_quality.csv")
+        for n, g in df.groupby("n_labelled"):
+            cells = [f"{g[c].mean():.3f} ± {g[c].std():.3f}" for c in
+                     ("auc_uncertainty", "auc_risk", "top_b_uncertainty", "top_b_risk")]
+            lines.append(f"| {name} | {n:,} | {len(g)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def block_nodist(_: str, ctx: dict) -> str:
+    """skrisk's default against ``weighting="risk"`` (``risk_pre2w_nodist``), paired by run."""
+    lines = ["| setting | runs | rounds | AULC, default `risk_pre2w` | AULC, `risk_pre2w_nodist` | paired by run | first three queries, default | first three queries, `nodist` |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, stem in (("DBLP-Scholar, forest", "dblp_scholar_feature_variants"),
+                       ("Abt-Buy, forest", "abt_buy_feature_variants"),
+                       ("DBLP-Scholar, RNN", "dblp_scholar_rnn_variants"),
+                       ("Abt-Buy, RNN", "abt_buy_rnn_variants")):
+        df = rounds([stem], ctx["al_dir"])
+        df = df[df["strategy"].isin([DEFAULT, "risk_pre2w_nodist"])]
+        per = run_aulc(df).pivot(index="seed", columns="strategy", values="aulc").dropna()
+        d = per["risk_pre2w_nodist"] - per[DEFAULT]
+        curve = df.groupby(["strategy", "n_labelled"])["f1"].mean()
+        budgets = sorted(df["n_labelled"].unique())[1:4]
+        f3 = {s: " / ".join(f"{curve[(s, b)]:.3f}" for b in budgets) for s in (DEFAULT, "risk_pre2w_nodist")}
+        lines.append(
+            f"| {name} | {len(per)} | {df['round'].max() + 1} | {per[DEFAULT].mean():.4f} | {per['risk_pre2w_nodist'].mean():.4f} "
+            f"| `nodist` higher / level / lower: {int((d > TIE).sum())} / {int((d.abs() <= TIE).sum())} / {int((d < -TIE).sum())} of {len(d)}, mean {_signed(d.mean())} | {f3[DEFAULT]} | {f3['risk_pre2w_nodist']} |")
+    return "\n".join(lines)
+
+
+def block_goal(_: str, ctx: dict) -> str:
+    """Issue #7's goal per setting: a risk variant >= every baseline at each of the first three
+    queries and in AULC."""
+    lines = ["| setting | runs | strategy | F1 at the first three queries | best baseline at each | AULC | best baseline's AULC | goal |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, s in ctx["summaries"].items():
+        b3 = []
+        for n in s["first3"]:
+            vals = {b: float(s["curve"][(b, n)]) for b in BASELINES if (b, n) in s["curve"].index}
+            top = max(vals, key=vals.get)
+            b3.append((vals[top], top))
+        for strat in (DEFAULT, PAPER):
+            f3 = _first3(s, strat)
+            met = all(round(x, 3) >= round(y, 3) for x, (y, _) in zip(f3, b3)) and \
+                round(s["aulc"][strat], 3) >= round(s["aulc"][s["best_base"]], 3)
+            lines.append(
+                f"| {name} | {int(s['runs'][strat])} | {STRATEGIES[strat]} | {' / '.join(f'{x:.3f}' for x in f3)} "
+                f"| {' / '.join(f'{y:.3f} ({STRATEGIES[b]})' for y, b in b3)} | {s['aulc'][strat]:.3f} "
+                f"| {s['aulc'][s['best_base']]:.3f} ({STRATEGIES[s['best_base']]}) | {'met' if met else 'not met'} |")
+    return "\n".join(lines)
+
+
+def block_goal_f1(_: str, ctx: dict) -> str:
+    """The best configuration's test F1 at the issue's budgets, forest and RNN."""
+    lines = ["| dataset | budget (labels) | target | matcher | skrisk default | paper's `risk` | best strategy there | met by the best |",
+             "|---|---|---|---|---|---|---|---|"]
+    for ds, budget, target in (("DBLP-Scholar", 1000, 0.93), ("Abt-Buy", 2300, 0.60)):
+        for matcher in ("forest", "RNN"):
+            s = ctx["summaries"][f"{ds} x {matcher}"]
+            at = {st: float(s["curve"][(st, n)]) for (st, n) in s["curve"].index if n == budget and st in STRATEGIES}
+            if not at:
+                continue
+            top = max(at, key=at.get)
+            lines.append(f"| {ds} | {budget:,} | >= {target:.2f} | {matcher} | {at[DEFAULT]:.3f} | {at[PAPER]:.3f} "
+                         f"| {at[top]:.3f} ({STRATEGIES[top]}) | {'met' if at[top] >= target else 'not met'} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- blocks: components
+
+
+def block_data_table(_: str, ctx: dict) -> str:
+    df = _read_csv(RESULTS / "data/bench_data.csv").fillna("")
+    lines = ["| part | dataset | metric | value | target | ok | seconds |", "|---|---|---|---|---|---|---|"]
+    for r in df.to_dict("records"):
+        ok = "" if r["ok"] == "" else ("yes" if r["ok"] in (True, "True") else "NO")
+        lines.append(f"| {r['part']} | {r['dataset']} | {r['metric']} | {r['value']} | {r['expected']} | {ok} | {r['seconds']} |")
+    return "\n".join(lines)
+
+
+def block_data_meta(_: str, ctx: dict) -> str:
+    """The command, machine and date lines ``bench_data.py`` wrote beside its CSV."""
+    text = (RESULTS / "data/RESULTS_section.md").read_text()
+    return "\n".join(ln for ln in text.splitlines() if ln.startswith(("- Command:", "- Machine:", "- Date:")))
+
+
+def _matcher_rows(pred: Callable[[dict], bool]) -> list[dict]:
+    return [r for r in _read_jsonl(RESULTS / "matcher/results.jsonl") if pred(r)]
+
+
+def block_matcher_full(_: str, ctx: dict) -> str:
+    lines = ["| date | dataset | model | lr | epochs (max / run / best) | `class_weight` | `scale_features` | `stack_forest` | max length | test F1 | fit s | process CPU s | peak RSS MB | load | command |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in _matcher_rows(lambda r: r.get("task") == "full"):
+        p = r.get("params", {})
+        lines.append(
+            f"| {r['date']} | {r['dataset']} | {r['model']} | {p.get('lr', '')} | {p.get('max_epochs', '')} / {r.get('epochs_run', '')} / {r.get('best_epoch', '')} "
+            f"| {p.get('class_weight')} | {p.get('scale_features', '')} | {p.get('stack_forest', '')} | {r.get('max_length', '')} "
+            f"| {r['test_f1']:.4f} | {r.get('fit_s', '')} | {r.get('process_cpu_s', '')} | {r.get('peak_rss_mb', '')} | {r.get('load_avg_1m_at_end', '')} | `{r['command']}` |")
+    return "\n".join(lines)
+
+
+def _params_cells(p: dict) -> str:
+    def get(key: str) -> str:
+        return "(not an option yet)" if key not in p else f"`{p[key]}`"
+    return f"{p.get('lr', '')} | {get('class_weight')} | {get('scale_features')} | {get('stack_forest')} | {get('feature_skip')}"
+
+
+def block_matcher_labels(_: str, ctx: dict) -> str:
+    """The means over seeds of ``bench_matcher.py labels`` (each after its per-seed records) and the
+    feature-matcher runs of ``bench_matcher.py feature``."""
+    lines = ["| date | model | lr | `class_weight` | `scale_features` | `stack_forest` | `feature_skip` | labels | seeds | test F1 mean ± std | per seed | load | command |",
+             "|---" * 13 + "|"]
+    recs = _read_jsonl(RESULTS / "matcher/results.jsonl")
+    for i, r in enumerate(recs):
+        if r.get("task") == "labels_mean":
+            per = [x for x in recs[:i] if x.get("task") == "labels" and x.get("command") == r["command"]][-len(r["seeds"]):]
+            params = per[-1].get("params", {}) if per else {}
+            sd = r.get("test_f1_std")
+            per_txt = ", ".join(f"{x['test_f1']:.4f}" for x in per)
+            lines.append(f"| {r['date']} | {r['model']} | {_params_cells(params)} | {r['n_labels']} | {len(r['seeds'])} "
+                         f"| {r['test_f1_mean']:.4f} ± {'' if sd is None else f'{sd:.3f}'} "
+                         f"| {per_txt} | {r.get('load_avg_1m_at_end', '')} | `{r['command']}` |")
+        elif r.get("task") == "labels" and r.get("params", {}).get("feature_skip"):
+            lines.append(f"| {r['date']} | {r['model']} | {_params_cells(r['params'])} | {r['n_labels']} | 1 (seed {r['seed']}) "
+                         f"| {r['test_f1']:.4f} | {r['test_f1']:.4f} | {r.get('load_avg_1m_at_end', '')} | `{r['command']}` |")
+        elif r.get("task") == "feature":
+            f1 = r["test_f1_all"]
+            sd = f" ± {np.std(f1, ddof=1):.3f}" if len(f1) > 1 else ""
+            lines.append(f"| {r['date']} | {r['classifier']} on the {r['n_features']} features | | | | | | {r['n_labels']} | {len(r['seeds'])} "
+                         f"| {r['test_f1_mean']:.4f}{sd} | {', '.join(f'{x:.4f}' for x in f1)} "
+                         f"| {r.get('load_avg_1m_at_end', '')} | `{r['command']}` |")
+    return "\n".join(lines)
+
+
+def block_matcher_score(_: str, ctx: dict) -> str:
+    """The scoring-cost records of ``bench_matcher.py score`` (seconds over the pool)."""
+    cols = [("proba_s", "`predict_proba`"), ("represent_s", "`represent`"),
+            ("proba_plus_represent_s", "both, two calls"), ("predict_proba_and_represent_s", "`predict_proba_and_represent`"),
+            ("plain_batched_forward_hidden_s", "plain batched forward pass"), ("mc1_s", "1 MC-dropout pass"),
+            ("mc20_s", "20 MC-dropout passes"), ("mc20_over_mc1", "20 / 1 MC passes"),
+            ("gradient_embedding_s", "BADGE gradient embeddings")]
+    lines = ["| date | pool | load | lr | " + " | ".join(c for _, c in cols) + " | command |", "|---" * (len(cols) + 5) + "|"]
+    for r in _matcher_rows(lambda r: r.get("task") == "score"):
+        lines.append(f"| {r['date']} | {r['n_pool']:,} | {r.get('load_avg_1m_at_end', '')} | {r.get('params', {}).get('lr', '')} | "
+                     + " | ".join(str(r.get(k, "")) for k, _ in cols) + f" | `{r['command']}` |")
+    return "\n".join(lines)
+
+
+def block_learnrisk_table(_: str, ctx: dict) -> str:
+    mod = _bench_module("bench_learnrisk")
+    order = ["runs_rnn_plain_dblp_scholar.csv", "runs_rnn_plain_abt_buy.csv", "runs_rnn_hybrid_abt_buy.csv",
+             "runs_rf.csv", "runs_logreg.csv"]
+    return mod.summarise([str(RESULTS / "learnrisk" / f) for f in order])
+
+
+def block_learnrisk_time(_: str, ctx: dict) -> str:
+    """LearnRisk's fitting time, from the log of ``bench_learnrisk.py --time-only``."""
+    path = RESULTS / "learnrisk/time_fit.log"
+    text = path.read_text()
+    pat = re.compile(r"fit time ([^:]+): (\d+) validation pairs, (\d+) training pairs, (\d+) rules, "
+                     r"(\d+) epochs: ([\d.]+) s wall, ([\d.]+) s CPU.*?\(load average before/after: ([\d.]+) / ([\d.]+)\)")
+    lines = ["| settings | validation pairs | training pairs | rules | epochs | wall time (s) | CPU time (s) | load before / after |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for m in pat.finditer(text):
+        g = m.groups()
+        lines.append(f"| {g[0]} | {int(g[1]):,} | {int(g[2]):,} | {g[3]} | {int(g[4]):,} | {g[5]} | {g[6]} | {g[7]} / {g[8]} |")
+    if len(lines) == 2:
+        raise ResultsError(f"{_rel(path)} holds no fit-time line: rerun bench_learnrisk.py --time-only.")
+    head = text.splitlines()[0].lstrip("# ").split(" args=")[0]
+    return f"Run: {head}.\n\n" + "\n".join(lines)
+
+
+def block_kmedoids_table(rel: str, ctx: dict) -> str:
+    mod = _bench_module("bench_kmedoids")
+    path = RESULTS / rel
+    first = path.read_text().partition("\n")[0]
+    meta = json.loads(first.lstrip("# ")) if first.startswith("#") else {}
+    rows = [{k: ("" if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+            for r in _read_csv(path).to_dict("records")]
+    return mod.markdown_table(rows, meta)
+
+
+def block_query_table(_: str, ctx: dict) -> str:
+    """One row per query of ``query_bench.jsonl`` (seconds per phase, as the script records them)."""
+    recs = _read_jsonl(RESULTS / "query/query_bench.jsonl")
+    phases = ["proba_repr", "labelled_proba", "valid_proba", "rules", "ranking", "risk", "weights", "kmedoids"]
+    lines = ["| date | matcher | `risk_params` | `n_threads` | load (1 min) | threads | run | " + " | ".join(phases)
+             + " | **total** | <= 60 s | k-medoids swaps | ROC AUC of the risk / of the uncertainty for the pool's mistakes | mistakes in the batch | command |",
+             "|---" * (len(phases) + 13) + "|"]
+    for r in recs:
+        q = r.get("quality") or {}
+        auc = f"{q['auc_learnrisk']:.4f} / {q['auc_uncertainty']:.4f} ({q['pool_mispredicted']})" if "auc_learnrisk" in q else ""
+        for i, run in enumerate(r.get("runs", []), 1):
+            ph = run.get("phases_s", {})
+            total = ph.get("query_total", r["query_total_s"])
+            lines.append(
+                f"| {r['date']} {r['time']} | {r['matcher']} | `{json.dumps(r.get('risk_params'))}` | {r.get('n_threads')} "
+                f"| {run.get('load_before', '')} | {run.get('query_threads', '')} | {i} | "
+                + " | ".join("" if k not in ph else f"{ph[k]:.2f}" for k in phases)
+                + f" | **{total:.1f}** | {'yes' if total <= r['target_s'] else 'no'} | {r.get('kmedoids', {}).get('n_swaps', '')} "
+                f"| {auc} | {q.get('batch_mispredicted', '')} | `{r['command']}` |")
+    return "\n".join(lines)
+
+
+BLOCKS: dict[str, Callable[[str, dict], str]] = {
+    "summary_table": block_summary_table,
+    "paired_table": block_paired_table,
+    "recommendation": block_recommendation,
+    "matcher_choice": block_matcher_choice,
+    "sources": block_sources,
+    "settings_note": block_settings_note,
+    "components": block_components,
+    "al": block_al,
+    "file": block_file,
+    "al_link": block_al_link,
+    "risk_quality": block_risk_quality,
+    "nodist": block_nodist,
+    "goal": block_goal,
+    "goal_f1": block_goal_f1,
+    "data_table": block_data_table,
+    "data_meta": block_data_meta,
+    "learnrisk_time": block_learnrisk_time,
+    "matcher_full": block_matcher_full,
+    "matcher_labels": block_matcher_labels,
+    "matcher_score": block_matcher_score,
+    "learnrisk_table": block_learnrisk_table,
+    "kmedoids_table": block_kmedoids_table,
+    "query_table": block_query_table,
+}
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)(?::([^}]*))?\}\}")
+_HEADER = ("<!-- Generated by `python benchmarks/make_results.py` from the records and "
+           "benchmarks/results/_pages/{template}: edit the template or rerun the benchmark, not this file. -->\n")
+
+
+def render(template: str, ctx: dict) -> str:
+    """The page of one template."""
+    path = PAGES / template
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: restore it with git.")
+    text = path.read_text()
+
+    def sub(m: re.Match) -> str:
+        name, arg = m.group(1), m.group(2) or ""
+        if name not in BLOCKS:
+            raise ResultsError(f"{_rel(path)}: unknown block {{{{{name}}}}}; known: {sorted(BLOCKS)}.")
+        return BLOCKS[name](arg, ctx)
+
+    return _HEADER.format(template=template) + _PLACEHOLDER.sub(sub, text)
+
+
+def build_pages(al_dir: Path = AL) -> dict[str, str]:
+    """Every page (path relative to the repository root -> text), in memory."""
+    ctx = {"al_dir": al_dir, "summaries": summaries(al_dir)}
+    return {out: render(tpl, ctx) for out, tpl in OUTPUTS.items()}
+
+
+# --------------------------------------------------------------------------- AL tables from raw/
+
+
+def al_commands(al_dir: Path = AL) -> dict[str, list[str]]:
+    """stem -> the ``bench_al`` arguments (with ``--report-only``) that wrote ``<stem>.md``."""
+    out = {}
+    for md in sorted(al_dir.glob("*.md")):
+        m = re.search(r"_command_: `python benchmarks/bench_al\.py ([^`]*)`", md.read_text())
+        if not m:
+            continue
+        args = shlex.split(m.group(1))
+        if "--report-only" not in args:
+            args.append("--report-only")
+        out[md.stem] = args
+    return out
+
+
+def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, list[str]], dict[str, Path]]:
+    """Rerun ``bench_al --report-only`` for every AL table, each into its own folder under ``tmp``
+    (with ``raw/`` linked there).
+
+    Returns stem -> the files whose tables differ from the committed ones (the dated
+    ``_command_`` / ``_machine_`` / ``_date_`` lines are not compared), and stem -> the folder
+    holding its new files (named as bench_al names them, which a table renamed by hand, such as
+    ``abt_buy_feature_variants_pre5``, is not).
+    """
+    if not os.environ.get("SKRISK_DATA"):
+        raise ResultsError("SKRISK_DATA is not set: bench_al --report-only loads the datasets; "
+                           "run with SKRISK_DATA=/path/to/the/DeepMatcher/data.")
+    cache = AL / "cache"
+    cache.mkdir(exist_ok=True)
+    diffs, folders = {}, {}
+    for stem, args in al_commands().items():
+        if stems is not None and stem not in stems:
+            continue
+        print(f"bench_al --report-only: {stem}", file=sys.stderr, flush=True)
+        out = tmp / stem
+        out.mkdir()
+        (out / "raw").symlink_to(AL / "raw", target_is_directory=True)
+        (out / "cache").symlink_to(cache, target_is_directory=True)
+        i = args.index("--out")
+        args = [*args[:i + 1], str(out), *args[i + 2:]]
+        res = subprocess.run([sys.executable, str(BENCH / "bench_al.py"), *args], cwd=ROOT,
+                             capture_output=True, text=True)
+        if res.returncode:
+            raise ResultsError(f"bench_al.py {' '.join(args)} failed for {stem}.md:\n{res.stderr[-2000:]}")
+        made = [f for f in out.glob("*.md")]
+        if len(made) != 1:
+            raise ResultsError(f"bench_al.py {' '.join(args)} wrote {len(made)} tables for {stem}.md, not one.")
+        new = made[0].name.removesuffix(".md")
+        folders[stem] = out
+        bad = []
+        if _split_meta(made[0].read_text())[0] != _split_meta((AL / f"{stem}.md").read_text())[0]:
+            bad.append(f"{stem}.md")
+        for suffix in ("_rounds.csv", "_summary.csv"):
+            committed = AL / f"{stem}{suffix}"
+            if not committed.is_file():
+                bad.append(f"{stem}{suffix} (not committed)")
+            elif (out / f"{new}{suffix}").read_bytes() != committed.read_bytes():
+                bad.append(f"{stem}{suffix}")
+        if bad:
+            diffs[stem] = bad
+    return diffs, folders
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 listing the files that differ")
+    ap.add_argument("--pages-only", action="store_true", help="build the pages from the AL tables as they are")
+    ap.add_argument("--from-raw", action="store_true", help="with --check: also rerun every AL table from raw/")
+    args = ap.parse_args(argv)
+    try:
+        differ: list[str] = []
+        if (not args.check and not args.pages_only) or (args.check and args.from_raw):
+            with tempfile.TemporaryDirectory() as tmp:
+                diffs, folders = regenerate_al(Path(tmp))
+                for stem, files in diffs.items():
+                    if args.check:
+                        differ += [f"benchmarks/results/al/{f}" for f in files]
+                        continue
+                    out = folders[stem]
+                    new = next(out.glob("*.md")).name.removesuffix(".md")
+                    for suffix in (".md", "_rounds.csv", "_summary.csv", ".png", "_mispredicted.png"):
+                        if (out / f"{new}{suffix}").is_file():
+                            shutil.copyfile(out / f"{new}{suffix}", AL / f"{stem}{suffix}")
+                    print(f"updated from raw/: {stem} ({', '.join(files)})")
+        for rel, text in build_pages().items():
+            path = ROOT / rel
+            old = path.read_text() if path.is_file() else None
+            if old == text:
+                continue
+            if args.check:
+                differ.append(rel)
+            else:
+                atomic_write_text(path, text)
+                print(f"wrote {rel}")
+    except ResultsError as exc:
+        print(f"make_results: {exc}", file=sys.stderr)
+        return 2
+    if differ:
+        print("These files differ from what the records give (run python benchmarks/make_results.py):",
+              *differ, sep="\n  ", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
