@@ -113,15 +113,25 @@ def unpack_query(result: Any, n_pool: int | None = None) -> tuple[np.ndarray, np
 
 # --------------------------------------------------------------------------- labelled data checks
 def _kind(X: Any) -> str:
+    if sp.issparse(X):  # first: a dok matrix is also a dict
+        return "sparse"
     if isinstance(X, Mapping):
         return "mapping"
     if isinstance(X, (pd.DataFrame, pd.Series)):
         return "pandas"
-    if sp.issparse(X):
-        return "sparse"
     if isinstance(X, (list, tuple)):
         return "list"
     return "array"
+
+
+def _as_pool(X: Any) -> Any:
+    """``X`` in a form the row helpers index by position: array-likes (``__array__``) become arrays,
+    sparse matrices without row indexing (dok, which is also a dict, coo, dia, bsr) become CSR."""
+    if sp.issparse(X):
+        return X if X.format in ("csr", "csc", "lil") else X.tocsr()
+    if not isinstance(X, (Mapping, list, tuple)) and not hasattr(X, "shape") and hasattr(X, "__array__"):
+        return np.asarray(X)
+    return X
 
 
 def _nonfinite(X: Any) -> str | None:
@@ -267,7 +277,7 @@ class ActiveLearner(BaseEstimator):
     X_training, y_training : array-like or None
         Every labelled pair so far (in the container of the first ones) and its label.
     last_scores_ : ndarray or None
-        The scores of the last query.
+        The scores of the last query (set by :meth:`query`).
     classes_ : ndarray
         The estimator's classes (when it has them).
 
@@ -320,11 +330,6 @@ class ActiveLearner(BaseEstimator):
         random_state: Any = None,
         **fit_kwargs: Any,
     ) -> None:
-        if query_strategy is not None and not callable(query_strategy):
-            raise TypeError(
-                f"query_strategy must be callable, got {type(query_strategy).__name__}: pass a "
-                "strategy such as skrisk.risk_sampling."
-            )
         self.estimator = estimator
         self.query_strategy = query_strategy
         self.bootstrap_init = bootstrap_init
@@ -334,7 +339,6 @@ class ActiveLearner(BaseEstimator):
         self.fit_kwargs = dict(fit_kwargs)
         self.X_training: Any = None
         self.y_training: np.ndarray | None = None
-        self.last_scores_: np.ndarray | None = None
         if X_training is not None or y_training is not None:
             self.fit(X_training, y_training, bootstrap=bootstrap_init)
 
@@ -416,6 +420,11 @@ class ActiveLearner(BaseEstimator):
         """The estimator's ``classes_``."""
         return self.estimator.classes_
 
+    @property
+    def n_features_in_(self) -> int:
+        """The estimator's ``n_features_in_``."""
+        return self.estimator.n_features_in_
+
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:
         n = 0 if self.X_training is None else num_rows(self.X_training)
         strat = self.query_strategy
@@ -430,8 +439,11 @@ class ActiveLearner(BaseEstimator):
     # ----------------------------------------------------------- training
     def _checked(self, X: Any, y: Any, what: str) -> np.ndarray:
         """``y`` as an array after checking ``(X, y)``: one label per row, finite where asked."""
-        if X is None or y is None:
-            raise ValueError(f"{what}: give both the pairs X and their labels y (one of them is None).")
+        if y is None:
+            raise ValueError(f"{what} requires y to be passed, but the target y is None: give the labels of "
+                             "the pairs.")
+        if X is None:
+            raise ValueError(f"{what}: the pairs X are None: give the labelled pairs with their labels y.")
         y_arr = np.asarray(y)
         n = num_rows(X)
         if y_arr.ndim == 0 or len(y_arr) != n:
@@ -478,6 +490,7 @@ class ActiveLearner(BaseEstimator):
             Not one label per row, a NaN/infinite value (with ``force_all_finite``), or pairs in
             another container or of another width than the labelled ones; nothing is stored then.
         """
+        X = _as_pool(X)
         y_arr = self._checked(X, y, "ActiveLearner.teach")
         if self.X_training is None:
             self.X_training, self.y_training = X, y_arr
@@ -509,11 +522,14 @@ class ActiveLearner(BaseEstimator):
         -------
         self : ActiveLearner
         """
+        X = _as_pool(X)
         y_arr = self._checked(X, y, "ActiveLearner.fit")
         self.X_training, self.y_training = X, y_arr
         return self._fit_to_known(bootstrap=bootstrap, **fit_kwargs)
 
-    def teach(self, X: Any, y: Any, bootstrap: bool = False, only_new: bool = False, **fit_kwargs: Any) -> None:
+    def teach(
+        self, X: Any, y: Any, bootstrap: bool = False, only_new: bool = False, **fit_kwargs: Any
+    ) -> None:
         """Add labelled pairs and refit the estimator.
 
         Parameters
@@ -535,6 +551,7 @@ class ActiveLearner(BaseEstimator):
         DataError
             Bad pairs or labels (see :meth:`_add_training_data`), before anything is stored.
         """
+        X = _as_pool(X)
         self._add_training_data(X, y)
         try:
             if only_new:
@@ -597,11 +614,18 @@ class ActiveLearner(BaseEstimator):
             raise NotFittedError(
                 f"The learner's estimator {type(self.estimator).__name__} is not fitted: give "
                 "X_training/y_training or teach labelled pairs before query() (for a cold start, call a "
-                "strategy that needs no model directly: skrisk.strategies.random_sampling(learner, X_pool, ...))."
+                "strategy that needs no model directly: "
+                "skrisk.strategies.random_sampling(learner, X_pool, ...))."
             )
         strategy = self.query_strategy
         if strategy is None:
             from .strategies import risk_sampling as strategy
+        elif not callable(strategy):
+            raise TypeError(
+                f"query_strategy must be callable, got {type(strategy).__name__}: pass a "
+                "strategy such as skrisk.risk_sampling."
+            )
+        X_pool = _as_pool(X_pool)
         n_pool = num_rows(X_pool)
         result = strategy(self, X_pool, *query_args, **query_kwargs)
         pos, scores = _check_positions(*_split_result(result), n_pool, duplicates="warn")

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestRegressor, VotingClassifier
 from sklearn.exceptions import NotFittedError as SkNotFittedError
@@ -17,6 +18,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_sco
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import get_tags
+from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
 from skorch.helper import SliceDict
 
@@ -226,6 +228,11 @@ def test_query_keeps_modal_conventions(task):
     with pytest.warns(UserWarning, match="returned 2 positions for n_instances=3"):
         learner.query(F, n_instances=3)
 
+    learner.query_strategy = lambda lr, X: (np.array([5, 1]), np.array([0.5, 0.5]))
+    for odd in (sp.dok_matrix(F), sp.coo_matrix(F)):  # a dok matrix is also a dict; coo has no rows
+        _, rows = learner.query(odd)
+        np.testing.assert_array_equal(rows.toarray(), F[[5, 1]])
+
     learner.query_strategy = lambda lr, X: (np.array([3, 3]), np.array([0.5, 0.5]))
     with pytest.warns(UserWarning, match=r"\[3\] more than once"):
         pos, rows = learner.query(F)
@@ -359,3 +366,22 @@ def test_bootstrap_is_seeded_and_only_new_keeps_labels(task):
     assert len(learner.y_training) == len(lab) + 20
     fresh = LogisticRegression(max_iter=1000).fit(F[pool[:20]], y[pool[:20]])
     np.testing.assert_allclose(learner.estimator.coef_, fresh.coef_)
+
+
+# ----------------------------------------------------------------------------- scikit-learn's checks
+#: checks that modAL's interface fails by design, and why (README's compatibility table)
+BY_DESIGN = {
+    "check_no_attributes_set_in_init": "**fit_kwargs (modAL's interface) are kept in the fit_kwargs attribute",
+    "check_estimators_overwrite_params": "the learner fits `estimator` in place: strategies read "
+                                         "learner.estimator as the current model (modAL's contract)",
+    "check_dont_overwrite_parameters": "X_training / y_training are modAL's public record of the labelled "
+                                       "pairs and grow with fit/teach",
+    "check_do_not_raise_errors_in_init_or_set_params": "X_training/y_training given to the constructor are "
+                                                       "fitted at once (modAL's contract)",
+}
+
+
+@parametrize_with_checks([ActiveLearner(LogisticRegression(), entropy_sampling)],
+                         expected_failed_checks=lambda est: BY_DESIGN)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
