@@ -377,10 +377,18 @@ class ActiveLearner(BaseEstimator):
         return super().set_params(**params)
 
     def __sklearn_clone__(self) -> "ActiveLearner":
-        """An unfitted learner: a clone of the estimator, the same strategy and fit kwargs, no labels."""
+        """An unfitted learner: a clone of the estimator, the same strategy and fit kwargs, no labels.
+
+        A strategy function is shared; a strategy object with parameters (``RiskSampler``) is
+        cloned too, so that ``set_params(query_strategy__...)`` on a clone and the diagnostics of
+        its queries stay its own.
+        """
         params = self.get_params(deep=False)
         params["estimator"] = clone(params["estimator"], safe=False)
         params["random_state"] = clone(params["random_state"], safe=False)
+        strategy = params["query_strategy"]
+        if hasattr(strategy, "get_params") and not isinstance(strategy, type):
+            params["query_strategy"] = clone(strategy)
         return type(self)(**params)
 
     def _fitted(self) -> bool | None:
@@ -449,10 +457,13 @@ class ActiveLearner(BaseEstimator):
         if y_arr.ndim == 0 or len(y_arr) != n:
             got = "a single value" if y_arr.ndim == 0 else f"{len(y_arr)} labels"
             raise DataError(f"{what}: X has {n} rows but y has {got}: give one label per pair (row of X).")
-        if y_arr.dtype.kind in "fc" and not np.isfinite(y_arr).all():
-            at = int(np.argwhere(~np.isfinite(y_arr))[0][0])
+        missing = np.asarray(pd.isna(y_arr))
+        if y_arr.dtype.kind in "fc":
+            missing = missing | np.isinf(y_arr)
+        if missing.any():
+            at = int(np.argwhere(missing)[0][0])
             raise DataError(f"{what}: the label at position {at} is {y_arr.reshape(n, -1)[at].tolist()}: "
-                            "every label must be a class (no NaN or infinity).")
+                            "every label must be a class (no missing value, NaN or infinity).")
         if self.force_all_finite:
             where = _nonfinite(X)
             if where is not None:

@@ -27,7 +27,7 @@ from skrisk.active import ActiveLearner, unpack_query
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError, NotFittedError
 from skrisk.matchers import FeatureMatcher
-from skrisk.strategies import entropy_sampling, random_sampling
+from skrisk.strategies import RiskSampler, entropy_sampling, random_sampling
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +87,16 @@ def test_clone_after_teach_neither_fits_nor_rewinds(task):
     # the clone, fitted on the same labels, is the same model
     twin.fit(learner.X_training, learner.y_training)
     np.testing.assert_allclose(twin.estimator.coef_, coef)
+
+
+def test_clone_gives_a_strategy_object_its_own_copy(task):
+    F, y, lab = task["F"], task["y"], task["lab"]
+    sampler = RiskSampler(F[lab], y[lab], preselect=2, random_state=0)
+    learner = ActiveLearner(FeatureMatcher(random_state=0), sampler)
+    twin = clone(learner)
+    assert twin.query_strategy is not sampler and twin.query_strategy.get_params()["preselect"] == 2
+    twin.set_params(query_strategy__preselect=3, estimator__random_state=1)
+    assert sampler.preselect == 2 and learner.estimator.random_state == 0
 
 
 def test_params_exclude_the_labelled_data(task):
@@ -297,6 +307,7 @@ def test_teach_refuses_bad_pairs_before_storing_them(task):
         ((pd.DataFrame(F[new]), y[new]), "array, the new pairs a DataFrame"),
         ((bad_nan, y[new]), "row 1, column 2.*force_all_finite=False"),
         ((F[new], np.array([0.0, np.nan, 1.0])), "label at position 1"),
+        ((F[new], [0, 1, None]), "label at position 2"),
         ((F[new], np.zeros((3, 2), dtype=int)), "labels have shape"),
     ]
     for (X_new, y_new), msg in cases:
