@@ -297,7 +297,17 @@ class ActiveLearner(BaseEstimator):
     - constructor ``fit_kwargs`` are used on every refit, not only the first;
     - ``teach(..., only_new=True)`` still records the new pairs in ``X_training`` (no answer is
       lost); if the refit fails, the new labels are kept and the error says so;
-    - new pairs of another container or width than the labelled ones are a ``DataError``.
+    - new pairs of another container or width than the labelled ones are a ``DataError``;
+    - :meth:`query` refuses an unfitted estimator before the strategy runs (modAL's uncertainty
+      strategies would score every pair alike); for a cold start call a strategy that needs no
+      model directly (``random_sampling(learner, X_pool, n_instances=...)``);
+    - ``query_strategy=None`` means :func:`skrisk.risk_sampling` (modAL: uncertainty sampling);
+      ``force_all_finite`` defaults to False (modAL: True); bootstrap samples are seeded.
+
+    scikit-learn's estimator checks pass except four that modAL's interface fails by design: the
+    learner fits ``estimator`` in place (strategies read it as the current model), the public
+    ``X_training``/``y_training`` grow with ``fit``/``teach``, the constructor fits given data,
+    and ``**fit_kwargs`` are kept in ``fit_kwargs``.
 
     Examples
     --------
