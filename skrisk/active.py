@@ -1,81 +1,318 @@
-"""A pool-based active learner with modAL's shape that works on current scikit-learn.
+"""A pool-based active learner with modAL's interface that works on current scikit-learn.
 
 modAL 0.4.x's ``ActiveLearner.teach``/``fit`` fail on scikit-learn >= 1.8 (``force_all_finite``),
 its ``query`` runs a strategy twice when unpacking fails (inside a bare ``except``), its row helpers
 index DataFrames by label and stack them with the removed ``DataFrame.append``, and its learners
-cannot be cloned. :class:`ActiveLearner` keeps modAL's interface (``estimator``, ``query_strategy``,
-``X_training``, ``y_training``, ``query``, ``teach``, ``predict``, ``predict_proba``, ``score``) so
-every modAL-style strategy works with it, and fixes those points. modAL itself is not needed.
+cannot be cloned or printed. :class:`ActiveLearner` keeps modAL's interface (``estimator``,
+``query_strategy``, ``X_training``, ``y_training``, ``bootstrap_init``, ``on_transformed``,
+``force_all_finite``, ``query``, ``teach``, ``fit``, ``transform_without_estimating``,
+``predict``, ``predict_proba``, ``score``) and its return conventions, so modAL's strategies (the
+classic ones and the batch ones that read ``on_transformed``) and skrisk's work with it, and fixes
+those points. It is a scikit-learn meta-estimator: ``clone`` gives an unfitted copy and
+``__sklearn_tags__`` describes the wrapped estimator. modAL itself is not needed.
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
-from sklearn.base import clone
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, clone
+from sklearn.ensemble import StackingClassifier, StackingRegressor, VotingClassifier, VotingRegressor
+from sklearn.exceptions import NotFittedError as _SkNotFittedError
+from sklearn.pipeline import Pipeline
+from sklearn.utils import check_random_state, get_tags
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._rows import num_rows, stack_rows, take_rows
-from .exceptions import NotFittedError
+from .exceptions import DataError, NotFittedError
 
 __all__ = ["ActiveLearner", "unpack_query"]
+
+_ENSEMBLES = (VotingClassifier, VotingRegressor, StackingClassifier, StackingRegressor)
+
+
+# --------------------------------------------------------------------------- strategy results
+def _split_result(result: Any) -> tuple[Any, Any]:
+    """``(positions, scores)`` from a strategy's return value (a pair, or positions alone)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return result
+    return result, None
+
+
+def _check_positions(pos: Any, scores: Any, n_pool: int | None, duplicates: str) -> tuple[np.ndarray, Any]:
+    """Validate positions (0-d or 1-d integers inside the pool) and their scores."""
+    pos = np.asarray(pos)
+    if pos.size == 0 and pos.dtype.kind == "f":  # an empty list of positions
+        pos = pos.astype(np.intp)
+    if pos.ndim > 1:
+        raise ValueError(
+            f"The strategy returned positions of shape {pos.shape}: return a 1-D array of integer "
+            "positions into the pool (and their scores)."
+        )
+    if pos.dtype.kind not in "iu":
+        raise TypeError(f"The strategy returned positions of dtype {pos.dtype}: they must be integers.")
+    flat = pos.reshape(-1)
+    if scores is not None:
+        scores = np.asarray(scores)
+        if scores.ndim > 0 and len(scores) != len(flat):
+            raise ValueError(
+                "The strategy returned a pair whose positions and scores differ in length: return "
+                "(positions, scores) with one score per position."
+            )
+    if n_pool is not None and len(flat) and (flat.min() < 0 or flat.max() >= n_pool):
+        raise ValueError(f"The strategy returned positions outside the pool of {n_pool} pairs.")
+    uniq, counts = np.unique(flat, return_counts=True)
+    if (counts > 1).any():
+        twice = uniq[counts > 1].tolist()
+        if duplicates == "raise":
+            raise ValueError(f"The strategy returned a position more than once ({twice}).")
+        warnings.warn(
+            f"The strategy returned positions {twice} more than once: their rows are returned as "
+            "often as the strategy named them, and teaching them all adds those pairs as often.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return pos.astype(np.intp), scores
 
 
 def unpack_query(result: Any, n_pool: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Split a strategy's return value into ``(positions, scores)``.
 
-    Accepts both conventions: a ``(positions, scores)`` pair (modAL 0.4.2.1, skrisk) or positions
-    alone (modAL 0.4.1). A 2-tuple whose parts have different lengths is an error rather than a
-    silent misreading.
+    Parameters
+    ----------
+    result : tuple or array-like
+        A ``(positions, scores)`` pair (modAL 0.4.2.1, skrisk) or positions alone (modAL 0.4.1).
+    n_pool : int, optional
+        The pool's size: positions outside ``[0, n_pool)`` are an error.
+
+    Returns
+    -------
+    positions : ndarray of shape (n_instances,)
+        Distinct integer positions (a single position becomes a 1-element array).
+    scores : ndarray or None
+        One score per position, or None when the strategy returned positions alone.
+
+    Raises
+    ------
+    TypeError
+        Positions that are not integers.
+    ValueError
+        A position twice, a position outside the pool, or a pair whose parts differ in length
+        (rather than a silent misreading).
     """
-    if isinstance(result, tuple) and len(result) == 2:
-        pos, scores = result
-        pos = np.asarray(pos)
-        if scores is not None and np.ndim(scores) > 0 and len(np.atleast_1d(scores)) != len(np.atleast_1d(pos)):
-            raise ValueError(
-                "The strategy returned a pair whose positions and scores differ in length: return "
-                "(positions, scores) with one score per position."
-            )
-        scores = None if scores is None else np.asarray(scores)
-    else:
-        pos, scores = np.asarray(result), None
-    pos = np.atleast_1d(pos)
-    if pos.dtype.kind not in "iu":
-        raise TypeError(f"The strategy returned positions of dtype {pos.dtype}: they must be integers.")
-    pos = pos.astype(np.intp)
-    if len(np.unique(pos)) != len(pos):
-        raise ValueError("The strategy returned a position more than once.")
-    if n_pool is not None and len(pos) and (pos.min() < 0 or pos.max() >= n_pool):
-        raise ValueError(f"The strategy returned positions outside the pool of {n_pool} pairs.")
-    return pos, scores
+    pos, scores = _check_positions(*_split_result(result), n_pool, duplicates="raise")
+    return np.atleast_1d(pos), None if scores is None else np.asarray(scores)
 
 
-class ActiveLearner:
-    """Pool-based active learner in modAL's shape.
+# --------------------------------------------------------------------------- labelled data checks
+def _kind(X: Any) -> str:
+    if sp.issparse(X):  # first: a dok matrix is also a dict
+        return "sparse"
+    if isinstance(X, Mapping):
+        return "mapping"
+    if isinstance(X, (pd.DataFrame, pd.Series)):
+        return "pandas"
+    if isinstance(X, (list, tuple)):
+        return "list"
+    return "array"
+
+
+def _as_pool(X: Any) -> Any:
+    """``X`` in a form the row helpers index by position: array-likes (``__array__``) become arrays,
+    sparse matrices without row indexing (dok, which is also a dict, coo, dia, bsr) become CSR."""
+    if sp.issparse(X):
+        return X if X.format in ("csr", "csc", "lil") else X.tocsr()
+    if not isinstance(X, (Mapping, list, tuple)) and not hasattr(X, "shape") and hasattr(X, "__array__"):
+        return np.asarray(X)
+    return X
+
+
+def _nonfinite(X: Any) -> str | None:
+    """Where the first NaN or infinite number of ``X`` is (None when there is none)."""
+    kind = _kind(X)
+    if kind == "mapping":
+        for key, value in X.items():
+            where = _nonfinite(value)
+            if where is not None:
+                return f"key {key!r}, {where}"
+        return None
+    if kind == "sparse":
+        coo = X.tocoo()
+        bad = np.flatnonzero(~np.isfinite(coo.data)) if coo.data.dtype.kind in "fc" else []
+        return f"row {coo.row[bad[0]]}, column {coo.col[bad[0]]}" if len(bad) else None
+    if kind == "pandas":
+        frame = X.to_frame() if isinstance(X, pd.Series) else X
+        for j, col in enumerate(frame.columns):
+            values = frame.iloc[:, j].to_numpy()
+            if values.dtype.kind in "fc":
+                bad = np.flatnonzero(~np.isfinite(values))
+                if len(bad):
+                    return f"row {bad[0]}, column {col!r}"
+        return None
+    try:
+        arr = np.asarray(X)
+    except ValueError:  # ragged lists: nothing numeric to check
+        return None
+    if arr.dtype.kind not in "fc":
+        return None
+    bad = np.argwhere(~np.isfinite(arr))
+    if not len(bad):
+        return None
+    return f"row {bad[0][0]}" + (f", column {bad[0][1]}" if arr.ndim > 1 else "")
+
+
+def _check_like(old: Any, new: Any, what: str) -> Any:
+    """``new`` in the form of the labelled pairs ``old`` (same container, same width), or an error."""
+    k_old, k_new = _kind(old), _kind(new)
+    fix = "give the new pairs in the form of the labelled ones (the rows of the same pool)"
+    if k_old == "mapping":
+        if k_new != "mapping" or set(new) != set(old):
+            got = sorted(new) if k_new == "mapping" else type(new).__name__
+            raise DataError(f"{what}: the labelled pairs are a mapping with keys {sorted(old)}, the new "
+                            f"pairs {got}: {fix}.")
+        parts = {k: _check_like(old[k], new[k], f"{what} (key {k!r})") for k in old}
+        try:
+            return type(new)(**parts)
+        except TypeError:
+            return parts
+    if k_old == "pandas":
+        if not isinstance(new, type(old)) or (
+            isinstance(old, pd.DataFrame) and list(new.columns) != list(old.columns)
+        ):
+            got = list(new.columns) if isinstance(new, pd.DataFrame) else type(new).__name__
+            want = list(old.columns) if isinstance(old, pd.DataFrame) else type(old).__name__
+            raise DataError(f"{what}: the labelled pairs have columns {want}, the new pairs {got}: {fix}.")
+        return new
+    if k_old == "sparse":
+        if k_new != "sparse":
+            new = np.asarray(new)
+            if new.ndim != 2:
+                raise DataError(f"{what}: the labelled pairs are a sparse matrix and the new pairs have "
+                                f"shape {new.shape}: {fix}.")
+            new = sp.csr_matrix(new)
+        if new.shape[1] != old.shape[1]:
+            raise DataError(f"{what}: the new pairs have {new.shape[1]} columns, the labelled pairs "
+                            f"{old.shape[1]}: {fix}.")
+        return new
+    if k_old == "list":
+        if k_new in ("mapping", "pandas", "sparse"):
+            raise DataError(f"{what}: the labelled pairs are a list, the new pairs a {type(new).__name__}: "
+                            f"{fix}.")
+        return list(new)
+    if k_new in ("mapping", "pandas", "sparse"):
+        raise DataError(f"{what}: the labelled pairs are an array, the new pairs a {type(new).__name__}: "
+                        f"{fix}.")
+    old_shape, new_shape = np.shape(old)[1:], np.shape(new)[1:]
+    if old_shape != new_shape:
+        raise DataError(f"{what}: the new pairs have rows of shape {new_shape}, the labelled pairs rows of "
+                        f"shape {old_shape}: {fix}.")
+    return new
+
+
+def _one_row(X_pool: Any, position: int) -> Any:
+    """The pool's row at one position, as the pool's own indexing gives it."""
+    rows = take_rows(X_pool, [position])
+    if isinstance(rows, (pd.DataFrame, pd.Series)):
+        return rows.iloc[0]
+    if isinstance(rows, (list, np.ndarray)):
+        return rows[0]
+    return rows  # sparse matrices and mappings have no single-row form: a one-row pool
+
+
+def _estimator_has(attr: str) -> Callable[[Any], bool]:
+    def check(self: "ActiveLearner") -> bool:
+        return hasattr(self.estimator, attr)
+
+    return check
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    if hasattr(exc, "add_note"):  # Python >= 3.11
+        exc.add_note(note)
+
+
+# --------------------------------------------------------------------------- the learner
+class ActiveLearner(BaseEstimator):
+    """Pool-based active learner with modAL's interface, a scikit-learn meta-estimator.
 
     Parameters
     ----------
-    estimator : sklearn classifier
-        The matcher. It is refitted on all labelled pairs after each :meth:`teach`.
-    query_strategy : callable
-        ``strategy(learner, X_pool, n_instances=..., **kw) -> (positions, scores)`` (positions
-        alone are accepted too).
+    estimator : estimator object
+        The matcher (any classifier with ``fit``/``predict``; ``predict_proba`` for most
+        strategies). It is refitted on all labelled pairs after each :meth:`teach`.
+    query_strategy : callable, default=None
+        ``strategy(learner, X_pool, n_instances=..., **kw)`` returning ``(positions, scores)``
+        (skrisk's contract, modAL 0.4.2.1) or positions alone (modAL 0.4.1). None means
+        :func:`skrisk.risk_sampling`.
     X_training, y_training : array-like, optional
-        The initial labelled pairs; when given, the estimator is fitted on them at once.
+        The initial labelled pairs; when given, the estimator is fitted on them at once
+        (modAL's behaviour). They are data, not parameters: :func:`~sklearn.base.clone` and
+        :meth:`get_params` leave them out, so a clone is an unfitted learner.
+    bootstrap_init : bool, default=False
+        Fit the initial estimator on a bootstrap sample of ``(X_training, y_training)``.
+    on_transformed : bool, default=False
+        Read by modAL's batch strategies (``modAL.batch.uncertainty_batch_sampling``): compare
+        pairs as :meth:`transform_without_estimating` gives them rather than raw.
+    force_all_finite : bool, default=False
+        True: refuse labelled pairs holding NaN or infinite numbers (a
+        :class:`~skrisk.exceptions.DataError` naming the row and column, raised before anything is
+        stored), for estimators that cannot take them. False (unlike modAL's default): the
+        estimator validates its own input; skrisk's similarity features hold NaN for missing
+        values, which ``FeatureMatcher``'s default forest handles.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the bootstrap samples (``bootstrap_init``, ``bootstrap=True``).
     **fit_kwargs
         Passed to ``estimator.fit`` on every (re)fit, e.g. a fixed validation set for early
         stopping.
 
     Attributes
     ----------
+    X_training, y_training : array-like or None
+        Every labelled pair so far (in the container of the first ones) and its label.
     last_scores_ : ndarray or None
-        The scores of the last query.
+        The scores of the last query (set by :meth:`query`).
+    classes_ : ndarray
+        The estimator's classes (when it has them).
+
+    See Also
+    --------
+    skrisk.strategies : the query strategies (``(positions, scores)`` contract).
+
+    Notes
+    -----
+    Differences from modAL 0.4.2.1 that skrisk's contract needs (all modAL's own
+    ``TestActiveLearner`` tests pass with this class substituted for modAL's):
+
+    - the strategy runs exactly once per :meth:`query` (no bare ``except`` rerun); positions
+      must be integers inside the pool, and a position named twice gives a ``UserWarning``;
+    - rows are taken by position (``iloc`` for DataFrames) and stacked with ``pd.concat`` /
+      per key for mappings and skorch ``SliceDict``s;
+    - constructor ``fit_kwargs`` are used on every refit, not only the first;
+    - ``teach(..., only_new=True)`` still records the new pairs in ``X_training`` (no answer is
+      lost); if the refit fails, the new labels are kept and the error says so;
+    - new pairs of another container or width than the labelled ones are a ``DataError``;
+    - :meth:`query` refuses an unfitted estimator before the strategy runs (modAL's uncertainty
+      strategies would score every pair alike); for a cold start call a strategy that needs no
+      model directly (``random_sampling(learner, X_pool, n_instances=...)``);
+    - ``query_strategy=None`` means :func:`skrisk.risk_sampling` (modAL: uncertainty sampling);
+      ``force_all_finite`` defaults to False (modAL: True); bootstrap samples are seeded.
+
+    scikit-learn's estimator checks pass except four that modAL's interface fails by design: the
+    learner fits ``estimator`` in place (strategies read it as the current model), the public
+    ``X_training``/``y_training`` grow with ``fit``/``teach``, the constructor fits given data,
+    and ``**fit_kwargs`` are kept in ``fit_kwargs``.
 
     Examples
     --------
     >>> import numpy as np
+    >>> from sklearn.base import clone
     >>> from sklearn.linear_model import LogisticRegression
     >>> from skrisk.active import ActiveLearner
     >>> from skrisk.strategies import entropy_sampling
@@ -86,115 +323,369 @@ class ActiveLearner:
     >>> learner.teach(rows, y[10:][pos])
     >>> learner.y_training.shape
     (15,)
+    >>> clone(learner).X_training is None  # a clone is unfitted and holds no labels
+    True
     """
 
     def __init__(
         self,
         estimator: Any,
-        query_strategy: Callable[..., Any],
+        query_strategy: Callable[..., Any] | None = None,
         X_training: Any = None,
         y_training: Any = None,
+        bootstrap_init: bool = False,
+        on_transformed: bool = False,
+        *,
+        force_all_finite: bool = False,
+        random_state: Any = None,
         **fit_kwargs: Any,
     ) -> None:
-        if not callable(query_strategy):
-            raise TypeError(
-                f"query_strategy must be callable, got {type(query_strategy).__name__}: pass a "
-                "strategy such as skrisk.risk_sampling."
-            )
         self.estimator = estimator
         self.query_strategy = query_strategy
-        self.X_training = None
-        self.y_training = None
-        self.fit_kwargs = fit_kwargs
-        self.last_scores_: np.ndarray | None = None
-        self._init_params = {"X_training": X_training, "y_training": y_training}
-        if X_training is not None:
-            self.fit(X_training, y_training)
+        self.bootstrap_init = bootstrap_init
+        self.on_transformed = on_transformed
+        self.force_all_finite = force_all_finite
+        self.random_state = random_state
+        self.fit_kwargs = dict(fit_kwargs)
+        self.X_training: Any = None
+        self.y_training: np.ndarray | None = None
+        if X_training is not None or y_training is not None:
+            self.fit(X_training, y_training, bootstrap=bootstrap_init)
 
-    # ----------------------------------------------------------- sklearn-ish plumbing
-    def get_params(self, deep: bool = False) -> dict[str, Any]:
-        """Constructor parameters (for ``repr`` and ``clone``)."""
-        return {
-            "estimator": self.estimator,
-            "query_strategy": self.query_strategy,
-            **self._init_params,
-            **self.fit_kwargs,
-        }
+    # ----------------------------------------------------------- scikit-learn plumbing
+    _PARAMS = ("estimator", "query_strategy", "bootstrap_init", "on_transformed", "force_all_finite",
+               "random_state")
 
-    def __repr__(self) -> str:
-        n = 0 if self.X_training is None else num_rows(self.X_training)
-        strat = getattr(self.query_strategy, "__name__", type(self.query_strategy).__name__)
-        return f"ActiveLearner(estimator={self.estimator!r}, query_strategy={strat}, n_labelled={n})"
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Parameters of the learner: the constructor's, without the labelled data.
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Also return the estimator's (and an estimator-like strategy's) parameters as
+            ``estimator__<name>``.
+
+        Returns
+        -------
+        dict
+            ``estimator``, ``query_strategy``, ``bootstrap_init``, ``on_transformed``,
+            ``force_all_finite``, ``random_state`` and the fit keyword arguments.
+        """
+        params = {name: getattr(self, name) for name in self._PARAMS}
+        params.update(self.fit_kwargs)
+        if deep:
+            for name in ("estimator", "query_strategy"):
+                value = params[name]
+                if hasattr(value, "get_params") and not isinstance(value, type):
+                    params.update((f"{name}__{k}", v) for k, v in value.get_params(deep=True).items())
+        return params
+
+    def set_params(self, **params: Any) -> "ActiveLearner":
+        """Set parameters (``estimator__C=...``, a fit keyword argument, ...); returns self."""
+        for key in [k for k in params if k in self.fit_kwargs]:
+            self.fit_kwargs[key] = params.pop(key)
+        return super().set_params(**params)
 
     def __sklearn_clone__(self) -> "ActiveLearner":
-        params = self.get_params()
-        params["estimator"] = clone(self.estimator)
+        """An unfitted learner: a clone of the estimator, the same strategy and fit kwargs, no labels.
+
+        A strategy function is shared; a strategy object with parameters (``RiskSampler``) is
+        cloned too, so that ``set_params(query_strategy__...)`` on a clone and the diagnostics of
+        its queries stay its own.
+        """
+        params = self.get_params(deep=False)
+        params["estimator"] = clone(params["estimator"], safe=False)
+        params["random_state"] = clone(params["random_state"], safe=False)
+        strategy = params["query_strategy"]
+        if hasattr(strategy, "get_params") and not isinstance(strategy, type):
+            params["query_strategy"] = clone(strategy)
         return type(self)(**params)
 
-    # ----------------------------------------------------------- training
-    @staticmethod
-    def _check_xy(X: Any, y: Any) -> np.ndarray:
-        if y is None:
-            raise ValueError("y is None: teach/fit need the labels of the pairs given.")
-        y_arr = np.asarray(y).ravel()
-        n = num_rows(X)
-        if len(y_arr) != n:
-            raise ValueError(f"X has {n} rows but y has {len(y_arr)} labels: give one label per pair.")
-        return y_arr
-
-    def fit(self, X: Any, y: Any, **fit_kwargs: Any) -> "ActiveLearner":
-        """Forget the labelled set, store ``(X, y)`` as the new one and fit the estimator on it."""
-        y_arr = self._check_xy(X, y)
-        self.X_training, self.y_training = X, y_arr
-        return self._fit_to_known(**fit_kwargs)
-
-    def _fit_to_known(self, **fit_kwargs: Any) -> "ActiveLearner":
-        self.estimator.fit(self.X_training, self.y_training, **{**self.fit_kwargs, **fit_kwargs})
-        return self
-
-    def teach(self, X: Any, y: Any, only_new: bool = False, **fit_kwargs: Any) -> None:
-        """Add labelled pairs and refit (on all of them, or on the new ones with ``only_new``)."""
-        y_arr = self._check_xy(X, y)
-        if self.X_training is None:
-            self.X_training, self.y_training = X, y_arr
-        else:
-            self.X_training = stack_rows([self.X_training, X])
-            self.y_training = np.concatenate([self.y_training, y_arr])
-        if only_new:
-            self.estimator.fit(X, y_arr, **{**self.fit_kwargs, **fit_kwargs})
-        else:
-            self._fit_to_known(**fit_kwargs)
-
-    # ----------------------------------------------------------- querying
-    def query(self, X_pool: Any, n_instances: int = 1, *, return_metrics: bool = False, **query_kwargs: Any):
-        """Run the strategy once; return ``(positions, rows)`` (and the scores with ``return_metrics``)."""
+    def _fitted(self) -> bool | None:
+        """Whether the estimator is fitted (None: no way to tell, e.g. no scikit-learn estimator)."""
         try:
             check_is_fitted(self.estimator)
+        except _SkNotFittedError:
+            return False
+        except TypeError:  # None, or an object scikit-learn cannot check
+            return None
+        return True
+
+    def __sklearn_is_fitted__(self) -> bool:
+        fitted = self._fitted()
+        return (self.X_training is not None) if fitted is None else fitted
+
+    def __sklearn_tags__(self):  # noqa: D105 - scikit-learn's protocol
+        tags = super().__sklearn_tags__()
+        try:
+            inner = get_tags(self.estimator)
+        except (AttributeError, TypeError):  # not a scikit-learn estimator (or None): defaults
+            inner = None
+        if inner is not None:
+            tags.estimator_type = inner.estimator_type
+            tags.target_tags = copy.deepcopy(inner.target_tags)
+            tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
+            tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
+            tags.input_tags = copy.deepcopy(inner.input_tags)
+            tags.non_deterministic = inner.non_deterministic
+        tags.input_tags.allow_nan = tags.input_tags.allow_nan and not self.force_all_finite
+        tags.non_deterministic = tags.non_deterministic or (self.bootstrap_init and self.random_state is None)
+        tags.requires_fit = True
+        return tags
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The estimator's ``classes_``."""
+        return self.estimator.classes_
+
+    @property
+    def n_features_in_(self) -> int:
+        """The estimator's ``n_features_in_``."""
+        return self.estimator.n_features_in_
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        n = 0 if self.X_training is None else num_rows(self.X_training)
+        strat = self.query_strategy
+        name = "None" if strat is None else getattr(strat, "__name__", type(strat).__name__)
+        extra = "".join(
+            f", {k}={getattr(self, k)!r}" for k, default in
+            (("bootstrap_init", False), ("on_transformed", False), ("force_all_finite", False),
+             ("random_state", None)) if getattr(self, k) is not default
+        )
+        return f"ActiveLearner(estimator={self.estimator!r}, query_strategy={name}{extra}, n_labelled={n})"
+
+    # ----------------------------------------------------------- training
+    def _checked(self, X: Any, y: Any, what: str) -> np.ndarray:
+        """``y`` as an array after checking ``(X, y)``: one label per row, finite where asked."""
+        if y is None:
+            raise ValueError(f"{what} requires y to be passed, but the target y is None: give the labels of "
+                             "the pairs.")
+        if X is None:
+            raise ValueError(f"{what}: the pairs X are None: give the labelled pairs with their labels y.")
+        y_arr = np.asarray(y)
+        n = num_rows(X)
+        if y_arr.ndim == 0 or len(y_arr) != n:
+            got = "a single value" if y_arr.ndim == 0 else f"{len(y_arr)} labels"
+            raise DataError(f"{what}: X has {n} rows but y has {got}: give one label per pair (row of X).")
+        missing = np.asarray(pd.isna(y_arr))
+        if y_arr.dtype.kind in "fc":
+            missing = missing | np.isinf(y_arr)
+        if missing.any():
+            at = int(np.argwhere(missing)[0][0])
+            raise DataError(f"{what}: the label at position {at} is {y_arr.reshape(n, -1)[at].tolist()}: "
+                            "every label must be a class (no missing value, NaN or infinity).")
+        if self.force_all_finite:
+            where = _nonfinite(X)
+            if where is not None:
+                raise DataError(
+                    f"{what}: X holds NaN or infinity at {where}. Replace it (impute), or pass "
+                    "ActiveLearner(..., force_all_finite=False) when the estimator handles missing values."
+                )
+        return y_arr
+
+    def _bootstrap(self, X: Any, y: np.ndarray) -> tuple[Any, np.ndarray]:
+        if not hasattr(self, "_rng"):
+            self._rng = check_random_state(self.random_state)
+        n = num_rows(X)
+        idx = self._rng.randint(0, n, size=n) if n else np.zeros(0, dtype=np.intp)
+        return take_rows(X, idx), y[idx]
+
+    def _fit_on_new(self, X: Any, y: Any, bootstrap: bool = False, **fit_kwargs: Any) -> "ActiveLearner":
+        """Fit the estimator on ``(X, y)`` only (a bootstrap sample of them with ``bootstrap``)."""
+        y = np.asarray(y)
+        if bootstrap:
+            X, y = self._bootstrap(X, y)
+        self.estimator.fit(X, y, **{**self.fit_kwargs, **fit_kwargs})
+        return self
+
+    def _fit_to_known(self, bootstrap: bool = False, **fit_kwargs: Any) -> "ActiveLearner":
+        """Fit the estimator on every labelled pair (modAL's name, used by modAL's Committee)."""
+        return self._fit_on_new(self.X_training, self.y_training, bootstrap=bootstrap, **fit_kwargs)
+
+    def _add_training_data(self, X: Any, y: Any) -> None:
+        """Check ``(X, y)`` and add them to the labelled pairs without refitting (modAL's contract).
+
+        Raises
+        ------
+        DataError
+            Not one label per row, a NaN/infinite value (with ``force_all_finite``), or pairs in
+            another container or of another width than the labelled ones; nothing is stored then.
+        """
+        X = _as_pool(X)
+        y_arr = self._checked(X, y, "ActiveLearner.teach")
+        if self.X_training is None:
+            self.X_training, self.y_training = X, y_arr
+            return
+        X = _check_like(self.X_training, X, "ActiveLearner.teach")
+        if np.shape(self.y_training)[1:] != y_arr.shape[1:]:
+            raise DataError(
+                f"ActiveLearner.teach: the new labels have shape {y_arr.shape[1:]} per pair, the labels so "
+                f"far {np.shape(self.y_training)[1:]}: give labels of the same form."
+            )
+        self.X_training = stack_rows([self.X_training, X])
+        self.y_training = np.concatenate([self.y_training, y_arr])
+
+    def fit(self, X: Any, y: Any, bootstrap: bool = False, **fit_kwargs: Any) -> "ActiveLearner":
+        """Forget the labelled pairs, store ``(X, y)`` as the new ones and fit the estimator on them.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, DataFrame or mapping of arrays
+            The labelled pairs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Their labels.
+        bootstrap : bool, default=False
+            Fit on a bootstrap sample of ``(X, y)`` (seeded by ``random_state``).
+        **fit_kwargs
+            Passed to ``estimator.fit`` (over the constructor's).
+
+        Returns
+        -------
+        self : ActiveLearner
+        """
+        X = _as_pool(X)
+        y_arr = self._checked(X, y, "ActiveLearner.fit")
+        self.X_training, self.y_training = X, y_arr
+        return self._fit_to_known(bootstrap=bootstrap, **fit_kwargs)
+
+    def teach(
+        self, X: Any, y: Any, bootstrap: bool = False, only_new: bool = False, **fit_kwargs: Any
+    ) -> None:
+        """Add labelled pairs and refit the estimator.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, DataFrame or mapping of arrays
+            The new pairs, in the form of the labelled ones (e.g. the rows :meth:`query` returned).
+        y : array-like
+            Their labels.
+        bootstrap : bool, default=False
+            Refit on a bootstrap sample (seeded by ``random_state``).
+        only_new : bool, default=False
+            Refit on the new pairs only (estimators whose ``fit`` continues training); the new
+            pairs are recorded in ``X_training`` all the same.
+        **fit_kwargs
+            Passed to ``estimator.fit`` (over the constructor's).
+
+        Raises
+        ------
+        DataError
+            Bad pairs or labels (see :meth:`_add_training_data`), before anything is stored.
+        """
+        X = _as_pool(X)
+        self._add_training_data(X, y)
+        try:
+            if only_new:
+                self._fit_on_new(X, y, bootstrap=bootstrap, **fit_kwargs)
+            else:
+                self._fit_to_known(bootstrap=bootstrap, **fit_kwargs)
         except Exception as exc:
+            _add_note(
+                exc,
+                f"ActiveLearner.teach: the {num_rows(X)} new labels are kept in learner.X_training / "
+                f"learner.y_training ({len(self.y_training)} labelled pairs), but the estimator was not "
+                "refitted on them: fix the cause, then teach more pairs or call "
+                "learner.fit(learner.X_training, learner.y_training).",
+            )
+            raise
+
+    # ----------------------------------------------------------- querying
+    def transform_without_estimating(self, X: Any) -> Any:
+        """``X`` as the estimator's final step sees it (modAL's batch strategies read this).
+
+        A :class:`~sklearn.pipeline.Pipeline` applies every step but the last; a voting or
+        stacking ensemble concatenates that of each of its fitted estimators; any other estimator
+        gets ``X`` unchanged.
+        """
+        est = self.estimator
+        pipes = list(est.estimators_) if isinstance(est, _ENSEMBLES) else [est]
+        parts = [(p[:-1].transform(X) if len(p.steps) > 1 else X) for p in pipes if isinstance(p, Pipeline)]
+        if not parts:
+            return X
+        if len(parts) == 1:
+            return parts[0]
+        if any(sp.issparse(p) for p in parts):
+            return sp.hstack(parts, format="csr")
+        return np.hstack([np.asarray(p) for p in parts])
+
+    def query(self, X_pool: Any, *query_args: Any, return_metrics: bool = False, **query_kwargs: Any):
+        """Run the query strategy once and return the positions it chose and their rows.
+
+        Parameters
+        ----------
+        X_pool : array-like, sparse matrix, DataFrame or mapping of arrays
+            The unlabelled pairs.
+        *query_args, **query_kwargs
+            Passed to the strategy (``n_instances=10``, ``random_state=0``, ...).
+        return_metrics : bool, default=False
+            Also return the strategy's scores.
+
+        Returns
+        -------
+        positions : ndarray of int
+            As the strategy returned them (checked: integers inside the pool).
+        rows : same type as X_pool
+            ``X_pool``'s rows at ``positions``, by position; a single (0-d) position gives the row
+            as the pool's own indexing does (``X_pool[i]``, ``iloc[i]``).
+        scores : ndarray or None
+            Only with ``return_metrics``; None (with a warning) when the strategy returned
+            positions alone.
+        """
+        if self._fitted() is False:
             raise NotFittedError(
-                "The learner's estimator is not fitted: give X_training/y_training or call teach() "
-                "before query()."
-            ) from exc
+                f"The learner's estimator {type(self.estimator).__name__} is not fitted: give "
+                "X_training/y_training or teach labelled pairs before query() (for a cold start, call a "
+                "strategy that needs no model directly: "
+                "skrisk.strategies.random_sampling(learner, X_pool, ...))."
+            )
+        strategy = self.query_strategy
+        if strategy is None:
+            from .strategies import risk_sampling as strategy
+        elif not callable(strategy):
+            raise TypeError(
+                f"query_strategy must be callable, got {type(strategy).__name__}: pass a "
+                "strategy such as skrisk.risk_sampling."
+            )
+        X_pool = _as_pool(X_pool)
         n_pool = num_rows(X_pool)
-        result = self.query_strategy(self, X_pool, n_instances=n_instances, **query_kwargs)
-        pos, scores = unpack_query(result, n_pool)
-        if len(pos) != n_instances:
+        result = strategy(self, X_pool, *query_args, **query_kwargs)
+        pos, scores = _check_positions(*_split_result(result), n_pool, duplicates="warn")
+        n_instances = query_kwargs.get("n_instances")
+        if n_instances is not None and pos.size != n_instances:
             warnings.warn(
-                f"The strategy returned {len(pos)} positions for n_instances={n_instances}.",
+                f"The strategy returned {pos.size} positions for n_instances={n_instances}.",
                 stacklevel=2,
             )
         self.last_scores_ = scores
-        rows = take_rows(X_pool, pos)
+        if pos.ndim == 0:
+            pos = pos[()]
+            rows = _one_row(X_pool, pos)
+        else:
+            rows = take_rows(X_pool, pos)
         if return_metrics:
+            if scores is None:
+                warnings.warn("The query strategy returned positions without scores: the metrics are None.",
+                              UserWarning, stacklevel=2)
             return pos, rows, scores
         return pos, rows
 
     # ----------------------------------------------------------- prediction
-    def predict(self, X: Any, **kw: Any) -> np.ndarray:
-        return self.estimator.predict(X, **kw)
+    @available_if(_estimator_has("predict"))
+    def predict(self, X: Any, **predict_kwargs: Any) -> Any:
+        """The estimator's ``predict``."""
+        return self.estimator.predict(X, **predict_kwargs)
 
-    def predict_proba(self, X: Any, **kw: Any) -> np.ndarray:
-        return self.estimator.predict_proba(X, **kw)
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X: Any, **predict_proba_kwargs: Any) -> Any:
+        """The estimator's ``predict_proba``."""
+        return self.estimator.predict_proba(X, **predict_proba_kwargs)
 
-    def score(self, X: Any, y: Any, **kw: Any) -> float:
-        return self.estimator.score(X, y, **kw)
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X: Any) -> Any:
+        """The estimator's ``decision_function``."""
+        return self.estimator.decision_function(X)
+
+    @available_if(_estimator_has("score"))
+    def score(self, X: Any, y: Any, **score_kwargs: Any) -> float:
+        """The estimator's ``score``."""
+        return self.estimator.score(X, y, **score_kwargs)
