@@ -17,6 +17,7 @@ from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError, EmptyPoolError
 from skrisk.kmedoids import WeightedKMedoids, weighted_fastpam
 from skrisk.matchers import FeatureMatcher
+from skrisk.risk import LearnRiskEstimator
 from skrisk.strategies import STRATEGIES, RiskSampler
 from skrisk.strategies._selection import checked_proba
 
@@ -306,3 +307,30 @@ def test_every_strategy_bad_n_instances_and_tiny_pools(task, name):
     pos32, _ = strategy(learner, X.astype(np.float32), n_instances=3, random_state=0)  # float32 pool
     assert len(set(pos32.tolist())) == 3
 
+
+# ---- LearnRiskEstimator on too few or degenerate validation pairs ----------------------------
+def _risk_X(n, seed=0):
+    rng = np.random.RandomState(seed)
+    return np.hstack([rng.rand(n, 3), rng.rand(n, 1)])
+
+
+@pytest.mark.parametrize("n, y", [(0, []), (1, [1]), (2, [0, 1]), (3, [0, 1, 1])])
+def test_learnrisk_too_few_pairs_says_how_many_of_which_kind(n, y):
+    """Before: 2 rows gave "zero-size array to reduction operation minimum"."""
+    with pytest.raises(ValueError, match=r"got .*in X and no X_train.*at least 5 pairs.*X_train / y_train"):
+        LearnRiskEstimator(epochs=1).fit(_risk_X(n), np.asarray(y, dtype=int))
+
+
+def test_learnrisk_too_few_pairs_with_training_pairs():
+    Xt, yt = _risk_X(20), np.arange(20) % 2
+    with pytest.raises(ValueError, match=r"got 1 sample\(s\) in X.*mispredicts and one it predicts correctly"):
+        LearnRiskEstimator(epochs=1).fit(_risk_X(1), [1], X_train=Xt, y_train=yt)
+
+
+def test_learnrisk_one_class_and_nan_features():
+    with pytest.raises(ValueError, match=r"X holds no non-matches \(label 0\).*10 match\(es\), 0 non-match"):
+        LearnRiskEstimator(epochs=1).fit(_risk_X(10), np.ones(10, dtype=int))
+    X = _risk_X(20)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="first at row 3, column 'x1'.*sentinel"):
+        LearnRiskEstimator(epochs=1).fit(X, np.arange(20) % 2)
