@@ -348,22 +348,34 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
                 ) from exc
         else:
             embeddings = weight.numpy()
+    from ._modules import ForestLayer
+
+    def not_a_network(exc: Exception) -> DataError:
+        return _bad(cfg_path, f"its parameters do not build a network ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})")
+
     try:
         matcher = RNNMatcher(embeddings=embeddings, optimizer=optimizer, **params)
         matcher.module_dims_ = dict(config["module_dims"])
         matcher.pos_weight_ = float(config["pos_weight"])
+        # The network the config describes, on the meta device: shapes only, nothing allocated,
+        # so a config asking for a huge network is refused below (its shapes do not match the
+        # file) before any memory is spent on it.
+        with torch.device("meta"):
+            probe = matcher.module(**{**matcher._module_kwargs(matcher.module_dims_),
+                                      **matcher.get_params_for("module")})
+    except (TypeError, ValueError, RuntimeError, KeyError) as exc:
+        raise not_a_network(exc) from exc
+    n_features = int(matcher.module_dims_["n_features"])
+    if n_features:  # saved before features were standardised: identity
+        state.setdefault("feature_center", torch.zeros(n_features))
+        state.setdefault("feature_scale", torch.ones(n_features))
+    forests = tuple(f"{name}." for name, mod in probe.named_modules() if isinstance(mod, ForestLayer))
+    _check_state(state, probe.state_dict(), w_path, cfg_path, forests, n_features)
+    try:
         matcher.initialize()
     except (TypeError, ValueError, RuntimeError, KeyError) as exc:
-        raise _bad(cfg_path, f"its parameters do not build a network ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})") from exc
-    if matcher.module_dims_.get("n_features"):  # saved before features were standardised: identity
-        state.setdefault("feature_center", torch.zeros(matcher.module_dims_["n_features"]))
-        state.setdefault("feature_scale", torch.ones(matcher.module_dims_["n_features"]))
-    from ._modules import ForestLayer
-
-    forests = tuple(f"{name}." for name, mod in matcher.module_.named_modules() if isinstance(mod, ForestLayer))
-    _check_state(state, matcher.module_.state_dict(), w_path, cfg_path, forests,
-                 int(matcher.module_dims_.get("n_features", 0)))
+        raise not_a_network(exc) from exc
     matcher.module_.load_state_dict(state)
     matcher.module_.to(dev)
     matcher.module_.eval()

@@ -69,6 +69,9 @@ def test_roundtrip_still_exact(saved):
         (lambda c: c["params"].update(evil_param=1), "unknown keys"),
         (lambda c: c["params"].update(hidden_size={"a": 1}), r"params\['hidden_size'\] is a JSON dict"),
         (lambda c: c["params"].update(hidden_size=-3), "do not build a network"),
+        # a network of ~10**11 weights: refused from its shapes, nothing allocated
+        (lambda c: c["params"].update(hidden_size=100_000), r"has shape \(\d+, \d+\) but .*config.json describes"),
+        (lambda c: c["module_dims"].update(n_attributes=7), "missing tensors|describes"),
         (lambda c: c.update(embeddings="glove"), "embeddings is 'glove'"),
         (lambda c: c.update(best_epoch=-1), "best_epoch"),
         (lambda c: {"format": "sklearn.ensemble.RandomForestClassifier", "format_version": 1}, "not an RNNMatcher"),
