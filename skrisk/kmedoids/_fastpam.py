@@ -46,6 +46,10 @@ _MAX_SWAPS_PER_BLOCK = 4
 # CPU problems with fewer distance cells per block than this run on one thread (thread
 # start-up costs more than it saves there, and far more on a loaded machine).
 _SMALL_BLOCK_CELLS = 1 << 17
+# Smallest ratio of positive weights the kernel accepts: weights enter the float32 matrix product
+# squared (w^2 D^2 with distances of order 1), so 1e-15 leaves w^2 D^2 well inside float32's
+# normal range (>= 1.2e-38) for distances down to ~1e-4 of the data's extent.
+_MIN_WEIGHT_RATIO = 1e-15
 
 
 @dataclass(frozen=True)
@@ -132,9 +136,14 @@ def _as_data_tensor(X: Any) -> torch.Tensor:
         raise ValueError("X is empty (0 samples); pass at least n_select + len(fixed) points.")
     if t.shape[1] == 0:
         raise ValueError("X has 0 features; pass an array of shape (n_samples, n_features>=1).")
-    if not bool(torch.isfinite(t).all()):
+    finite = torch.isfinite(t)
+    if not bool(finite.all()):
+        bad = (~finite).nonzero()
+        row, col = int(bad[0, 0]), int(bad[0, 1])
         raise ValueError(
-            "X contains NaN or infinity; impute or drop those rows before selecting medoids."
+            f"X contains NaN or infinity ({bad.shape[0]} values, first at row {row}, column {col}, "
+            f"value {float(t[row, col])}); impute or drop those rows before selecting medoids "
+            "(finite values of any magnitude are fine: the kernel rescales them)."
         )
     return t
 
@@ -210,6 +219,22 @@ def _check_weights(sample_weight: Any, n: int, fixed: np.ndarray) -> np.ndarray:
             "sample_weight is zero on every point that is not a fixed medoid, so every choice has "
             "total deviation 0; pass positive weights (or sample_weight=None for unit weights)."
         )
+    # A fixed medoid is at distance 0 from itself, so its weight never counts: drop it, so that
+    # a huge weight there cannot squeeze the others below float32's range.
+    w = w.copy()
+    w[fixed] = 0.0
+    pos = w[w > 0]
+    lo, hi = float(pos.min()), float(pos.max())
+    if lo < _MIN_WEIGHT_RATIO * hi:
+        i_lo = int(np.flatnonzero(w == lo)[0])
+        raise ValueError(
+            f"sample_weight spans more than {1 / _MIN_WEIGHT_RATIO:.0e} between its smallest "
+            f"positive value ({lo:.3g} at row {i_lo}) and its largest ({hi:.3g}) on the points that "
+            "are not fixed medoids: the float32 kernel cannot tell the small ones from 0, and would "
+            "report a swap-optimal result it did not search for. Set negligible weights to 0 "
+            f"(e.g. w = np.where(w < w.max() * {_MIN_WEIGHT_RATIO:.0e}, 0, w)) or compress the range "
+            "(e.g. np.sqrt(w))."
+        )
     return w
 
 
@@ -273,6 +298,23 @@ def _threads_for(dev: torch.device, n: int, block_size: int) -> Iterator[None]:
 # --------------------------------------------------------------------------------------------
 # The kernel
 # --------------------------------------------------------------------------------------------
+def _pow2_normalise(X: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """``(X * 2**s, s)`` with ``max |X * 2**s|`` in ``[0.5, 1)`` (``s = 0`` if ``X`` is all 0).
+
+    A power of two changes only the floating-point exponent, so float32 products of the scaled
+    data equal the unscaled ones times a power of two wherever those neither overflow nor
+    underflow: results at ordinary scales are bit-identical to unscaled ones.
+    """
+    top = float(X.abs().max())
+    if top == 0.0:
+        return X, 0
+    _, e = math.frexp(top)  # top = mant * 2**e, mant in [0.5, 1)
+    if e == 0:
+        return X, 0
+    half = -e // 2  # two exact factors: 2**-e alone overflows for subnormal float64 data
+    return X * math.ldexp(1.0, half) * math.ldexp(1.0, -e - half), -e
+
+
 def _top2(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Nearest and second-nearest per row; ties go to the lowest column."""
     i1 = torch.argmin(M, dim=1)
@@ -301,7 +343,16 @@ class _Kernel:
         self.dev = device
         self.B = block_size
         X64 = X.to(device=device, dtype=torch.float64)
+        # Distances are float32 matrix products of [x, |x|^2, 1]: coordinates of order 1e20 overflow
+        # |x|^2 and coordinates of order 1e-30 underflow it, and every swap gain then reads 0 (or
+        # NaN). Scale by a power of two so that max |x| lies in [0.5, 1): exact in binary floating
+        # point, so the search is the same as at scale 1 and the argmin is unchanged. Once before
+        # centring (so the mean cannot overflow), once after (so a small spread far from the
+        # origin is not lost). Distances here are the caller's times ``2**self.scale_exp``.
+        X64, e1 = _pow2_normalise(X64)
         Xc = X64 - X64.mean(dim=0, keepdim=True)  # translation-invariant; less cancellation
+        Xc, e2 = _pow2_normalise(Xc)
+        self.scale_exp = e1 + e2
         self.X64 = Xc
         sq = (Xc * Xc).sum(dim=1, keepdim=True)
         ones = torch.ones(n, 1, dtype=torch.float64, device=device)
@@ -343,6 +394,13 @@ class _Kernel:
         self.cache: dict[int, torch.Tensor] = {}
         self.cache_left = 0
         self._fixed_nearest()
+
+    def unscale(self, value: float) -> float:
+        """A distance (or weighted sum of distances) in the caller's units."""
+        try:
+            return math.ldexp(value, -self.scale_exp)
+        except OverflowError:  # beyond float64: the caller's coordinates were near its limit
+            return math.inf
 
     # ---- distances ------------------------------------------------------------------------------
     def _col_form(self, idx: torch.Tensor) -> torch.Tensor:
@@ -534,7 +592,7 @@ class _Kernel:
         # every medoid belongs to its own cluster (matters only for duplicate points)
         lab[medoids] = torch.arange(medoids.numel(), device=self.dev)
         best[medoids] = 0.0
-        return lab, float((self.w_orig * best).sum())
+        return lab, self.unscale(float((self.w_orig * best).sum()))
 
 
 def _heaviest(w: np.ndarray, cand: np.ndarray, b: int, random_state: RandomStateLike) -> np.ndarray:
@@ -842,7 +900,7 @@ def weighted_fastpam(
                 if _eager_swaps(k, delta, m, blocks[t][0]):
                     n_swaps = k.n_swaps
                     since = 0
-                    bar.set_postfix(swaps=n_swaps, td=f"{k.td:.6g}")
+                    bar.set_postfix(swaps=n_swaps, td=f"{k.unscale(k.td):.6g}")
                 else:
                     since += 1
                 evaluated += 1
@@ -864,7 +922,7 @@ def weighted_fastpam(
                     bar.update(1)
                 if best_v < -_rtol(k) and k.try_swap(best_m, best_j):
                     n_swaps = k.n_swaps
-                    bar.set_postfix(swaps=n_swaps, td=f"{k.td:.6g}")
+                    bar.set_postfix(swaps=n_swaps, td=f"{k.unscale(k.td):.6g}")
                 else:
                     converged = True
                     break

@@ -15,12 +15,18 @@ saved one without the original word vectors.
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from .._fileio import atomic_write_bytes, atomic_write_text
+from ..exceptions import DataError
 
 __all__ = ["save_matcher", "load_matcher"]
 
@@ -92,13 +98,195 @@ def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
         "best_epoch": int(getattr(matcher, "best_epoch_", 0)),
     }
     state = {k: v.detach().cpu().contiguous() for k, v in matcher.module_.state_dict().items()}
-    torch.save(state, folder / "weights.pt")
-    (folder / "config.json").write_text(json.dumps(config, indent=1))
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    # each file is replaced atomically: a crash leaves the old file or the new one, never a torn one
+    atomic_write_bytes(folder / "weights.pt", buf.getvalue())
+    atomic_write_text(folder / "config.json", json.dumps(config, indent=1))
     return folder
+
+
+_PARAM_KEYS = frozenset(_JSON_PARAMS) | {"random_state", "device", "optimizer"}
+_EMBEDDING_KINDS = ("none", "word_vectors", "array")
+#: config.json larger than this is refused before it is parsed (a vocabulary of a million
+#: words takes about 20 MB).
+MAX_CONFIG_BYTES = 256 * 2**20
+_REFIT = "re-save the matcher with RNNMatcher.save (or save_matcher), or restore the file from a trusted copy"
+
+
+def _bad(path: Path, what: str) -> DataError:
+    return DataError(f"{path}: {what}. It is not a matcher saved by skrisk: {_REFIT}.")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_config(config: object, path: Path) -> dict:
+    """Validate the shape of config.json (keys, types, format version); return it."""
+    if not isinstance(config, dict):
+        raise _bad(path, f"the top level is a JSON {type(config).__name__}, not an object")
+    if config.get("format") != "skrisk.RNNMatcher":
+        raise _bad(path, f"format is {config.get('format')!r}, not 'skrisk.RNNMatcher' (not an RNNMatcher config)")
+    version = config.get("format_version")
+    if not _is_int(version) or version < 1:
+        raise _bad(path, f"format_version is {version!r}, not an integer >= 1")
+    if version > FORMAT_VERSION:
+        raise DataError(
+            f"{path} was written by a newer skrisk (format {version}, this one reads up to "
+            f"{FORMAT_VERSION}): upgrade skrisk."
+        )
+    required = {"params": dict, "module_dims": dict, "embeddings": str, "classes": list, "pos_weight": (int, float)}
+    for key, typ in required.items():
+        if key not in config:
+            raise _bad(path, f"the key {key!r} is missing")
+        if not isinstance(config[key], typ) or isinstance(config[key], bool):
+            raise _bad(path, f"{key!r} is a JSON {type(config[key]).__name__}, expected "
+                             f"{'a number' if key == 'pos_weight' else 'an ' + ('object' if typ is dict else 'array' if typ is list else 'string')}")
+    params = config["params"]
+    unknown = sorted(set(params) - _PARAM_KEYS)
+    if unknown:
+        raise _bad(path, f"params holds unknown keys {unknown[:5]}")
+    for k, v in params.items():
+        if not (v is None or isinstance(v, (bool, int, float, str))):
+            raise _bad(path, f"params[{k!r}] is a JSON {type(v).__name__}; parameters are numbers, strings, booleans or null")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise _bad(path, f"params[{k!r}] is {v}; parameters must be finite")
+    opt = params.get("optimizer", "Adam")
+    optimizer = getattr(torch.optim, opt, None) if isinstance(opt, str) else None
+    if not (isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer)):
+        raise _bad(path, f"params['optimizer'] is {opt!r}, not the name of a torch.optim optimizer")
+    dims = config["module_dims"]
+    for k in ("n_attributes", "n_embeddings", "n_features"):
+        if not _is_int(dims.get(k)) or dims[k] < (0 if k == "n_features" else 1):
+            raise _bad(path, f"module_dims[{k!r}] is {dims.get(k)!r}, not a "
+                             f"{'non-negative' if k == 'n_features' else 'positive'} integer")
+    if sorted(dims) != ["n_attributes", "n_embeddings", "n_features"]:
+        raise _bad(path, f"module_dims has keys {sorted(dims)}, expected n_attributes, n_embeddings, n_features")
+    if config["embeddings"] not in _EMBEDDING_KINDS:
+        raise _bad(path, f"embeddings is {config['embeddings']!r}, not one of {_EMBEDDING_KINDS}")
+    if config["embeddings"] == "word_vectors":
+        vocab = config.get("vocabulary")
+        if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
+            raise _bad(path, "embeddings is 'word_vectors' but vocabulary is not an array of strings")
+    source = config.get("embeddings_source")
+    if source is not None and not isinstance(source, str):
+        raise _bad(path, f"embeddings_source is a JSON {type(source).__name__}, not a string or null")
+    if config["classes"] != [0, 1]:
+        raise _bad(path, f"classes is {config['classes']!r}; a matcher's classes are [0, 1] (non-match, match)")
+    pw = config["pos_weight"]
+    if not math.isfinite(pw) or pw <= 0:
+        raise _bad(path, f"pos_weight is {pw!r}, not a finite positive number")
+    best = config.get("best_epoch", 0)
+    if not _is_int(best) or best < 0:
+        raise _bad(path, f"best_epoch is {best!r}, not a non-negative integer")
+    return config
+
+
+def _read_config(path: Path) -> dict:
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise _bad(path, f"it holds {size} bytes, more than the {MAX_CONFIG_BYTES} a config may hold")
+    try:
+        config = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _bad(path, f"it is not UTF-8 text ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise _bad(path, f"it is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
+    except RecursionError as exc:
+        raise _bad(path, "its JSON is nested too deeply") from exc
+    return _check_config(config, path)
+
+
+def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """Tensors of weights.pt, read without unpickling code; names are strings, floats finite."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise DataError(
+            f"{path} holds objects other than tensors (a pickle that could run code): it was refused "
+            f"and nothing in it ran. skrisk never unpickles matcher files; {_REFIT}."
+        ) from exc
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise DataError(
+            f"{path} cannot be read as a torch weights file ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'}): it is truncated or "
+            f"corrupt; {_REFIT}."
+        ) from exc
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise _bad(path, f"it holds a {type(state).__name__}, not a dictionary of named tensors")
+    for name, t in state.items():
+        if not isinstance(t, torch.Tensor):
+            raise _bad(path, f"entry {name!r} is a {type(t).__name__}, not a tensor")
+        if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
+            n_bad = int((~torch.isfinite(t)).sum())
+            raise DataError(
+                f"{path}: tensor {name!r} holds {n_bad} NaN or infinite value(s), so the matcher would "
+                f"predict NaN. The training diverged or the file was altered: retrain the matcher "
+                f"(e.g. with a lower lr) and save it again, or restore the file from a trusted copy."
+            )
+    return state
+
+
+def _check_forest(state: dict[str, torch.Tensor], prefix: str, n_features: int, path: Path) -> None:
+    """The tree buffers of a ForestLayer: consistent shapes, indices in range, values in [0, 1]."""
+    from ._modules import ForestLayer
+
+    def bad(what: str) -> DataError:
+        return DataError(f"{path}: the stacked forest ({prefix}*) {what}: the file was altered or damaged; {_REFIT}.")
+
+    t = {k: state[prefix + k] for k in ForestLayer._KEYS}
+    shape = tuple(t["feature"].shape)
+    if len(shape) != 2 or any(tuple(v.shape) != shape for v in t.values()):
+        raise bad(f"has buffers of shapes {[tuple(v.shape) for v in t.values()]}, not one common (trees, nodes) shape")
+    n_nodes = shape[1]
+    if any(v.is_floating_point() for k, v in t.items() if k in ("feature", "left", "right")):
+        raise bad("has non-integer node indices")
+    if t["feature"].numel():
+        if int(t["feature"].min()) < -1 or int(t["feature"].max()) >= n_features:
+            raise bad(f"splits on features outside [0, {n_features - 1}]")
+        for k in ("left", "right"):
+            if int(t[k].min()) < 0 or int(t[k].max()) >= n_nodes:
+                raise bad(f"has {k} children outside [0, {n_nodes - 1}]")
+        if float(t["value"].min()) < 0 or float(t["value"].max()) > 1:
+            raise bad("has leaf probabilities outside [0, 1]")
+    depth = state.get(prefix + "depth")
+    if depth is None or depth.ndim != 0 or depth.is_floating_point() or not 0 <= int(depth) <= max(n_nodes, 0):
+        raise bad(f"has depth {None if depth is None else depth.tolist()}, not an integer in [0, {n_nodes}]")
+
+
+def _check_state(state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path, cfg_path: Path,
+                 forests: tuple[str, ...] = (), n_features: int = 0) -> None:
+    data_dependent = {f + k for f in forests for k in ("feature", "threshold", "left", "right", "value")}
+    for prefix in forests:
+        if all(prefix + k in state for k in ("feature", "threshold", "left", "right", "value")):
+            _check_forest(state, prefix, n_features, path)
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise DataError(
+            f"{path} does not fit the network described by {cfg_path}: "
+            f"{'missing tensors ' + str(missing[:5]) if missing else ''}"
+            f"{'; ' if missing and unexpected else ''}"
+            f"{'unexpected tensors ' + str(unexpected[:5]) if unexpected else ''}. The two files "
+            f"come from different matchers: {_REFIT}."
+        )
+    for name, ref in expected.items():
+        if name not in data_dependent and tuple(state[name].shape) != tuple(ref.shape):
+            raise DataError(
+                f"{path}: tensor {name!r} has shape {tuple(state[name].shape)} but {cfg_path} describes "
+                f"{tuple(ref.shape)}. The two files come from different matchers: {_REFIT}."
+            )
 
 
 def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object:
     """Load a matcher saved by :func:`save_matcher`.
+
+    Nothing in the files can run code: the weights are read with
+    ``torch.load(..., weights_only=True)`` (a pickle carrying code is refused) and the config is
+    JSON. Both are validated before the matcher is built: the config's keys, types and format
+    version, the classes ``[0, 1]``, and every tensor's name, shape and finiteness against the
+    network the config describes.
 
     Parameters
     ----------
@@ -112,6 +300,16 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
     RNNMatcher
         Fitted, predicting exactly as the saved one (``embeddings`` is rebuilt from the saved
         matrix and vocabulary).
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder lacks ``config.json`` or ``weights.pt``.
+    DataError
+        A file is malformed (invalid JSON, wrong keys or types, a newer format, classes other
+        than ``[0, 1]``, a truncated or corrupt weights file, a pickle carrying objects other
+        than tensors, NaN or infinite weights, tensors that do not fit the config). The message
+        names the file and the fix.
     """
     from ..data._embeddings import WordVectors
     from ..data._tokenize import Vocabulary
@@ -124,36 +322,62 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
             f"{folder} does not hold a saved matcher (config.json and weights.pt): pass the folder "
             "given to RNNMatcher.save."
         )
-    config = json.loads(cfg_path.read_text())
-    if config.get("format") != "skrisk.RNNMatcher":
-        raise ValueError(f"{cfg_path} is not an RNNMatcher config (format={config.get('format')!r}).")
-    if config.get("format_version", 0) > FORMAT_VERSION:
-        raise ValueError(
-            f"{cfg_path} was written by a newer skrisk (format {config['format_version']}): upgrade skrisk."
-        )
+    config = _read_config(cfg_path)
+    state = _read_weights(w_path)
     dev = _resolve_device(device)
-    state = torch.load(w_path, map_location=dev, weights_only=True)
     params = dict(config["params"])
-    opt_name = params.pop("optimizer", "Adam")
-    optimizer = getattr(torch.optim, opt_name, None)
-    if optimizer is None:
-        raise ValueError(f"Unknown optimizer {opt_name!r} in {cfg_path}.")
+    optimizer = getattr(torch.optim, params.pop("optimizer", "Adam"))
     params["device"] = device
     weight = state.get("embedding.weight")
     embeddings = None
-    if config.get("embeddings") == "word_vectors":
-        vocab = Vocabulary(config["vocabulary"])
-        embeddings = WordVectors(vocab, weight.cpu().numpy(), source=config.get("embeddings_source") or "loaded")
-    elif config.get("embeddings") == "array":
-        embeddings = weight.cpu().numpy()
-    matcher = RNNMatcher(embeddings=embeddings, optimizer=optimizer, **params)
-    matcher.module_dims_ = dict(config["module_dims"])
-    matcher.pos_weight_ = float(config["pos_weight"])
-    matcher.initialize()
-    if matcher.module_dims_.get("n_features"):  # saved before features were standardised: identity
-        state.setdefault("feature_center", torch.zeros(matcher.module_dims_["n_features"]))
-        state.setdefault("feature_scale", torch.ones(matcher.module_dims_["n_features"]))
+    if config["embeddings"] != "none":
+        if weight is None or weight.ndim != 2 or not weight.is_floating_point():
+            raise DataError(
+                f"{w_path} lacks a 2-D float tensor 'embedding.weight' although {cfg_path} says the "
+                f"embeddings are {config['embeddings']!r}: {_REFIT}."
+            )
+        if config["embeddings"] == "word_vectors":
+            vocab_list = config["vocabulary"]
+            try:
+                vocab = Vocabulary(vocab_list)
+                embeddings = WordVectors(vocab, weight.numpy(), source=config.get("embeddings_source") or "loaded")
+            except (ValueError, TypeError) as exc:
+                raise DataError(
+                    f"{cfg_path}: its vocabulary ({len(vocab_list)} tokens) does not fit the embedding "
+                    f"matrix {tuple(weight.shape)} of {w_path} ({exc}): {_REFIT}."
+                ) from exc
+        else:
+            embeddings = weight.numpy()
+    from ._modules import ForestLayer
+
+    def not_a_network(exc: Exception) -> DataError:
+        return _bad(cfg_path, f"its parameters do not build a network ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})")
+
+    try:
+        matcher = RNNMatcher(embeddings=embeddings, optimizer=optimizer, **params)
+        matcher.module_dims_ = dict(config["module_dims"])
+        matcher.pos_weight_ = float(config["pos_weight"])
+        # The network the config describes, on the meta device: shapes only, nothing allocated,
+        # so a config asking for a huge network is refused below (its shapes do not match the
+        # file) before any memory is spent on it.
+        with torch.device("meta"):
+            probe = matcher.module(**{**matcher._module_kwargs(matcher.module_dims_),
+                                      **matcher.get_params_for("module")})
+    except (TypeError, ValueError, RuntimeError, KeyError) as exc:
+        raise not_a_network(exc) from exc
+    n_features = int(matcher.module_dims_["n_features"])
+    if n_features:  # saved before features were standardised: identity
+        state.setdefault("feature_center", torch.zeros(n_features))
+        state.setdefault("feature_scale", torch.ones(n_features))
+    forests = tuple(f"{name}." for name, mod in probe.named_modules() if isinstance(mod, ForestLayer))
+    _check_state(state, probe.state_dict(), w_path, cfg_path, forests, n_features)
+    try:
+        matcher.initialize()
+    except (TypeError, ValueError, RuntimeError, KeyError) as exc:
+        raise not_a_network(exc) from exc
     matcher.module_.load_state_dict(state)
+    matcher.module_.to(dev)
     matcher.module_.eval()
     matcher.classes_inferred_ = np.asarray(config["classes"])
     matcher.best_epoch_ = int(config.get("best_epoch", 0))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -535,6 +536,12 @@ class LearnRiskEstimator(BaseEstimator):
         self : LearnRiskEstimator
         """
         device = self._check_params()
+        shape = getattr(X, "shape", None)
+        n_given = int(shape[0]) if shape is not None and len(shape) >= 1 else (
+            len(X) if isinstance(X, (list, tuple)) else None)
+        if n_given is not None and n_given < 2:
+            raise ValueError(self._too_few_message(n_given, with_train=X_train is not None
+                                                   or self.train_pairs is not None))
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False, y_numeric=False,
                              ensure_min_samples=2)
         y = self._check_labels(y, "y")
@@ -573,6 +580,8 @@ class LearnRiskEstimator(BaseEstimator):
             rng = check_random_state(self.random_state)
             stat_idx, rank_idx = self._fallback_split(p, y, rng)
             Ft, pt, yt = F[stat_idx], p[stat_idx], y[stat_idx]
+            if yt.size == 0 or yt.min() == yt.max():
+                raise ValueError(self._too_few_message(y.size, y=y, p=p, with_train=False))
         if yt.min() == yt.max():
             raise ValueError(
                 f"The training pairs hold only label {yt[0]}: rules and expectations need both "
@@ -665,6 +674,38 @@ class LearnRiskEstimator(BaseEstimator):
         self.n_ranked_pairs_ = int(rank_idx.size)
         self.n_mispredicted_ = int(z.sum())
         return self
+
+    def _too_few_message(
+        self, n: int, *, y: npt.NDArray[np.int64] | None = None, p: npt.NDArray[np.float64] | None = None,
+        with_train: bool,
+    ) -> str:
+        """How many validation pairs, of which kinds, a fit needs (``n`` were given)."""
+        rank_need = ("at least one pair the matcher mispredicts and one it predicts correctly "
+                     "(threshold 0.5) to rank")
+        if y is not None and p is not None:
+            z = mispredicted(p, y)
+            got = (f"{n} pair(s): {int((y == 1).sum())} match(es), {int((y == 0).sum())} "
+                   f"non-match(es), {int(z.sum())} mispredicted")
+        else:
+            got = f"{n} sample(s)"
+        if with_train:
+            return (f"LearnRiskEstimator.fit got {got} in X. The validation pairs X need {rank_need}: "
+                    "at least 2 pairs. Label more validation pairs.")
+        f = float(self.fallback_train_size)
+        group = math.ceil(1.0 / f)
+        missing = ""
+        if y is not None and y.size and y.min() == y.max():
+            missing = f"X holds no {'non-matches (label 0)' if y[0] == 1 else 'matches (label 1)'}. "
+        return missing + (
+            f"LearnRiskEstimator.fit got {got} in X and no X_train, so it splits X: "
+            f"{f:g} of each (label, mispredicted) group, rounded down, becomes the training pairs "
+            "for rules and expectations, which need matches and non-matches, and the rest is "
+            f"ranked, which needs {rank_need}. That takes, for each label, a group of at least "
+            f"{group} pairs (e.g. {group} correctly predicted matches and {group} correctly "
+            f"predicted non-matches) plus a mispredicted pair: at least {2 * group + 1} pairs. "
+            "Label more pairs of the missing kinds, or pass the matcher's training pairs as "
+            "X_train / y_train (then X needs only the pairs to rank)."
+        )
 
     def _holdout_split(
         self, z: npt.NDArray[np.bool_], rng: np.random.RandomState

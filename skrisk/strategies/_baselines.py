@@ -18,7 +18,15 @@ from sklearn.utils import check_random_state
 from .._rows import num_rows, take_rows
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..matchers._base import require
-from ._selection import check_query, labelled_pool, min_distances, resolve_device, top_k
+from ._selection import (
+    check_query,
+    checked_finite,
+    labelled_pool,
+    min_distances,
+    proba_function,
+    resolve_device,
+    top_k,
+)
 
 __all__ = [
     "random_sampling",
@@ -63,7 +71,7 @@ def entropy_sampling(
 ) -> tuple[IntArray, FloatArray]:
     """Maximum entropy of the matcher's class probabilities."""
     check_query(X_pool, n_instances, "entropy_sampling", learner)
-    proba = require(learner, "proba", "entropy_sampling")(X_pool)
+    proba = proba_function(learner, "entropy_sampling")(X_pool)
     return top_k(entropy(proba), n_instances, random_state)
 
 
@@ -80,8 +88,12 @@ def bald_sampling(
     check_query(X_pool, n_instances, "bald_sampling", learner)
     if n_iter < 2:
         raise ValueError(f"bald_sampling: n_iter must be at least 2 MC passes, got {n_iter}.")
-    mc = require(learner, "mc_dropout", "bald_sampling")(X_pool, n_iter=n_iter, random_state=random_state)
-    mc = np.asarray(mc, dtype=np.float64)
+    mc = proba_function(learner, "bald_sampling", "mc_dropout")(X_pool, n_iter=n_iter, random_state=random_state)
+    if mc.ndim != 3:
+        raise ValueError(
+            f"bald_sampling: {type(getattr(learner, 'estimator', learner)).__name__}.predict_proba_mc "
+            f"returned shape {mc.shape}, expected (n_iter, n_pool, 2); fix or replace the matcher."
+        )
     score = entropy(mc.mean(0)) - entropy(mc).mean(0)
     return top_k(score, n_instances, random_state)
 
@@ -89,12 +101,14 @@ def bald_sampling(
 def _representations(learner: Any, X_pool: Any, strategy: str, transform: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Representations of the pool and of the labelled set (empty if none)."""
     represent = transform if transform is not None else require(learner, "representation", strategy)
-    pool = np.asarray(represent(X_pool), dtype=np.float32)
+    method = "represent" if transform is None else "transform"
+    pool = checked_finite(represent(X_pool), learner, strategy, method, n_rows=num_rows(X_pool)).astype(np.float32)
     X_lab = labelled_pool(learner)
     if X_lab is None or num_rows(X_lab) == 0:
         lab = np.zeros((0, pool.shape[1]), dtype=np.float32)
     else:
-        lab = np.asarray(represent(X_lab), dtype=np.float32)
+        lab = checked_finite(represent(X_lab), learner, strategy, method, what="the labelled pairs",
+                             n_rows=num_rows(X_lab)).astype(np.float32)
     return pool, lab
 
 
@@ -159,10 +173,11 @@ def egl_sampling(
                 f"egl_sampling: subsample={subsample} is smaller than n_instances={n_instances}."
             )
         cand = np.sort(rng.choice(n_pool, size=subsample, replace=False)).astype(np.intp)
-        scores = np.asarray(egl(take_rows(X_pool, cand)), dtype=np.float64)
+        scores = checked_finite(egl(take_rows(X_pool, cand)), learner, "egl_sampling",
+                                "expected_gradient_length", n_rows=len(cand))
         pos, sc = top_k(scores, n_instances, rng)
         return cand[pos], sc
-    scores = np.asarray(egl(X_pool), dtype=np.float64)
+    scores = checked_finite(egl(X_pool), learner, "egl_sampling", "expected_gradient_length", n_rows=n_pool)
     return top_k(scores, n_instances, rng)
 
 
@@ -180,8 +195,9 @@ def badge_sampling(
     The first pair is the one with the largest gradient norm; each next one is drawn with
     probability proportional to its squared distance to the nearest chosen pair (seeded).
     """
-    check_query(X_pool, n_instances, "badge_sampling", learner)
-    G = np.asarray(require(learner, "gradient_embedding", "badge_sampling")(X_pool), dtype=np.float32)
+    n_pool = check_query(X_pool, n_instances, "badge_sampling", learner)
+    G = checked_finite(require(learner, "gradient_embedding", "badge_sampling")(X_pool), learner,
+                       "badge_sampling", "gradient_embedding", n_rows=n_pool).astype(np.float32)
     rng = check_random_state(random_state)
     dev = resolve_device(device)
     Gt = torch.as_tensor(G, device=dev)

@@ -23,7 +23,17 @@ from ..exceptions import NotFittedError
 from ..kmedoids import weighted_fastpam
 from ..matchers._base import require
 from ..risk import LearnRiskEstimator, mispredicted
-from ._selection import check_pool_matches, check_query, labelled_pool, min_distances, resolve_device, top_k
+from ._selection import (
+    check_pool_matches,
+    check_query,
+    checked_finite,
+    checked_proba,
+    labelled_pool,
+    min_distances,
+    proba_function,
+    resolve_device,
+    top_k,
+)
 
 __all__ = ["RiskSampler", "risk_sampling", "risk_features"]
 
@@ -369,12 +379,13 @@ class RiskSampler(BaseEstimator):
             mode = "fit" if hasattr(est, "module_") else "oof"
         k = min(int(self.cv), int(np.bincount(y_lab, minlength=2).min()))
         if mode == "fit" or k < 2:
-            return np.asarray(proba_fn(X_lab), dtype=np.float64)
+            return proba_fn(X_lab, what="the labelled pairs")
         folds = StratifiedKFold(k, shuffle=True, random_state=seed if isinstance(seed, (int, np.integer)) else 0)
         P = np.empty((len(y_lab), 2), dtype=np.float64)
         for tr, te in folds.split(np.zeros(len(y_lab)), y_lab):
             m = clone(est).fit(take_rows(X_lab, tr), y_lab[tr])
-            P[te] = m.predict_proba(take_rows(X_lab, te))
+            P[te] = checked_proba(m.predict_proba(take_rows(X_lab, te)), m, "risk_sampling", n_rows=len(te),
+                                  what="the labelled pairs (out-of-fold refit)")
         return P
 
     # ------------------------------------------------------------------ the strategy
@@ -400,7 +411,7 @@ class RiskSampler(BaseEstimator):
         self.last_timings_ = timings
         self.last_threads_ = torch.get_num_threads()
         start = time.perf_counter()
-        proba_fn = require(learner, "proba", "risk_sampling")
+        proba_fn = proba_function(learner, "risk_sampling")
         X_lab = labelled_pool(learner)
         y_lab = getattr(learner, "y_training", None)
         if X_lab is None or y_lab is None or num_rows(X_lab) == 0:
@@ -424,7 +435,7 @@ class RiskSampler(BaseEstimator):
         if valid is not None:
             X_v, y_v = valid
             with _clock(timings, "valid_proba"):
-                p_val = np.asarray(proba_fn(X_v), dtype=np.float64)
+                p_val = proba_fn(X_v, what="the validation pairs")
             R_val = self._risk_input(X_v, p_val)
             fit_args = (R_val, y_v)
             fit_kw = {"X_train": R_lab, "y_train": y_lab}
@@ -484,6 +495,9 @@ class RiskSampler(BaseEstimator):
         w_all = np.concatenate([np.zeros(n_lab), weights[cand]])
         if not np.any(w_all > 0):  # nothing at risk: fall back to unit weights (pure coverage)
             w_all[n_lab:] = 1.0
+        # weights below 1e-15 of the largest are 0 to the float32 kernel, which refuses such a
+        # range rather than search blind: a pair with 1e-15 of the top weight counts as no risk
+        w_all[w_all < w_all.max() * 1e-15] = 0.0
         with _clock(timings, "kmedoids"):
             res = weighted_fastpam(
                 X_all,
@@ -525,22 +539,30 @@ class RiskSampler(BaseEstimator):
         ``return_proba``), such as RNNMatcher, gives both from one forward pass over the pool.
         """
         if not need_repr:
-            return np.asarray(proba_fn(X_pool), dtype=np.float64), None, None
+            return proba_fn(X_pool), None, None
         if self.transform is not None:
             represent = self.transform
         else:
             represent = require(learner, "representation", "risk_sampling")
         est = getattr(learner, "estimator", learner)
         both = getattr(est, "predict_proba_and_represent", None)
+        n_pool = num_rows(X_pool)
+        rep_method = "represent" if self.transform is None else "transform"
         if self.transform is None and callable(both):
             p_pool, rep_pool = both(X_pool)
+            p_pool = checked_proba(p_pool, learner, "risk_sampling", n_rows=n_pool,
+                                   method="predict_proba_and_represent")
         elif self.transform is None and _takes_return_proba(represent):
             rep_pool, p_pool = represent(X_pool, return_proba=True)
+            p_pool = checked_proba(p_pool, learner, "risk_sampling", n_rows=n_pool, method="represent")
         else:
             p_pool = proba_fn(X_pool)
             rep_pool = represent(X_pool)
         rep_pool = np.asarray(rep_pool, dtype=np.float32)
         rep_lab = np.asarray(represent(X_lab), dtype=np.float32)
+        if rep_pool.ndim == 2 and rep_lab.ndim == 2:
+            checked_finite(rep_pool, learner, "risk_sampling", rep_method)
+            checked_finite(rep_lab, learner, "risk_sampling", rep_method, what="the labelled pairs")
         if rep_pool.ndim != 2 or rep_lab.ndim != 2 or rep_pool.shape[1] != rep_lab.shape[1]:
             raise ValueError(
                 f"risk_sampling: the representations of the pool {rep_pool.shape} and of the labelled "

@@ -8,14 +8,30 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 import torch
 from sklearn.utils import check_random_state
 
 from .._rows import num_rows
 from .._typing import FloatArray, IntArray, RandomStateLike
-from ..exceptions import EmptyPoolError
+from ..exceptions import DataError, EmptyPoolError
 
-__all__ = ["check_query", "check_pool_matches", "top_k", "labelled_pool", "min_distances", "resolve_device"]
+__all__ = [
+    "check_query",
+    "check_pool_matches",
+    "check_pool_finite",
+    "checked_proba",
+    "checked_finite",
+    "proba_function",
+    "top_k",
+    "labelled_pool",
+    "min_distances",
+    "resolve_device",
+]
+
+#: How far a matcher's probabilities may stray from [0, 1] and from summing to 1 (float32 softmax
+#: outputs are off by ~1e-7; a matcher off by more returns something other than probabilities).
+PROBA_TOL = 1e-4
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -86,6 +102,175 @@ def check_pool_matches(X: Any, X_lab: Any, strategy: str, what: str = "the pool"
             )
 
 
+def _matcher_name(learner: Any) -> str:
+    return type(getattr(learner, "estimator", learner)).__name__
+
+
+def checked_proba(
+    proba: Any, learner: Any, strategy: str, *, n_rows: int | None = None, what: str = "the pool",
+    method: str = "predict_proba", tol: float = PROBA_TOL,
+) -> FloatArray:
+    """The matcher's class probabilities as float64, or a clear error naming the matcher and row.
+
+    The one check every strategy applies to probabilities it gets from a matcher
+    (``predict_proba``, ``predict_proba_mc``, ``predict_proba_and_represent``, ...): the last axis
+    holds the two classes ``[non-match, match]``; every value is finite and in ``[0, 1]`` and
+    every row sums to 1, both within ``tol``; the second-to-last axis has ``n_rows`` rows.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n_rows, 2) or (n_draws, n_rows, 2)
+        What the matcher returned.
+    learner : object
+        The learner (or matcher) asked, named in the message.
+    strategy : str
+        The strategy asking, named in the message.
+    n_rows : int, optional
+        Rows expected (the number of pairs the matcher was asked about).
+    what : str, default="the pool"
+        Which pairs the matcher was asked about, for the message.
+    method : str, default="predict_proba"
+        The matcher method that returned ``proba``, for the message.
+    tol : float, default=PROBA_TOL
+        Tolerance of the range and of the row sums.
+
+    Returns
+    -------
+    ndarray
+        ``proba`` as a float64 array, values clipped to ``[0, 1]``.
+
+    Raises
+    ------
+    DataError
+        Wrong shape, NaN or infinity, values outside ``[0, 1]`` or rows that do not sum to 1.
+    """
+    name = _matcher_name(learner)
+    fix = (f"{name}.{method} must return probabilities of [non-match, match] for every pair: finite, "
+           "in [0, 1], each row summing to 1 (e.g. a softmax output, or a classifier calibrated "
+           "with sklearn.calibration.CalibratedClassifierCV); fix or replace the matcher.")
+    try:
+        P = np.asarray(proba, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{strategy}: {name}.{method} on {what} returned something that is not a "
+                        f"numeric array ({exc}). {fix}") from exc
+    if P.ndim < 2 or P.shape[-1] != 2 or (n_rows is not None and P.shape[-2] != n_rows):
+        want = f"({n_rows if n_rows is not None else 'n'}, 2)"
+        raise DataError(f"{strategy}: {name}.{method} on {what} returned shape {P.shape}, expected "
+                        f"{want} (one row per pair, columns non-match and match). {fix}")
+    flat = P.reshape(-1, 2)
+    bad = ~np.isfinite(flat).all(axis=1)
+    bad |= ((flat < -tol) | (flat > 1.0 + tol)).any(axis=1)
+    with np.errstate(invalid="ignore"):
+        bad |= ~(np.abs(flat.sum(axis=1) - 1.0) <= tol)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        draw, row = divmod(k, P.shape[-2])
+        where = f"row {row}" if P.ndim == 2 else f"row {row} of draw {draw}"
+        raise DataError(
+            f"{strategy}: {name}.{method} on {what} returned invalid probabilities for "
+            f"{int(bad.sum())} pair(s), first at {where}: {flat[k].tolist()} (values must lie in "
+            f"[0, 1] and sum to 1, within {tol:g}). {fix}"
+        )
+    return np.clip(P, 0.0, 1.0)
+
+
+def proba_function(learner: Any, strategy: str, capability: str = "proba") -> Any:
+    """``require(learner, capability)`` wrapped so that every call's output is :func:`checked_proba`'d.
+
+    ``capability`` is ``"proba"`` (``predict_proba(X)``) or ``"mc_dropout"``
+    (``predict_proba_mc(X, n_iter, random_state)``). The wrapped call takes the same arguments
+    plus keyword ``what`` (which pairs, for the message).
+    """
+    from ..matchers._base import CAPABILITIES, require
+
+    fn = require(learner, capability, strategy)
+    method = CAPABILITIES[capability][0]
+
+    def checked(X: Any, *args: Any, what: str = "the pool", **kwargs: Any) -> FloatArray:
+        return checked_proba(fn(X, *args, **kwargs), learner, strategy, n_rows=num_rows(X),
+                             what=what, method=method)
+
+    return checked
+
+
+def checked_finite(values: Any, learner: Any, strategy: str, method: str, *, what: str = "the pool",
+                   n_rows: int | None = None) -> np.ndarray:
+    """A matcher's scores or embeddings as float64, or a clear error naming the matcher and row.
+
+    For the outputs that are not probabilities (representations, gradient embeddings, expected
+    gradient lengths): numeric, one row per pair, finite.
+    """
+    name = _matcher_name(learner)
+    try:
+        A = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{strategy}: {name}.{method} on {what} returned something that is not a "
+                        f"numeric array ({exc}); fix or replace the matcher.") from exc
+    if A.ndim == 0 or (n_rows is not None and A.shape[0] != n_rows):
+        raise DataError(f"{strategy}: {name}.{method} on {what} returned shape {A.shape} for "
+                        f"{n_rows} pairs (one row per pair expected); fix or replace the matcher.")
+    finite = np.isfinite(A.reshape(A.shape[0], -1)).all(axis=1)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise DataError(
+            f"{strategy}: {name}.{method} on {what} returned NaN or infinity for "
+            f"{int((~finite).sum())} pair(s), first at row {row}. Check those pairs' features "
+            "(impute NaN/inf, e.g. with the -1 sentinel of skrisk.data.SimilarityFeatures) or the "
+            "matcher (a diverged fit gives NaN weights)."
+        )
+    return A
+
+
+def _first_non_finite(parts: list[tuple[str, Any]]) -> tuple[int, int, str] | None:
+    """(count, first row, where) of rows holding NaN/inf in the float arrays of ``parts``."""
+    bad_rows: np.ndarray | None = None
+    first_where = ""
+    for where, v in parts:
+        if sp.issparse(v):
+            v = v.tocsr()
+            if v.dtype.kind != "f" or np.isfinite(v.data).all():
+                continue
+            rows = np.zeros(v.shape[0], dtype=bool)
+            rows[np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[~np.isfinite(v.data)]] = True
+        else:
+            a = np.asarray(v) if not isinstance(v, torch.Tensor) else v.detach().cpu().numpy()
+            if a.dtype.kind != "f" or a.ndim == 0:
+                continue
+            rows = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1)
+        if rows.any():
+            if bad_rows is None or np.flatnonzero(rows)[0] < np.flatnonzero(bad_rows)[0]:
+                first_where = where
+            bad_rows = rows if bad_rows is None else (bad_rows | rows)
+    if bad_rows is None:
+        return None
+    return int(bad_rows.sum()), int(np.flatnonzero(bad_rows)[0]), first_where
+
+
+def check_pool_finite(X_pool: Any, strategy: str) -> None:
+    """Raise a clear :class:`~skrisk.exceptions.DataError` when float features hold NaN or inf.
+
+    Looks at float arrays only (ndarray, sparse matrix, torch tensor, the float columns of a
+    DataFrame, every float array of a mapping / SliceDict); token ids and text are left alone.
+    """
+    if isinstance(X_pool, pd.DataFrame):
+        cols = X_pool.select_dtypes(include="floating")
+        parts = [(f"column {c!r}", cols[c].to_numpy()) for c in cols.columns]
+    elif isinstance(X_pool, Mapping):
+        parts = [(f"key {k!r}", v) for k, v in X_pool.items()]
+    elif isinstance(X_pool, (list, tuple)):
+        return
+    else:
+        parts = [("", X_pool)]
+    found = _first_non_finite(parts)
+    if found is not None:
+        count, row, where = found
+        raise DataError(
+            f"{strategy}: the pool holds NaN or infinity in {count} pair(s), first at row {row}"
+            f"{' (' + where + ')' if where else ''}. Impute them (e.g. with the -1 sentinel of "
+            "skrisk.data.SimilarityFeatures) or drop those pairs from the pool, then query again."
+        )
+
+
 def check_query(X_pool: Any, n_instances: Any, strategy: str, learner: Any = None) -> int:
     """Validate a query before any work; return the pool size.
 
@@ -110,6 +295,7 @@ def check_query(X_pool: Any, n_instances: Any, strategy: str, learner: Any = Non
         )
     if learner is not None:
         check_pool_matches(X_pool, labelled_pool(learner), strategy)
+    check_pool_finite(X_pool, strategy)
     return n_pool
 
 

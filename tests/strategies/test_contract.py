@@ -22,6 +22,7 @@ from skrisk.strategies import (
     random_sampling,
     risk_sampling,
 )
+from skrisk.strategies._selection import proba_function
 
 
 @pytest.fixture(scope="module")
@@ -221,9 +222,10 @@ def test_risk_sampler_feature_names_and_oof(task, beer):
     rules = [str(r) for r in sampler.risk_model_.rules_]
     assert rules and all(not r.startswith("x") for r in rules)
     assert any(n in rules[0] for n in names)
-    oof = sampler._labelled_proba(learner, F[task["lab"]], y[task["lab"]], learner.predict_proba, 0)
+    proba_fn = proba_function(learner, "risk_sampling")  # the checked predict_proba strategies use
+    oof = sampler._labelled_proba(learner, F[task["lab"]], y[task["lab"]], proba_fn, 0)
     fit = sampler.set_params(labelled_proba="fit")._labelled_proba(
-        learner, F[task["lab"]], y[task["lab"]], learner.predict_proba, 0)
+        learner, F[task["lab"]], y[task["lab"]], proba_fn, 0)
     # in-sample probabilities of a forest are (nearly) always right; out-of-fold ones are not
     assert np.abs(oof[:, 1] - y[task["lab"]]).mean() > np.abs(fit[:, 1] - y[task["lab"]]).mean()
     with pytest.raises(ValueError, match="feature_names has"):
