@@ -19,6 +19,7 @@ from sklearn.utils.validation import validate_data
 
 from ..data._pairs import PairDataset
 from ..exceptions import NotFittedError
+from ._base import match_labels
 
 __all__ = ["FeatureMatcher"]
 
@@ -226,8 +227,9 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         return self._proba_from_scaled(self.represent(X))
 
     def predict(self, X: object) -> npt.NDArray[np.int64]:
-        """Predicted labels (the second class, 1 = match, when its probability exceeds 0.5)."""
-        match = self.predict_proba(X)[:, 1] > 0.5
+        """Predicted labels: the second class (1 = match) when its probability exceeds
+        :data:`~skrisk.matchers.MATCH_THRESHOLD` (a tie at 0.5 is the first class, non-match)."""
+        match = match_labels(self.predict_proba(X))  # raises NotFittedError before classes_ is read
         return self.classes_[match.astype(np.intp)]
 
     @available_if(_has_committee)

@@ -11,18 +11,12 @@ import pandas as pd
 import torch
 from sklearn.utils import check_random_state
 
+from .._device import resolve_device
 from .._rows import num_rows
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import EmptyPoolError
 
-__all__ = ["check_query", "check_pool_matches", "top_k", "labelled_pool", "min_distances", "resolve_device"]
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``"auto"`` (or None) -> CUDA when available, else CPU."""
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+__all__ = ["check_query", "check_pool_matches", "top_k", "labelled_pool", "min_distances"]
 
 
 def _kind(X: Any) -> str:
