@@ -148,7 +148,7 @@ def oof_proba(
             )
             return np.asarray(clone(estimator).fit(X, y).predict_proba(X), dtype=np.float64)
         splitter = StratifiedKFold(k, shuffle=True, random_state=random_state)
-    elif hasattr(cv, "split"):
+    elif hasattr(cv, "split") and not isinstance(cv, str):
         splitter = cv
     else:
         raise TypeError(f"cv must be an int >= 2 or a cross-validation splitter, got {cv!r}.")
@@ -455,7 +455,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         if not (
             (isinstance(cv, str) and cv == "prefit")
             or (isinstance(cv, numbers.Integral) and not isinstance(cv, bool) and cv >= 2)
-            or hasattr(cv, "split")
+            or (hasattr(cv, "split") and not isinstance(cv, str))
         ):
             raise ValueError(f"cv must be 'prefit', an int >= 2 or a CV splitter, got {cv!r}.")
         X = _as_input(X)
