@@ -39,7 +39,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skrisk.data import load_deepmatcher
-from skrisk.risk import LearnRiskEstimator, mispredicted
+from skrisk.risk import DEFAULT_EPOCHS, LearnRiskEstimator, mispredicted
 
 try:  # the lead exports it from skrisk.data once the foundation issue lands
     from skrisk.data import SimilarityFeatures
@@ -195,7 +195,7 @@ def time_fit(args, log):
     E = args.time_epochs
     for label, params in (("research settings", dict(RESEARCH, epochs=E)),
                           ("skrisk defaults", dict(epochs=E)),
-                          ("skrisk defaults (300 epochs)", {})):
+                          (f"skrisk defaults ({DEFAULT_EPOCHS} epochs)", {})):
         t, c = time.perf_counter(), time.process_time()
         est = LearnRiskEstimator(proba_column="proba", random_state=0, **params).fit(
             Xva, y[va], X_train=Xtr, y_train=y[tr])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -12,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import BaggingClassifier, ExtraTreesClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
@@ -241,8 +242,9 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         Members are drawn without replacement while ``n_iter <= n_estimators`` (else with),
         seeded by ``random_state`` (or the matcher's ``random_state``).
         """
-        if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
-            raise ValueError(f"n_iter must be an int >= 1, got {n_iter!r}.")
+        if isinstance(n_iter, (bool, np.bool_)):
+            raise TypeError(f"n_iter must be an int >= 1, got {n_iter!r}.")
+        check_scalar(n_iter, "n_iter", numbers.Integral, min_val=1)
         Z = self.represent(X)
         members = self.classifier_.estimators_
         rng = check_random_state(random_state if random_state is not None else self.random_state)
