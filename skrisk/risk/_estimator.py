@@ -1,4 +1,8 @@
-"""``LearnRiskEstimator``: LearnRisk (Chen et al., SIGMOD 2020) as a scikit-learn estimator."""
+"""``LearnRiskEstimator``: the research core of LearnRisk (Chen et al., SIGMOD 2020).
+
+Its ``X`` holds the matcher's probability as a column; :class:`~skrisk.LearnRisk` wraps it as a
+meta-estimator around the matcher and is the estimator to use.
+"""
 
 from __future__ import annotations
 
@@ -169,7 +173,12 @@ _SCALARS: tuple[tuple[str, Any, float, str], ...] = (
 
 
 class LearnRiskEstimator(BaseEstimator):
-    """Interpretable misprediction risk of a matcher's labels (LearnRisk).
+    """Interpretable misprediction risk of a matcher's labels (LearnRisk): the research core.
+
+    For research use: the matcher's probabilities are an input column here, so the caller
+    computes them (out of fold for the training pairs). :class:`~skrisk.LearnRisk` does that
+    itself around a matcher, passes scikit-learn's estimator checks and is built on this class;
+    use it unless you study the risk model on given probabilities.
 
     Rules (one-sided decision trees over the similarity features) and the matcher's probability
     give each pair a normal distribution of its match probability, truncated to [0, 1]; the risk

@@ -285,11 +285,11 @@ class RiskSampler(BaseEstimator):
         """Parameters that differ from the defaults; data are summarised, never printed."""
         defaults = {
             k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()
-            if v.default is not inspect.Parameter.empty
+            if k != "self"
         }
         shown = []
-        for key, value in self.get_params(deep=False).items():
-            d = defaults.get(key, inspect.Parameter.empty)
+        for key, d in defaults.items():  # in the signature's order
+            value = getattr(self, key)
             same = value is d or (
                 isinstance(value, (str, int, float, bool)) and type(value) is type(d) and value == d
             )
