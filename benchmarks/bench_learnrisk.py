@@ -39,6 +39,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skrisk.data import load_deepmatcher
+from skrisk.matchers import match_labels
 from skrisk.risk import DEFAULT_EPOCHS, LearnRiskEstimator, mispredicted
 
 try:  # the lead exports it from skrisk.data once the foundation issue lands
@@ -109,7 +110,7 @@ def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
     secs = time.perf_counter() - t
     np.savez(f, **out, seconds=np.asarray(secs), best_epoch=np.asarray(m.best_epoch_))
     log(f"# trained RNNMatcher({model}) on {name}, seed {seed}: {secs:.0f} s, best epoch "
-        f"{m.best_epoch_}, test F1 {_f1(Y['test'], out['test'] >= 0.5):.4f}")
+        f"{m.best_epoch_}, test F1 {_f1(Y['test'], match_labels(out['test']) == 1):.4f}")
     return out
 
 
