@@ -8,6 +8,7 @@ for a missing CUDA) are the same everywhere.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -57,9 +58,14 @@ def resolve_device(device: Any = "auto", like: torch.Tensor | None = None) -> to
     return dev
 
 
+_LOCK = threading.Lock()
+_ACTIVE = 0  # limiters inside their block, over all threads
+_ORIGINAL = 0  # torch's setting before the first of them began
+
+
 @contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` torch intra-op CPU threads, restoring the previous number after.
+    """Run the block with ``n`` torch intra-op CPU threads, restoring the setting afterwards.
 
     Parameters
     ----------
@@ -68,14 +74,26 @@ def torch_threads(n: int | None) -> Iterator[None]:
 
     Notes
     -----
-    ``torch.set_num_threads`` is process-wide: two threads of one process that limit torch's
-    threads at the same time see each other's setting. The previous value is restored on exit.
+    ``torch.set_num_threads`` is process-wide. Nested blocks restore the value they found; when
+    blocks of several Python threads overlap, the last one to end restores the value from before
+    the first began, so concurrent calls never leave torch's setting changed.
     """
-    prev = torch.get_num_threads()
-    if n is not None and n != prev:
-        torch.set_num_threads(int(n))
+    global _ACTIVE, _ORIGINAL
+    if n is None:
+        yield
+        return
+    with _LOCK:
+        if _ACTIVE == 0:
+            _ORIGINAL = torch.get_num_threads()
+        _ACTIVE += 1
+        prev = torch.get_num_threads()
+        if int(n) != prev:
+            torch.set_num_threads(int(n))
     try:
         yield
     finally:
-        if torch.get_num_threads() != prev:
-            torch.set_num_threads(prev)
+        with _LOCK:
+            _ACTIVE -= 1
+            target = _ORIGINAL if _ACTIVE == 0 else prev
+            if torch.get_num_threads() != target:
+                torch.set_num_threads(target)

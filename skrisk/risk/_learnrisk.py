@@ -441,7 +441,8 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         return self._fit(X, y, X_valid, y_valid)
 
     def _fit(
-        self, X: Any, y: Any, X_valid: Any, y_valid: Any, *, fitted: Any = None, who: str = "LearnRisk"
+        self, X: Any, y: Any, X_valid: Any, y_valid: Any, *, fitted: Any = None, who: str = "LearnRisk",
+        stacklevel: int = 3,
     ) -> "LearnRisk":
         """``fit``; ``fitted`` is a matcher already fitted on all of ``(X, y)`` (risk sampling's
         learner holds one), used as ``estimator_`` instead of fitting a clone again."""
@@ -534,7 +535,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 f"{z.size} ranking pairs, so LearnRisk has nothing to learn from; the risk is the "
                 "matcher's uncertainty min(p, 1 - p) (risk_model_ is None). More validation pairs "
                 "avoid this.",
-                UserWarning, stacklevel=3,
+                UserWarning, stacklevel=stacklevel,  # the caller's line
             )
             self.risk_model_ = None
             self.rules_ = []

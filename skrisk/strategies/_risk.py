@@ -376,7 +376,7 @@ class RiskSampler(BaseEstimator):
             warnings.warn(
                 f"risk_sampling: {type(est).__name__} has no represent(); the distances of risk "
                 f"sampling use {note}. Give RiskSampler(transform=...) to choose another.",
-                UserWarning, stacklevel=4,
+                UserWarning, stacklevel=5,  # the line that called the sampler
             )
             self._noted_representation = True
         return fn, False
@@ -441,7 +441,8 @@ class RiskSampler(BaseEstimator):
         )
         X_v, y_v = valid if valid is not None else (None, None)
         with _clock(timings, "learnrisk_fit"):
-            model._fit(X_lab, y_lab, X_v, y_v, fitted=est if mode == "oof" else None, who="risk_sampling")
+            model._fit(X_lab, y_lab, X_v, y_v, fitted=est if mode == "oof" else None, who="risk_sampling",
+                       stacklevel=4)  # warnings point at the line that called the sampler
         fit_t = model.fit_timings_
         timings["labelled_proba"] = fit_t.get("oof_proba", 0.0)
         for key in ("valid_proba", "rules", "ranking"):

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -52,6 +53,7 @@ def test_risk_sampling_is_a_function_that_keeps_nothing(task):
         except BaseException as exc:  # reported below
             errors.append(exc)
 
+    torch_threads_before = torch.get_num_threads()
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     for t in threads:
         t.start()
@@ -61,6 +63,7 @@ def test_risk_sampling_is_a_function_that_keeps_nothing(task):
     for pos, scores in results.values():
         np.testing.assert_array_equal(pos, expected[0])
         np.testing.assert_allclose(scores, expected[1])
+    assert torch.get_num_threads() == torch_threads_before  # torch's process-wide setting too
     assert vars(risk_sampling) == {}  # no attribute was set on the function
     assert not any(isinstance(v, RiskSampler) for v in vars(risk_module).values())
 
@@ -129,3 +132,18 @@ def test_coreset_ties_follow_the_seed():
         assert pos.tolist() == [expected] and scores[0] == 1.0
         picks.add(expected)
     assert len(picks) > 1  # not always the lowest index
+
+
+def test_overlapping_thread_limits_restore_torchs_setting():
+    from skrisk._device import torch_threads
+
+    before = torch.get_num_threads()
+    a, b = torch_threads(1), torch_threads(1)
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)  # the first to begin ends first, as two overlapping threads may
+    b.__exit__(None, None, None)
+    assert torch.get_num_threads() == before
+    with torch_threads(2), torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
