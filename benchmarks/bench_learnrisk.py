@@ -39,7 +39,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skrisk.data import load_deepmatcher
-from skrisk.risk import LearnRiskEstimator, mispredicted
+from skrisk.matchers import match_labels
+from skrisk.risk import DEFAULT_EPOCHS, LearnRiskEstimator, mispredicted
 
 try:  # the lead exports it from skrisk.data once the foundation issue lands
     from skrisk.data import SimilarityFeatures
@@ -109,7 +110,7 @@ def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
     secs = time.perf_counter() - t
     np.savez(f, **out, seconds=np.asarray(secs), best_epoch=np.asarray(m.best_epoch_))
     log(f"# trained RNNMatcher({model}) on {name}, seed {seed}: {secs:.0f} s, best epoch "
-        f"{m.best_epoch_}, test F1 {_f1(Y['test'], out['test'] >= 0.5):.4f}")
+        f"{m.best_epoch_}, test F1 {_f1(Y['test'], match_labels(out['test']) == 1):.4f}")
     return out
 
 
@@ -195,7 +196,7 @@ def time_fit(args, log):
     E = args.time_epochs
     for label, params in (("research settings", dict(RESEARCH, epochs=E)),
                           ("skrisk defaults", dict(epochs=E)),
-                          ("skrisk defaults (300 epochs)", {})):
+                          (f"skrisk defaults ({DEFAULT_EPOCHS} epochs)", {})):
         t, c = time.perf_counter(), time.process_time()
         est = LearnRiskEstimator(proba_column="proba", random_state=0, **params).fit(
             Xva, y[va], X_train=Xtr, y_train=y[tr])

@@ -63,8 +63,9 @@ import skrisk.risk._model as _model  # noqa: E402
 from skrisk.active import ActiveLearner  # noqa: E402
 from skrisk.data import SimilarityFeatures  # noqa: E402
 from skrisk.datasets import load_deepmatcher  # noqa: E402
+from skrisk.matchers import match_labels  # noqa: E402
 from skrisk.strategies import RiskSampler  # noqa: E402
-from skrisk.strategies._risk import DEFAULT_RISK_PARAMS  # noqa: E402
+from skrisk.risk import DEFAULT_EPOCHS  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "query" / "query_bench.jsonl"
 
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="JSON dict merged over RiskSampler's defaults (e.g. '{\"epochs\": 1000}')")
     ap.add_argument("--cv", type=int, default=None, help="RiskSampler's cv (default: its own)")
     ap.add_argument("--n-threads", default=None,
-                    help="RiskSampler's n_threads: 'auto' (its default), 'none' (torch's setting) or an int")
+                    help="RiskSampler's n_threads: 'none' (torch's setting, its default) or an int")
     ap.add_argument("--quality", action="store_true", help="also score the risk on the pool's true labels")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--rnn-hidden", type=int, default=64)
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         kw["cv"] = args.cv
     if args.n_threads is not None:
         nt = args.n_threads
-        kw["n_threads"] = None if nt == "none" else (nt if nt == "auto" else int(nt))
+        kw["n_threads"] = None if nt == "none" else int(nt)
     sampler = RiskSampler(data["X_va"], data["y_va"], feature_names=data["names"], random_state=args.seed,
                           device="cpu", **kw)
     t = time.perf_counter()
@@ -212,9 +213,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             t = time.perf_counter()
             pos, risk = learner.query(X_pool, n_instances=args.batch, random_state=args.seed)
             total_outer = time.perf_counter() - t
-        ph = {**sampler.last_timings_, **phases}
+        q = sampler.last_query_
+        ph = {**q.timings, **phases}
         ph["query_total"] = total_outer
-        runs.append({"load_before": load_q, "load_after": load(), "query_threads": sampler.last_threads_,
+        runs.append({"load_before": load_q, "load_after": load(), "query_threads": q.n_threads,
                      "phases_s": {k: round(v, 3) for k, v in ph.items()}})
         assert len(pos) == args.batch and len(np.unique(pos)) == args.batch
 
@@ -238,15 +240,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "labelled_matches": int(y_tr[lab].sum()),
         "valid": int(len(data["y_va"])),
         "batch": args.batch,
-        "risk_params": {**DEFAULT_RISK_PARAMS, **(args.risk_params or {})},
+        "risk_params": {"epochs": DEFAULT_EPOCHS, **(args.risk_params or {})},
         "cv": sampler.cv,
         "n_threads": sampler.n_threads,
         "labelled_proba": sampler.labelled_proba,
-        "n_rules": None if sampler.risk_model_ is None else len(sampler.risk_model_.rules_),
-        "n_mispredicted_valid": None if sampler.risk_model_ is None else int(sampler.risk_model_.n_mispredicted_),
-        "kmedoids": None if sampler.last_result_ is None else {
-            "n_swaps": int(sampler.last_result_.n_swaps), "n_iter": int(sampler.last_result_.n_iter),
-            "converged": bool(sampler.last_result_.converged)},
+        "n_rules": None if q.risk_model is None else len(q.risk_model.rules_),
+        "n_mispredicted_valid": None if q.risk_model is None else int(q.risk_model.risk_model_.n_mispredicted_),
+        "kmedoids": None if q.kmedoids is None else {
+            "n_swaps": int(q.kmedoids.n_swaps), "n_iter": int(q.kmedoids.n_iter),
+            "converged": bool(q.kmedoids.converged)},
         "prep_s": {k: round(v, 3) for k, v in prep.items() if isinstance(v, float)},
         "runs": runs,
         "query_total_s": runs[-1]["phases_s"]["total"],
@@ -257,15 +259,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from sklearn.metrics import roc_auc_score
 
         p = learner.predict_proba(X_pool)[:, 1]
-        wrong = ((p >= 0.5).astype(int) != y_tr[pool])
-        risk_all = sampler.last_risk_
+        wrong = match_labels(p) != y_tr[pool]
+        risk_all = q.risk
         rec["quality"] = {
             "pool_mispredicted": int(wrong.sum()),
             "auc_learnrisk": round(float(roc_auc_score(wrong, risk_all)), 4),
             "auc_uncertainty": round(float(roc_auc_score(wrong, np.minimum(p, 1 - p))), 4),
             "batch_mispredicted": int(wrong[pos].sum()),
-            "valid_loss_last": None if sampler.risk_model_ is None
-            else round(float(sampler.risk_model_.loss_curve_[-1]), 5),
+            "valid_loss_last": None if q.risk_model is None
+            else round(float(q.risk_model.risk_model_.loss_curve_[-1]), 5),
         }
     rec["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     rec["wall_s"] = round(time.perf_counter() - wall, 2)

@@ -36,6 +36,7 @@ from sklearn.metrics import f1_score, roc_auc_score
 from skrisk.active import ActiveLearner
 from skrisk.experiments._bench import load_task, machine_line, make_matcher_factory, make_strategy
 from skrisk.experiments._loop import recorded_rounds
+from skrisk.matchers import match_labels
 
 
 def _top_share(score: np.ndarray, wrong: np.ndarray, k: int) -> float:
@@ -61,12 +62,12 @@ def score_state(task, matcher: str, labelled: np.ndarray, seed: int, r: int, bat
     unl = np.setdiff1d(np.arange(len(task.pool)), labelled)
     X_unl = task.rows(task.pool[unl])
     p = np.asarray(learner.predict_proba(X_unl))[:, 1]
-    wrong = (p >= 0.5).astype(int) != y_pool[unl]
+    wrong = match_labels(p) != y_pool[unl]
     # risk ranking as RiskSampler computes it in that run (its LearnRisk settings and seed)
     sampler = make_strategy("risk_topk", task, risk_params={"epochs": risk_epochs}, random_state=seed)
     t1 = time.perf_counter()
     sampler(learner, X_unl, n_instances=min(batch, len(unl)), random_state=seed * 10007 + r)
-    risk = np.asarray(sampler.last_risk_, dtype=float)
+    risk = np.asarray(sampler.last_query_.risk, dtype=float)
     unc = np.minimum(p, 1.0 - p)
     return {
         "seed": seed,

@@ -107,7 +107,8 @@ print(f"{len(seed)} labelled pairs, {len(pool)} unlabelled ({y[pool].mean():.0%}
 
 A query strategy is a callable `strategy(learner, X_pool, n_instances)` that returns the chosen
 pool positions and their scores. `RiskSampler(X_valid, y_valid)` is one; `skrisk.risk_sampling` is
-the ready `RiskSampler()` without validation pairs (LearnRisk then splits the labelled set).
+a plain function that makes a fresh `RiskSampler()` per call, without validation pairs (LearnRisk
+then ranks out-of-fold probabilities of the labelled set).
 `feature_names` makes LearnRisk's rules read `surname_jaccard <= 0.5` instead of `x3 <= 0.5`.
 
 modAL's `query` works with it. modAL 0.4.x's `teach` fails on scikit-learn >= 1.8 (it passes the
@@ -127,7 +128,7 @@ else:
                                        X_training=X[seed], y_training=y[seed])
     positions, rows = modal_learner.query(X[pool], n_instances=BATCH)
     print("modAL's query picked pool positions", positions)
-    print("with risks", np.round(sampler.last_risk_[positions], 3))
+    print("with risks", np.round(sampler.last_query_.risk[positions], 3))
     try:
         modal_learner.teach(rows, y[pool[positions]])
         print("modAL's teach worked")
@@ -160,22 +161,21 @@ for round_ in range(ROUNDS):
     ("md", """
 ## 5. Why is a pair risky?
 
-After a query the sampler keeps the LearnRisk model it fitted for the current matcher
-(`sampler.risk_model_`). Its input is a pair's similarity features plus the matcher's match
-probability (the column named `risk_model_.proba_column`). `explain` lists the rules that fire
+After a query the sampler keeps what it computed in `sampler.last_query_`, among it the
+`LearnRisk` model fitted around the current matcher (`last_query_.risk_model`). Its input is the
+matcher's own input (here the similarity features): it asks the matcher for the match
+probability itself. `explain` lists the rules that fire
 for a pair (with the feature names given above), whether each agrees with the matcher, how much
 it weighs, and the Value-at-Risk that ranks the pair. This is what `skrisk label` shows a person
 beside the two records. Below: the pair of the next batch on which the most rules fire.
 """),
     ("code", """
 positions, rows = learner.query(X[unlabelled], n_instances=BATCH)
-risk_model = sampler.risk_model_
+risk_model = sampler.last_query_.risk_model
 if risk_model is None:  # see section 7: LearnRisk had no mistakes to learn from this round
     print("No LearnRisk model this round: the risk was the matcher's uncertainty.")
 else:
-    risk_input = pd.DataFrame(X[unlabelled], columns=names)
-    risk_input[risk_model.proba_column] = learner.predict_proba(X[unlabelled])[:, 1]
-    why = {p: risk_model.explain(risk_input, p) for p in positions}
+    why = {p: risk_model.explain(X[unlabelled], p) for p in positions}
     top = max(positions, key=lambda p: len(why[p].rules))  # the batch's pair with the most rules firing
     pair = ds.subset([unlabelled[top]]).to_frame()
     sides = {side: [pair[f"{side}_{a}"].iloc[0] for a in ATTRIBUTES] for side in ("left", "right")}
@@ -241,7 +241,7 @@ Nothing here turns warnings off: each one tells you something about your run.
 | warning | raised by | what it means | what to do |
 |---|---|---|---|
 | `UserWarning: risk_sampling: the matcher predicts correctly all N ranking pairs ...` | `RiskSampler` | LearnRisk learns from the matcher's mistakes on the validation pairs; there were none (or only mistakes), so this round ranks by the matcher's uncertainty `min(p, 1 - p)` instead. | Give more (or harder) validation pairs; or accept it when the matcher is already near perfect. |
-| `UserWarning: early_stopping needs at least 2 mispredicted and 2 correct validation pairs ...` | `LearnRiskEstimator` | Too few mistakes to hold some out for early stopping; LearnRisk trains on all of them for the given epochs. | Same as above; harmless on small sets. |
+| `UserWarning: early_stopping needs at least 2 mispredicted and 2 correct validation pairs ...` | `LearnRisk` | Too few mistakes to hold some out for early stopping; LearnRisk trains on all of them for the given epochs. | Same as above; harmless on small sets. |
 | `ConvergenceWarning: weighted_fastpam stopped after max_iter=... passes ...` | k-medoids kernel | The batch is valid but not swap-optimal. | Raise `max_iter`, or ignore it for a quick run. |
 | `UserWarning: The strategy returned k positions for n_instances=n.` | `ActiveLearner.query` | The pool held fewer than `n` pairs, or the strategy returned fewer. | Check the pool size before the last round. |
 | `UserWarning: No checksum is known for <url> ...` | `fetch_deepmatcher` | A downloaded archive could not be checked. | Pin the printed SHA-256 (`sha256=`). |
@@ -249,7 +249,8 @@ Nothing here turns warnings off: each one tells you something about your run.
 
 The first one on purpose: a validation set made only of pairs the current matcher labels
 correctly gives LearnRisk nothing to learn, and the warning says so. `skrisk.risk.mispredicted`
-is LearnRisk's own test of a mistake (a pair is predicted a match when `p >= 0.5`). A strategy is
+is LearnRisk's own test of a mistake (a pair is predicted a match when `p > 0.5`; a tie at 0.5
+is a non-match, `skrisk.MATCH_THRESHOLD`). A strategy is
 a plain function of the learner and the pool, so it can be called directly.
 """),
     ("code", """
@@ -259,7 +260,8 @@ wrong = mispredicted(learner.predict_proba(X[valid])[:, 1], y[valid])
 easy = valid[~wrong]  # only the validation pairs the matcher already gets right
 easy_sampler = RiskSampler(X[easy], y[easy], random_state=0)
 positions, scores = easy_sampler(learner, X[unlabelled], n_instances=BATCH)
-print("picked", len(positions), "pairs by the matcher's uncertainty; risk model:", easy_sampler.risk_model_)
+print("picked", len(positions), "pairs by the matcher's uncertainty; risk model:",
+      easy_sampler.last_query_.risk_model)
 """),
     ("md", """
 ## Next

@@ -2,26 +2,23 @@
 
 A scikit-learn / modAL compatible implementation of "Active Deep Learning on Entity Resolution by
 Risk Sampling" (Nafa, Chen et al., KBS 2022) and of LearnRisk (Chen et al., SIGMOD 2020).
+
+The public names are imported on first use, so ``import skrisk`` does not import torch or
+scikit-learn (measure with ``python -X importtime -c "import skrisk"``).
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
 
-from .active import ActiveLearner
-from .risk import LearnRiskEstimator
-from .strategies import (
-    RiskSampler,
-    badge_sampling,
-    bald_sampling,
-    coreset_sampling,
-    egl_sampling,
-    entropy_sampling,
-    random_sampling,
-    risk_sampling,
-)
-
 __all__ = [
     "ActiveLearner",
-    "LearnRiskEstimator",
+    "LearnRisk",
+    "MATCH_THRESHOLD",
+    "RiskQuery",
     "RiskSampler",
     "__version__",
     "badge_sampling",
@@ -29,6 +26,37 @@ __all__ = [
     "coreset_sampling",
     "egl_sampling",
     "entropy_sampling",
+    "match_labels",
+    "oof_proba",
     "random_sampling",
     "risk_sampling",
 ]
+
+_LAZY = {
+    "ActiveLearner": ".active",
+    "LearnRisk": ".risk",
+    "oof_proba": ".risk",
+    "MATCH_THRESHOLD": ".matchers._base",
+    "match_labels": ".matchers._base",
+    "RiskQuery": ".strategies",
+    "RiskSampler": ".strategies",
+    "badge_sampling": ".strategies",
+    "bald_sampling": ".strategies",
+    "coreset_sampling": ".strategies",
+    "egl_sampling": ".strategies",
+    "entropy_sampling": ".strategies",
+    "random_sampling": ".strategies",
+    "risk_sampling": ".strategies",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

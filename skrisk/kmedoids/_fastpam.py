@@ -34,6 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from skrisk._typing import IntArray, RandomStateLike
+from skrisk._device import resolve_device, torch_threads
 
 __all__ = ["KMedoidsResult", "weighted_fastpam"]
 
@@ -246,22 +247,6 @@ def _check_int(name: str, value: Any, low: int) -> int:
     return int(value)
 
 
-def _resolve_device(device: Any, X: torch.Tensor) -> torch.device:
-    if device is None or (isinstance(device, str) and device == "auto"):
-        if X.is_cuda:
-            return X.device
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(
-            f"device={device!r} is not a torch device; use 'auto', 'cpu' or 'cuda'."
-        ) from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} asks for CUDA, which is not available; use 'cpu'.")
-    return dev
-
-
 def _rng_permutation_ranks(random_state: RandomStateLike, n: int) -> np.ndarray | None:
     if random_state is None:
         return None
@@ -281,18 +266,10 @@ def _strict_fp32() -> Iterator[None]:
         torch.set_float32_matmul_precision(prev)
 
 
-@contextmanager
-def _threads_for(dev: torch.device, n: int, block_size: int) -> Iterator[None]:
-    """One intra-op thread for small CPU problems, restored on exit."""
-    prev = torch.get_num_threads()
-    small = dev.type == "cpu" and n * block_size < _SMALL_BLOCK_CELLS and prev > 1
-    if small:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if small:
-            torch.set_num_threads(prev)
+def _threads_for(dev: torch.device, n: int, block_size: int) -> Any:
+    """One intra-op thread for small CPU problems (restored on exit), else torch's setting."""
+    small = dev.type == "cpu" and n * block_size < _SMALL_BLOCK_CELLS and torch.get_num_threads() > 1
+    return torch_threads(1 if small else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -864,7 +841,7 @@ def weighted_fastpam(
     if (not isinstance(cache_mb, numbers.Real) or isinstance(cache_mb, bool)
             or not math.isfinite(cache_mb) or cache_mb < 0):
         raise ValueError(f"cache_mb must be a non-negative number of MiB, got {cache_mb!r}.")
-    dev = _resolve_device(device, Xt)
+    dev = resolve_device(device, like=Xt)
     b = int(n_select)
 
     with torch.no_grad(), _strict_fp32(), _threads_for(dev, n, block_size):

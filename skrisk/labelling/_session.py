@@ -27,14 +27,12 @@ from typing import Any, Callable, TextIO
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
-from sklearn.utils.validation import check_is_fitted
 
 from .. import __version__
 from .._fileio import FolderLock
 from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
 from ..exceptions import DataError
+from ..matchers._base import match_labels
 from ._journal import Journal, SessionState, _write_error, atomic_write_text, replay
 
 __all__ = ["LabellingSession", "SessionConfig", "export_session"]
@@ -166,55 +164,6 @@ def _read_manifest(path: Path) -> dict:
     if manifest.get("exported") is not None and not isinstance(manifest["exported"], dict):
         raise bad('"exported" is not an object')
     return manifest
-
-
-class _CrossFitMatcher(ClassifierMixin, BaseEstimator):
-    """A FeatureMatcher whose probabilities for its own labelled pairs are out-of-fold.
-
-    Input is a mapping with ``features`` (similarity features) and ``row`` (candidate position).
-    A forest fits its training pairs perfectly, so in-sample probabilities would tell LearnRisk
-    that the matcher never errs; the labelled pairs therefore get cross-validated probabilities,
-    every other pair the full model's.
-    """
-
-    def __init__(self, cv: int = 5, random_state: int | None = None) -> None:
-        self.cv = cv
-        self.random_state = random_state
-
-    def fit(self, X: dict, y: Any) -> "_CrossFitMatcher":
-        from ..matchers._feature import FeatureMatcher
-
-        F, rows = np.asarray(X["features"]), np.asarray(X["row"])
-        y = np.asarray(y).astype(np.int64)
-        base = FeatureMatcher(random_state=self.random_state)
-        self.matcher_ = clone(base).fit(F, y)
-        k = min(self.cv, int(np.bincount(y, minlength=2).min()))
-        if k >= 2:
-            folds = StratifiedKFold(k, shuffle=True, random_state=self.random_state)
-            oof = cross_val_predict(clone(base), F, y, cv=folds, method="predict_proba")[:, 1]
-        else:
-            oof = self.matcher_.predict_proba(F)[:, 1]
-        order = np.argsort(rows, kind="stable")
-        self.oof_rows_, self.oof_proba_ = rows[order], oof[order]
-        self.classes_ = np.array([0, 1])
-        return self
-
-    def predict_proba(self, X: dict) -> np.ndarray:
-        check_is_fitted(self)
-        P = self.matcher_.predict_proba(np.asarray(X["features"])).copy()
-        rows = np.asarray(X["row"])
-        at = np.searchsorted(self.oof_rows_, rows).clip(max=max(len(self.oof_rows_) - 1, 0))
-        hit = self.oof_rows_[at] == rows if len(self.oof_rows_) else np.zeros(len(rows), bool)
-        P[hit, 1] = self.oof_proba_[at[hit]]
-        P[hit, 0] = 1.0 - P[hit, 1]
-        return P
-
-    def predict(self, X: dict) -> np.ndarray:
-        return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
-
-    def represent(self, X: dict) -> np.ndarray:
-        check_is_fitted(self)
-        return self.matcher_.represent(np.asarray(X["features"]))
 
 
 def _sha256(path: Path) -> str:
@@ -640,11 +589,11 @@ class LabellingSession:
 
     def _risk_batch(self, free: list[int], labels: dict, round_no: int) -> dict:
         from ..active import ActiveLearner
+        from ..matchers._feature import FeatureMatcher
         from ..strategies import RiskSampler
 
         cfg = self.config
         F = self.features
-        rows = np.arange(len(self.keys))
         lab_pos = np.array([self.position[k] for k in labels], dtype=np.intp)
         y_lab = np.array(list(labels.values()), dtype=np.int64)
         rng = np.random.RandomState(_round_seed(cfg.seed, round_no, 0))
@@ -652,28 +601,26 @@ class LabellingSession:
         if len(pool) > cfg.max_pool:
             pool = np.sort(rng.choice(pool, size=cfg.max_pool, replace=False))
 
-        def take(pos: np.ndarray) -> dict:
-            return {"features": F[pos], "row": rows[pos]}
-
         self._print(
             f"Training the matcher on {len(y_lab)} labels and choosing {min(cfg.batch, len(pool))} "
             f"pairs among {len(pool)} by risk sampling..."
         )
+        # LearnRisk learns its rules and ranks its weights on out-of-fold probabilities of the
+        # labelled pairs (a forest is always right on the pairs it was fitted on)
         sampler = RiskSampler(
-            take(lab_pos), y_lab, risk_params={"epochs": cfg.epochs},
-            random_state=_round_seed(cfg.seed, round_no, 1),
+            risk_params={"epochs": cfg.epochs}, random_state=_round_seed(cfg.seed, round_no, 1),
             device="cpu",
         )
-        matcher = _CrossFitMatcher(random_state=cfg.seed)
-        learner = ActiveLearner(matcher, sampler, X_training=take(lab_pos), y_training=y_lab)
-        X_pool = take(pool)
+        matcher = FeatureMatcher(random_state=cfg.seed)
+        learner = ActiveLearner(matcher, sampler, X_training=F[lab_pos], y_training=y_lab)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            picked, risks = sampler(learner, X_pool, n_instances=min(cfg.batch, len(pool)),
+            picked, risks = sampler(learner, F[pool], n_instances=min(cfg.batch, len(pool)),
                                     random_state=_round_seed(cfg.seed, round_no, 2))
-        fallback = sampler.risk_model_ is None
-        proba = matcher.predict_proba(take(pool[picked]))[:, 1]
-        R = np.column_stack([F[pool[picked]], proba])
+        risk_model = sampler.last_query_.risk_model
+        fallback = risk_model is None
+        chosen = F[pool[picked]]
+        proba = matcher.predict_proba(chosen)[:, 1]
         items = []
         for j, (i, risk, p) in enumerate(zip(pool[picked], risks, proba)):
             left_id, right_id = self.keys[int(i)]
@@ -685,11 +632,12 @@ class LabellingSession:
                     "the pairs by weighted k-medoids."
                 )
             else:
-                why = self._named(str(sampler.risk_model_.explain(R, j)))
+                why = self._named(str(risk_model.explain(chosen, j)))
             items.append(
                 {
                     "left_id": left_id, "right_id": right_id, "probability": round(float(p), 4),
-                    "prediction": int(p > 0.5), "risk": round(float(risk), 4), "explanation": why,
+                    "prediction": int(match_labels([p])[0]), "risk": round(float(risk), 4),
+                    "explanation": why,
                 }
             )
         notes = [str(w.message) for w in caught if not fallback or "LearnRisk" not in str(w.message)]
@@ -960,7 +908,7 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     else:
         note = " (only labelled matches: the labels hold one class, no matcher was trained)"
     source = np.where(lab_arr == 1, "labelled", "predicted")
-    is_match = (lab_arr == 1) | ((lab_arr == -1) & (proba > 0.5))
+    is_match = (lab_arr == 1) | ((lab_arr == -1) & (match_labels(proba) == 1))
     pred = pd.DataFrame(
         {
             "left_id": [k[0] for k in keys],

@@ -4,15 +4,17 @@
 first use (they need torch and skorch), so ``import skrisk.matchers`` stays light.
 """
 
-from ._base import CAPABILITIES, require
+from ._base import CAPABILITIES, MATCH_THRESHOLD, match_labels, require
 from ._feature import FeatureMatcher
 
 __all__ = [
     "CAPABILITIES",
     "FeatureMatcher",
+    "MATCH_THRESHOLD",
     "RNNMatcher",
     "load_matcher",
     "make_rnn_pipeline",
+    "match_labels",
     "require",
     "save_matcher",
 ]

@@ -26,9 +26,55 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ..exceptions import MissingCapabilityError, NotFittedError
 
-__all__ = ["CAPABILITIES", "require"]
+__all__ = ["CAPABILITIES", "MATCH_THRESHOLD", "match_labels", "require"]
+
+#: A pair is predicted a match iff its match probability is *above* this value. A tie at exactly
+#: 0.5 is a non-match, as scikit-learn's argmax over ``predict_proba`` decides it (the first of two
+#: equal classes, 0). Every matcher, LearnRisk and the labelling exports apply it through
+#: :func:`match_labels`.
+MATCH_THRESHOLD: float = 0.5
+
+
+def match_labels(proba: npt.ArrayLike, threshold: float = MATCH_THRESHOLD) -> npt.NDArray[np.int64]:
+    """The predicted labels (1 = match) of match probabilities: ``1[p > threshold]``.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n_pairs,) or (n_pairs, 2)
+        Match probabilities, or class probabilities (non-match, match) whose second column is used.
+    threshold : float, default=MATCH_THRESHOLD
+        A pair is a match iff its probability is strictly above it (a tie is a non-match).
+
+    Returns
+    -------
+    ndarray of int64, shape (n_pairs,)
+
+    Raises
+    ------
+    ValueError
+        ``proba`` is neither 1-D nor of shape (n_pairs, 2).
+
+    Examples
+    --------
+    >>> match_labels([0.2, 0.5, 0.7]).tolist()
+    [0, 0, 1]
+    >>> match_labels([[0.5, 0.5], [0.1, 0.9]]).tolist()
+    [0, 1]
+    """
+    p = np.asarray(proba, dtype=np.float64)
+    if p.ndim == 2 and p.shape[1] == 2:
+        p = p[:, 1]
+    elif p.ndim != 1:
+        raise ValueError(
+            f"match_labels needs match probabilities of shape (n_pairs,) or class probabilities of "
+            f"shape (n_pairs, 2), got shape {p.shape}."
+        )
+    return (p > threshold).astype(np.int64)
 
 #: capability name -> (method name, what it is for)
 CAPABILITIES: dict[str, tuple[str, str]] = {

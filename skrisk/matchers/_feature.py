@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -12,13 +13,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import BaggingClassifier, ExtraTreesClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
 
 from ..data._pairs import PairDataset
 from ..exceptions import NotFittedError
+from ._base import match_labels
 
 __all__ = ["FeatureMatcher"]
 
@@ -226,8 +228,9 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         return self._proba_from_scaled(self.represent(X))
 
     def predict(self, X: object) -> npt.NDArray[np.int64]:
-        """Predicted labels (the second class, 1 = match, when its probability exceeds 0.5)."""
-        match = self.predict_proba(X)[:, 1] > 0.5
+        """Predicted labels: the second class (1 = match) when its probability exceeds
+        :data:`~skrisk.matchers.MATCH_THRESHOLD` (a tie at 0.5 is the first class, non-match)."""
+        match = match_labels(self.predict_proba(X))  # raises NotFittedError before classes_ is read
         return self.classes_[match.astype(np.intp)]
 
     @available_if(_has_committee)
@@ -239,8 +242,9 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         Members are drawn without replacement while ``n_iter <= n_estimators`` (else with),
         seeded by ``random_state`` (or the matcher's ``random_state``).
         """
-        if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
-            raise ValueError(f"n_iter must be an int >= 1, got {n_iter!r}.")
+        if isinstance(n_iter, (bool, np.bool_)):
+            raise TypeError(f"n_iter must be an int >= 1, got {n_iter!r}.")
+        check_scalar(n_iter, "n_iter", numbers.Integral, min_val=1)
         Z = self.represent(X)
         members = self.classifier_.estimators_
         rng = check_random_state(random_state if random_state is not None else self.random_state)

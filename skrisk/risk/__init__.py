@@ -1,15 +1,25 @@
 """LearnRisk: interpretable misprediction risk of a matcher's labels (paper section 3.2).
 
-* :func:`generate_rules` -- one-sided decision-tree rules (risk features) over similarity features;
-* :class:`LearnRiskEstimator` -- the risk model (truncated-normal VaR, RankNet training) as a
-  scikit-learn estimator, with :meth:`~LearnRiskEstimator.explain`.
+* :class:`LearnRisk` -- the risk model as a meta-estimator around the matcher (``X`` is the
+  matcher's input; out-of-fold probabilities are computed inside ``fit``), with ``explain``;
+* :func:`oof_proba` -- out-of-fold probabilities of labelled pairs, skrisk's one implementation;
+* :func:`risk_roc_auc` -- the scorer of the risk's ranking, for ``GridSearchCV``;
+* :class:`LearnRiskEstimator` -- the research core: the risk model (truncated-normal VaR,
+  RankNet training) on similarity features plus the matcher's probability as a column of ``X``;
+* :func:`generate_rules` -- one-sided decision-tree rules (risk features) over similarity features.
+
+Names are imported on first use (the risk model needs torch), so ``import skrisk.risk`` is light.
 """
 
-from ._estimator import LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted
-from ._rules import Condition, Rule, clean_rules, generate_rules, rule_activations
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 __all__ = [
     "Condition",
+    "DEFAULT_EPOCHS",
+    "LearnRisk",
     "LearnRiskEstimator",
     "RiskDistribution",
     "RiskExplanation",
@@ -17,5 +27,37 @@ __all__ = [
     "clean_rules",
     "generate_rules",
     "mispredicted",
+    "oof_proba",
+    "risk_features",
+    "risk_roc_auc",
     "rule_activations",
 ]
+
+_LAZY = {
+    "Condition": "._rules",
+    "Rule": "._rules",
+    "clean_rules": "._rules",
+    "generate_rules": "._rules",
+    "rule_activations": "._rules",
+    "DEFAULT_EPOCHS": "._estimator",
+    "LearnRiskEstimator": "._estimator",
+    "RiskDistribution": "._estimator",
+    "RiskExplanation": "._estimator",
+    "mispredicted": "._estimator",
+    "LearnRisk": "._learnrisk",
+    "oof_proba": "._learnrisk",
+    "risk_features": "._learnrisk",
+    "risk_roc_auc": "._learnrisk",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

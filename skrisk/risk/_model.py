@@ -4,7 +4,8 @@ Follows ``../shared/docs/learnrisk.md`` sections 2-4. Everything is vectorised o
 batch; the pairwise RankNet loss is a ``(n_mispredicted, n_correct)`` matrix per batch.
 
 Notation per pair ``i``: fired rules ``x_ij``, matcher probability ``p_i`` in bin ``b(i)``,
-machine label ``yhat_i = 1[p_i >= 0.5]``::
+machine label ``yhat_i = 1[p_i > 0.5]`` (:data:`~skrisk.matchers.MATCH_THRESHOLD`; a tie is a
+non-match)::
 
     g_i   = a + 1 - exp(-(p_i - 0.5)^2 / (2 c^2))
     W_i   = sum_j w_j x_ij + g_i
@@ -17,15 +18,20 @@ machine label ``yhat_i = 1[p_i >= 0.5]``::
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
-__all__ = ["RiskParams", "RiskInputs", "truncnorm_ppf", "forward", "ranknet_loss", "train_risk_model"]
+from .._device import torch_threads
+from ..matchers._base import MATCH_THRESHOLD
+
+__all__ = [
+    "RiskParams", "RiskInputs", "matcher_weight", "truncnorm_ppf", "forward", "ranknet_loss",
+    "train_risk_model",
+]
 
 EPS = 1e-10
 _CLAMP = 1e-12
@@ -94,13 +100,21 @@ def truncnorm_ppf(q: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor) -> tor
     return (mu + sigma * torch.special.ndtri(inner)).clamp(0.0, 1.0)
 
 
+def matcher_weight(p: torch.Tensor, a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Weight of the matcher's output feature: ``g(p) = a + 1 - exp(-(p - 0.5)^2 / (2 c^2))``.
+
+    The one implementation of ``g`` (training, prediction and :meth:`explain` use it).
+    """
+    return a + 1.0 - torch.exp(-((p - 0.5) ** 2) / (2.0 * c**2 + EPS))
+
+
 def forward(
     params: RiskParams, x: RiskInputs, theta: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """VaR, mean and standard deviation of every pair in ``x``."""
     J = params.w.shape[0]
     w = params.w
-    g = params.a + 1.0 - torch.exp(-((x.p - 0.5) ** 2) / (2.0 * params.c**2 + EPS))
+    g = matcher_weight(x.p, params.a, params.c)
     sig_rule2 = (params.r[:J] * params.mu_tilde[:J]) ** 2
     sig_bin2 = ((params.r[J:] * params.mu_tilde[J:]) ** 2)[x.bins]
     # one matmul for the three rule sums: sum w, sum w mu, sum w^2 sigma^2
@@ -109,7 +123,7 @@ def forward(
     mu = (sums[:, 1] + g * x.p) / W + EPS
     var = (sums[:, 2] + g * g * sig_bin2) / (W * W) + EPS
     sigma = torch.sqrt(var)
-    yhat = x.p >= 0.5
+    yhat = x.p > MATCH_THRESHOLD
     q = torch.where(yhat, 1.0 - theta, theta).to(mu.dtype)
     quant = truncnorm_ppf(q, mu, sigma)
     var_risk = torch.where(yhat, 1.0 - quant, quant)
@@ -167,22 +181,13 @@ def init_params(
     )
 
 
-@contextmanager
-def single_thread(device: torch.device) -> Iterator[None]:
-    """Run torch CPU work on one intra-op thread (restored afterwards).
+def single_thread(device: torch.device) -> Any:
+    """Run torch CPU work on one intra-op thread (restored afterwards); other devices: unchanged.
 
     The model's tensors are small (a batch of 512 pairs), so thread-pool synchronisation costs
     more than it saves; on a loaded 2-core machine one thread was 5x faster per epoch.
     """
-    if device.type != "cpu":
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    return torch_threads(1 if device.type == "cpu" else None)
 
 
 def train_risk_model(

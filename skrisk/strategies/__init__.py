@@ -1,32 +1,21 @@
 """Query strategies: risk sampling and the paper's six baselines, under one modAL contract.
 
 ``strategy(learner, X_pool, n_instances=1, *, random_state=None, **kw) -> (positions, scores)``
+
+Every strategy is a plain function that keeps nothing between calls. :class:`RiskSampler` is the
+callable object to make (and keep) for risk sampling with validation pairs and diagnostics
+(``last_query_``, a :class:`RiskQuery`). Names are imported on first use (the strategies need
+torch), so ``import skrisk.strategies`` is light.
 """
 
-from ._baselines import (
-    badge_sampling,
-    bald_sampling,
-    coreset_sampling,
-    egl_sampling,
-    entropy,
-    entropy_sampling,
-    random_sampling,
-)
-from ._risk import RiskSampler, risk_features, risk_sampling
-from ._selection import top_k
+from __future__ import annotations
 
-STRATEGIES = {
-    "risk": risk_sampling,
-    "random": random_sampling,
-    "entropy": entropy_sampling,
-    "bald": bald_sampling,
-    "coreset": coreset_sampling,
-    "egl": egl_sampling,
-    "badge": badge_sampling,
-}
+from importlib import import_module
+from typing import Any
 
 __all__ = [
     "STRATEGIES",
+    "RiskQuery",
     "RiskSampler",
     "badge_sampling",
     "bald_sampling",
@@ -39,3 +28,55 @@ __all__ = [
     "risk_sampling",
     "top_k",
 ]
+
+_LAZY = {
+    "badge_sampling": "._baselines",
+    "bald_sampling": "._baselines",
+    "coreset_sampling": "._baselines",
+    "egl_sampling": "._baselines",
+    "entropy": "._baselines",
+    "entropy_sampling": "._baselines",
+    "random_sampling": "._baselines",
+    "RiskQuery": "._risk",
+    "RiskSampler": "._risk",
+    "risk_features": "._risk",
+    "risk_sampling": "._risk",
+    "top_k": "._selection",
+}
+
+
+def _strategies() -> dict[str, Any]:
+    from ._baselines import (
+        badge_sampling,
+        bald_sampling,
+        coreset_sampling,
+        egl_sampling,
+        entropy_sampling,
+        random_sampling,
+    )
+    from ._risk import risk_sampling
+
+    return {
+        "risk": risk_sampling,
+        "random": random_sampling,
+        "entropy": entropy_sampling,
+        "bald": bald_sampling,
+        "coreset": coreset_sampling,
+        "egl": egl_sampling,
+        "badge": badge_sampling,
+    }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "STRATEGIES":
+        value: Any = _strategies()
+    elif name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

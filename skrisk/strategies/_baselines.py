@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
+from .._device import resolve_device
 from .._rows import num_rows, take_rows
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..matchers._base import require
@@ -24,7 +25,6 @@ from ._selection import (
     labelled_pool,
     min_distances,
     proba_function,
-    resolve_device,
     top_k,
 )
 
@@ -133,14 +133,19 @@ def coreset_sampling(
     dist = torch.as_tensor(min_distances(pool, lab, device=dev), dtype=torch.float32, device=dev)
     P = torch.as_tensor(pool, device=dev)
     rng = check_random_state(random_state)
-    tie = torch.as_tensor(rng.permutation(len(pool)).astype(np.float32) * 1e-30, device=dev)
+    # seeded tie-break: among the pairs at the largest distance, the one first in a seeded
+    # permutation (a rank per pair; adding tiny multiples of it to float32 distances would be
+    # lost to rounding and hand every tie to the lowest index)
+    n_pool = len(pool)
+    rank = torch.as_tensor(rng.permutation(n_pool), dtype=torch.int64, device=dev)
     chosen, scores = [], []
     for _ in range(n_instances):
         if torch.isinf(dist).all():  # no labelled set: start from a random pair
-            j = int(rng.randint(len(pool)))
+            j = int(rng.randint(n_pool))
             score = float("inf")
         else:
-            j = int(torch.argmax(dist + tie))
+            at_max = dist == dist.max()
+            j = int(torch.argmin(torch.where(at_max, rank, n_pool)))
             score = float(dist[j])
         chosen.append(j)
         scores.append(score)

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import inspect
-import os
+import numbers
 import time
 import warnings
 from collections.abc import Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.base import BaseEstimator, clone
-from sklearn.model_selection import StratifiedKFold
-from sklearn.utils import check_random_state
+from sklearn.base import BaseEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.utils import check_random_state, check_scalar
 
+from .._device import resolve_device, torch_threads
 from .._rows import num_rows, take_rows
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import NotFittedError
-from ..kmedoids import weighted_fastpam
+from ..kmedoids import KMedoidsResult, weighted_fastpam
 from ..matchers._base import require
-from ..risk import LearnRiskEstimator, mispredicted
+from ..risk._learnrisk import LearnRisk, risk_features
 from ._selection import (
     check_pool_matches,
     check_query,
@@ -31,46 +33,10 @@ from ._selection import (
     labelled_pool,
     min_distances,
     proba_function,
-    resolve_device,
     top_k,
 )
 
-__all__ = ["RiskSampler", "risk_sampling", "risk_features"]
-
-_PROBA = "matcher_proba"
-
-#: LearnRiskEstimator settings RiskSampler uses unless ``risk_params`` overrides them (merged key
-#: by key, so ``risk_params={"epochs": 50}`` keeps the others).
-DEFAULT_RISK_PARAMS: dict[str, Any] = {"epochs": 200}
-
-
-def _cpu_threads(setting: Any, device: torch.device) -> int | None:
-    """Torch intra-op threads for one call, or None to leave torch's setting alone."""
-    if device.type != "cpu" or setting is None:
-        return None
-    if setting != "auto":
-        return int(setting)
-    if os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":
-        return None
-    # OpenMP threads spin while they wait: with no idle core for them, a 2-thread kernel ran 15-40x
-    # slower than a 1-thread one on a loaded 2-core machine (benchmarks/results/query).
-    try:
-        free = (os.cpu_count() or 1) - os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover - no load average (Windows)
-        return None
-    return max(1, min(torch.get_num_threads(), int(free)))
-
-
-@contextmanager
-def _torch_threads(n: int | None) -> Iterator[None]:
-    prev = torch.get_num_threads()
-    if n is not None and n != prev:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != prev:
-            torch.set_num_threads(prev)
+__all__ = ["RiskQuery", "RiskSampler", "risk_sampling", "risk_features"]
 
 
 @contextmanager
@@ -90,41 +56,82 @@ def _takes_return_proba(fn: Any) -> bool:
         return False
 
 
-def risk_features(X: Any) -> np.ndarray:
-    """The similarity features LearnRisk's rules use, taken from a pool.
+def _summary(value: Any) -> str:
+    """A short text for a parameter value: data are shown by type and shape, never printed."""
+    if isinstance(value, (np.ndarray, pd.DataFrame, pd.Series)):
+        return f"<{type(value).__name__} of shape {tuple(value.shape)}>"
+    if isinstance(value, Mapping):
+        try:
+            n = num_rows(value)
+        except (TypeError, ValueError):
+            n = "?"
+        return f"<{type(value).__name__} with keys {sorted(map(str, value))} of {n} rows>"
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        return f"<{type(value).__name__} of {len(value)} items>"
+    if hasattr(value, "shape") and not np.isscalar(value):
+        return f"<{type(value).__name__} of shape {tuple(value.shape)}>"
+    return repr(value)
 
-    A mapping / ``SliceDict`` pool supplies them under the key ``"features"``; a 2-D float array
-    pool *is* the feature matrix (the feature-based matcher's input).
+
+@dataclass(frozen=True)
+class RiskQuery:
+    """What one risk-sampling call computed (``RiskSampler.last_query_``).
+
+    Attributes
+    ----------
+    positions : ndarray of intp, shape (n_instances,)
+        The chosen pool positions, riskiest first (what the call returned).
+    scores : ndarray of float64, shape (n_instances,)
+        Their risks (what the call returned).
+    risk : ndarray of float64, shape (n_pool,)
+        The risk of every pool pair.
+    weights : ndarray of float64, shape (n_pool,)
+        The k-medoids weight of every pool pair (see ``weighting``).
+    risk_model : LearnRisk or None
+        The risk model fitted for this call; None when the matcher made no mistake (or only
+        mistakes) on the ranking pairs and the risk was its uncertainty ``min(p, 1 - p)``.
+    kmedoids : KMedoidsResult or None
+        The kernel's result (None with ``selection="topk"``).
+    timings : dict of str to float
+        Wall seconds per phase: ``"proba_repr"`` (matcher probabilities and representations of
+        the pool and the labelled set), ``"labelled_proba"`` (out-of-fold refits),
+        ``"valid_proba"``, ``"rules"``, ``"ranking"``, ``"learnrisk_fit"`` (all of LearnRisk's
+        fit), ``"risk"`` (risk of the pool), ``"weights"``, ``"kmedoids"`` and ``"total"``.
+    n_threads : int
+        Torch CPU threads the call ran with.
     """
-    if isinstance(X, Mapping):
-        if "features" not in X:
-            raise TypeError(
-                f"The pool is a mapping with keys {sorted(X)} but no 'features': encode pairs with "
-                "similarity features (e.g. RNNMatcher's hybrid encoding), or give RiskSampler "
-                "features=<callable returning the similarity features of pool rows>."
-            )
-        return np.asarray(X["features"], dtype=np.float64)
-    arr = np.asarray(X)
-    if arr.ndim == 2 and arr.dtype.kind == "f":
-        return arr.astype(np.float64, copy=False)
-    raise TypeError(
-        f"Cannot find similarity features in a pool of type {type(X).__name__} with "
-        f"shape {getattr(arr, 'shape', None)}: give RiskSampler features=<callable returning the "
-        "similarity features of pool rows>."
-    )
+
+    positions: IntArray
+    scores: FloatArray
+    risk: FloatArray
+    weights: FloatArray
+    risk_model: LearnRisk | None
+    kmedoids: KMedoidsResult | None
+    timings: dict[str, float] = field(default_factory=dict)
+    n_threads: int = 1
+
+    def __repr__(self) -> str:
+        return (
+            f"RiskQuery(positions={_summary(self.positions)}, risk={_summary(self.risk)}, "
+            f"risk_model={'None' if self.risk_model is None else 'LearnRisk(...)'}, "
+            f"total_s={self.timings.get('total', float('nan')):.3f}, n_threads={self.n_threads})"
+        )
 
 
 class RiskSampler(BaseEstimator):
-    """Risk sampling as a modAL query strategy (a callable object).
+    """Risk sampling as a modAL query strategy (a callable object you make and keep).
 
     One call, given the learner and the unlabelled pool:
 
-    1. fits :class:`~skrisk.risk.LearnRiskEstimator` for the current matcher: rules and
-       expectations from the labelled set, weights ranked on (a ``valid_ratio`` share of) the
-       validation pairs this sampler was given;
+    1. fits :class:`~skrisk.LearnRisk` around the current matcher: rules and expectations from
+       out-of-fold probabilities of the labelled set, weights ranked on (a ``valid_ratio``
+       share of) the validation pairs this sampler was given;
     2. computes the risk ``R_i`` (VaR) of every pool pair;
-    3. takes the representations (the matcher's ``represent``, or ``transform``) of the pool and
-       of the labelled set;
+    3. takes the representations of the pool and of the labelled set: ``transform`` when given,
+       else the matcher's ``represent``; for a ``Pipeline``, its last step's ``represent`` of the
+       transformed pairs, else the transform of the steps before the last; for any other
+       classifier with ``predict_proba``, the risk features (similarity features) of the pairs.
+       The two fallbacks are announced by one ``UserWarning`` per sampler;
     4. weights every pool pair by the Lipschitz estimate ``L_i = R_i / min_{j in L} ||x_i - x_j||``
        (paper eq. 6, guarded against zero distance: see ``distance_floor``);
     5. solves the weighted k-medoids problem (eq. 7) with the labelled pairs as fixed medoids by
@@ -148,7 +155,7 @@ class RiskSampler(BaseEstimator):
         Point weights of the k-medoids problem: eq. 6, the risk alone (no distance term), or 1.
         ``"risk"`` measured better where a batch is a large share of the pool (Abt-Buy, batch 575
         of 5,168: +0.005 in the area under the learning curve) and tied elsewhere
-        (``benchmarks/RESULTS.md``, section 6.8).
+        (``benchmarks/results/active_learning_ablations.md``, 6.8).
     selection : {"kmedoids", "topk"}, default="kmedoids"
         Weighted fastPAM with the labelled set fixed, or simply the ``n`` largest weights.
     preselect : float or None, default=2
@@ -169,11 +176,10 @@ class RiskSampler(BaseEstimator):
         Preselecting from the very first query (``preselect_after=0``) lost the first query
         (0.907 against 0.915 at 200 labels): from a seed set, the 2n riskiest pairs are mostly
         mispredicted ones (82 %), a poor batch to learn from. On Abt-Buy the change is within
-        noise and risk sampling trails core-set. See ``benchmarks/RESULTS.md``, section 6.
+        noise and risk sampling trails core-set. See ``benchmarks/RESULTS.md``.
     risk_params : dict, optional
-        Parameters of :class:`~skrisk.risk.LearnRiskEstimator`, merged over
-        :data:`DEFAULT_RISK_PARAMS` (``{"epochs": 200}``, the estimator's other defaults
-        otherwise). On DBLP-Scholar (|L| = 100, 5,742 validation pairs, random forest matcher)
+        Risk hyperparameters of :class:`~skrisk.LearnRisk` (its defaults otherwise, e.g.
+        ``epochs=DEFAULT_EPOCHS``, 200). On DBLP-Scholar (|L| = 100, 5,742 validation pairs, random forest matcher)
         the risk's ROC AUC for the matcher's 697 mistakes on the pool was 0.955 with these
         settings (13 s per query), 0.949 with the research code's LearnRisk settings at 200 or
         1,000 epochs, and 0.938 for the matcher's own uncertainty; see
@@ -186,7 +192,8 @@ class RiskSampler(BaseEstimator):
         from. ``"fit"``: the fitted matcher's own, which are overconfident on the pairs it was
         trained on (a random forest is always right on them, so every probability bin looks
         perfectly calibrated). ``"oof"``: out-of-fold probabilities from ``cv`` stratified folds
-        of a clone of the matcher, as for unseen pairs. ``"auto"``: ``"oof"`` for matchers that
+        of a clone of the matcher, as for unseen pairs (:func:`~skrisk.risk.oof_proba`).
+        ``"auto"``: ``"oof"`` for matchers that
         are cheap to refit (not skorch nets), ``"fit"`` for neural matchers, which are
         early-stopped on validation pairs.
     cv : int, default=5
@@ -205,39 +212,29 @@ class RiskSampler(BaseEstimator):
         pool pairs are such duplicates).
     device : str, default="auto"
         Device of the kernel and distance computations.
-    n_threads : int, "auto" or None, default="auto"
-        Torch intra-op CPU threads during a call (restored afterwards). ``"auto"``: torch's
-        setting when ``OMP_WAIT_POLICY=PASSIVE`` is set, otherwise no more threads than there are
-        idle cores (1-minute load average), at least one: OpenMP threads that spin while waiting
-        made the k-medoids kernel 15-40x slower on a loaded 2-core machine, with the same result.
-        None: leave torch's setting alone.
+    n_threads : int or None, default=None
+        Torch intra-op CPU threads during a call (restored afterwards); None leaves torch's
+        setting alone. (On a loaded 2-core machine, OpenMP threads that spin while waiting made
+        the k-medoids kernel 15-40x slower than one thread: there, ``n_threads=1`` or
+        ``OMP_WAIT_POLICY=PASSIVE`` helps.)
     random_state : int or None, default=None
         Seeds the validation sample, LearnRisk and tie-breaking (a per-call ``random_state``
         overrides it for that call).
 
     Attributes
     ----------
-    risk_model_ : LearnRiskEstimator or None
-        The risk model fitted by the last call; None when the matcher made no mistake (or only
-        mistakes) on the ranking pairs, so that there was nothing to rank: that call used the
-        expectation risk ``min(p, 1 - p)`` instead, with a warning.
-    last_risk_, last_weights_ : ndarray
-        Risk and k-medoids weight of every pool pair of the last call.
-    last_result_ : KMedoidsResult or None
-        The kernel's result of the last call.
-    last_timings_ : dict of str to float
-        Wall seconds of the phases of the last call: ``"proba_repr"`` (matcher probabilities and
-        representations of the pool and the labelled set), ``"valid_proba"``,
-        ``"labelled_proba"`` (out-of-fold refits), ``"learnrisk_fit"`` (rules and ranking
-        epochs), ``"risk"`` (risk of the pool), ``"weights"`` (Lipschitz weights),
-        ``"kmedoids"`` and ``"total"``.
-    last_threads_ : int
-        Torch CPU threads the last call ran with (see ``n_threads``).
+    last_query_ : RiskQuery
+        What the last call computed: positions, scores, the risk and weight of every pool pair,
+        the fitted risk model, the k-medoids result, timings and threads. Only an instance you
+        made keeps it; :func:`risk_sampling` keeps nothing.
 
     Examples
     --------
+    >>> import numpy as np
     >>> from skrisk import RiskSampler
-    >>> sampler = RiskSampler(risk_params={"epochs": 200}, random_state=0)
+    >>> sampler = RiskSampler(np.zeros((5742, 33)), np.zeros(5742), random_state=0)
+    >>> sampler
+    RiskSampler(X_valid=<ndarray of shape (5742, 33)>, y_valid=<ndarray of shape (5742,)>, random_state=0)
     >>> sampler.set_params(valid_ratio=0.5).valid_ratio
     0.5
     """
@@ -264,7 +261,7 @@ class RiskSampler(BaseEstimator):
         eps: float = 1e-8,
         distance_floor: float | str = "auto",
         device: str = "auto",
-        n_threads: int | str | None = "auto",
+        n_threads: int | None = None,
         random_state: int | None = None,
     ) -> None:
         self.X_valid = X_valid
@@ -293,32 +290,37 @@ class RiskSampler(BaseEstimator):
     def __name__(self) -> str:  # strategies are named in reports
         return "risk_sampling"
 
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        """Parameters that differ from the defaults; data are summarised, never printed."""
+        defaults = {
+            k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()
+            if k != "self"
+        }
+        shown = []
+        for key, d in defaults.items():  # in the signature's order
+            value = getattr(self, key)
+            same = value is d or (
+                isinstance(value, (str, int, float, bool)) and type(value) is type(d) and value == d
+            )
+            if not same:
+                shown.append(f"{key}={_summary(value)}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
     # ------------------------------------------------------------------ helpers
     def _check_params(self) -> None:
         if self.weighting not in ("lipschitz", "risk", "unit"):
             raise ValueError(f"weighting must be 'lipschitz', 'risk' or 'unit', got {self.weighting!r}.")
         if self.selection not in ("kmedoids", "topk"):
             raise ValueError(f"selection must be 'kmedoids' or 'topk', got {self.selection!r}.")
-        pre = self.preselect
-        if pre is not None and (
-            isinstance(pre, bool) or not isinstance(pre, (int, float, np.integer, np.floating)) or not pre >= 1
-        ):
-            raise ValueError(
-                f"preselect must be None or a number >= 1 (a multiple of the batch size), got {pre!r}."
-            )
-        after = self.preselect_after
-        if not (after == "batch" or (isinstance(after, (int, np.integer)) and not isinstance(after, bool) and after >= 0)):
-            raise ValueError(f"preselect_after must be 'batch' or an int >= 0, got {after!r}.")
-        if not (0.0 < float(self.valid_ratio) <= 1.0):
-            raise ValueError(f"valid_ratio must be in (0, 1], got {self.valid_ratio}.")
-        floor = self.distance_floor
-        nt = self.n_threads
-        is_int = isinstance(nt, (int, np.integer)) and not isinstance(nt, bool)
-        if not (nt is None or nt == "auto" or (is_int and nt >= 1)):
-            raise ValueError(f"n_threads must be 'auto', None or an int >= 1, got {nt!r}.")
-        is_num = isinstance(floor, (int, float, np.floating)) and not isinstance(floor, bool)
-        if not (floor == "auto" or (is_num and floor >= 0)):
-            raise ValueError(f"distance_floor must be 'auto' or a number >= 0, got {floor!r}.")
+        if self.preselect is not None:
+            _scalar(self.preselect, "preselect (None or a multiple of the batch size)", numbers.Real, 1)
+        if self.preselect_after != "batch":
+            _scalar(self.preselect_after, "preselect_after ('batch' or a number of pairs)", numbers.Integral, 0)
+        _scalar(self.valid_ratio, "valid_ratio", numbers.Real, 0, 1, closed="right")
+        if self.n_threads is not None:
+            _scalar(self.n_threads, "n_threads (None or a number of threads)", numbers.Integral, 1)
+        if self.distance_floor != "auto":
+            _scalar(self.distance_floor, "distance_floor ('auto' or a distance)", numbers.Real, 0)
         if self.labelled_proba not in ("auto", "oof", "fit"):
             raise ValueError(f"labelled_proba must be 'auto', 'oof' or 'fit', got {self.labelled_proba!r}.")
         if (self.X_valid is None) != (self.y_valid is None):
@@ -358,35 +360,35 @@ class RiskSampler(BaseEstimator):
         pos = np.sort(np.concatenate(keep))
         return take_rows(self.X_valid, pos), y[pos]
 
-    def _risk_input(self, X: Any, proba: np.ndarray) -> Any:
-        feats = self.features(X) if self.features is not None else risk_features(X)
-        feats = np.asarray(feats, dtype=np.float64)
-        out = np.column_stack([feats, proba[:, 1]])
-        if self.feature_names is None:
-            return out
-        names = [str(n) for n in self.feature_names]
-        if len(names) != feats.shape[1]:
-            raise ValueError(
-                f"feature_names has {len(names)} names for {feats.shape[1]} similarity features: "
-                "give one name per feature column."
-            )
-        return pd.DataFrame(out, columns=[*names, _PROBA])
+    def _features(self, X: Any) -> np.ndarray:
+        return np.asarray(self.features(X) if self.features is not None else risk_features(X), dtype=np.float64)
 
-    def _labelled_proba(self, learner: Any, X_lab: Any, y_lab: np.ndarray, proba_fn: Any, seed: Any) -> np.ndarray:
+    def _representation(self, learner: Any) -> tuple[Callable[[Any], Any], bool]:
+        """The representation function, and whether it is the matcher's own ``represent``."""
+        if self.transform is not None:
+            return self.transform, False
         est = getattr(learner, "estimator", learner)
-        mode = self.labelled_proba
-        if mode == "auto":
-            mode = "fit" if hasattr(est, "module_") else "oof"
-        k = min(int(self.cv), int(np.bincount(y_lab, minlength=2).min()))
-        if mode == "fit" or k < 2:
-            return proba_fn(X_lab, what="the labelled pairs")
-        folds = StratifiedKFold(k, shuffle=True, random_state=seed if isinstance(seed, (int, np.integer)) else 0)
-        P = np.empty((len(y_lab), 2), dtype=np.float64)
-        for tr, te in folds.split(np.zeros(len(y_lab)), y_lab):
-            m = clone(est).fit(take_rows(X_lab, tr), y_lab[tr])
-            P[te] = checked_proba(m.predict_proba(take_rows(X_lab, te)), m, "risk_sampling", n_rows=len(te),
-                                  what="the labelled pairs (out-of-fold refit)")
-        return P
+        if callable(getattr(est, "represent", None)):
+            return require(learner, "representation", "risk_sampling"), True
+        note = "the risk features (similarity features) of the pairs"
+        fn: Callable[[Any], Any] = self._features
+        if isinstance(est, Pipeline) and len(est.steps) > 0:
+            last = est.steps[-1][1]
+            head = est[:-1] if len(est.steps) > 1 else None
+            if callable(getattr(last, "represent", None)):
+                if head is None:
+                    return last.represent, False
+                return (lambda X: last.represent(head.transform(X))), False
+            if head is not None:
+                fn, note = head.transform, "the pipeline's transform of the pairs up to its last step"
+        if not getattr(self, "_noted_representation", False):
+            warnings.warn(
+                f"risk_sampling: {type(est).__name__} has no represent(); the distances of risk "
+                f"sampling use {note}. Give RiskSampler(transform=...) to choose another.",
+                UserWarning, stacklevel=5,  # the line that called the sampler
+            )
+            self._noted_representation = True
+        return fn, False
 
     # ------------------------------------------------------------------ the strategy
     def __call__(
@@ -398,20 +400,25 @@ class RiskSampler(BaseEstimator):
         random_state: RandomStateLike = None,
         **kw: Any,
     ) -> tuple[IntArray, FloatArray]:
-        """Choose ``n_instances`` pool positions; returns ``(positions, risks)``."""
+        """Choose ``n_instances`` pool positions; returns ``(positions, risks)``.
+
+        The diagnostics of the call are kept in :attr:`last_query_`.
+        """
         self._check_params()
         check_query(X_pool, n_instances, "risk_sampling", learner)
-        with _torch_threads(_cpu_threads(self.n_threads, resolve_device(self.device))):
-            return self._query(learner, X_pool, n_instances, random_state)
+        device = resolve_device(self.device)
+        with torch_threads(self.n_threads if device.type == "cpu" else None):
+            query = self._query(learner, X_pool, n_instances, random_state)
+        self.last_query_ = query
+        return query.positions, query.scores
 
     def _query(
         self, learner: Any, X_pool: Any, n_instances: int, random_state: RandomStateLike
-    ) -> tuple[IntArray, FloatArray]:
+    ) -> RiskQuery:
         timings: dict[str, float] = {}
-        self.last_timings_ = timings
-        self.last_threads_ = torch.get_num_threads()
+        n_threads = torch.get_num_threads()
         start = time.perf_counter()
-        proba_fn = proba_function(learner, "risk_sampling")
+        proba_fn = proba_function(learner, "risk_sampling")  # every probability checked once
         X_lab = labelled_pool(learner)
         y_lab = getattr(learner, "y_training", None)
         if X_lab is None or y_lab is None or num_rows(X_lab) == 0:
@@ -428,45 +435,31 @@ class RiskSampler(BaseEstimator):
         with _clock(timings, "proba_repr"):
             p_pool, rep_pool, rep_lab = self._proba_and_repr(learner, X_pool, X_lab, proba_fn, need_repr)
 
-        # 1-2. LearnRisk for the current matcher, then the risk of every pool pair
-        with _clock(timings, "labelled_proba"):
-            P_lab = self._labelled_proba(learner, X_lab, y_lab, proba_fn, seed)
-        R_lab = self._risk_input(X_lab, P_lab)
-        if valid is not None:
-            X_v, y_v = valid
-            with _clock(timings, "valid_proba"):
-                p_val = proba_fn(X_v, what="the validation pairs")
-            R_val = self._risk_input(X_v, p_val)
-            fit_args = (R_val, y_v)
-            fit_kw = {"X_train": R_lab, "y_train": y_lab}
-        else:
-            fit_args, fit_kw = (R_lab, y_lab), {}
+        # 1-2. LearnRisk around the current matcher, then the risk of every pool pair
+        est = getattr(learner, "estimator", learner)
+        mode = self.labelled_proba
+        if mode == "auto":
+            mode = "fit" if hasattr(est, "module_") else "oof"
         params = {
-            **DEFAULT_RISK_PARAMS,
-            "random_state": seed if isinstance(seed, (int, np.integer)) else None,
             **(self.risk_params or {}),
+            "random_state": seed if isinstance(seed, (int, np.integer)) else None,
         }
-        if self.feature_names is not None:
-            params["proba_column"] = _PROBA
-        z = mispredicted(np.asarray(fit_args[0])[:, -1], fit_args[1])
-        if z.all() or not z.any():
-            # Nothing to rank (e.g. a matcher perfect on the validation pairs): LearnRisk cannot
-            # learn its weights, so fall back to the expectation-based risk |label - p|.
-            warnings.warn(
-                f"risk_sampling: the matcher {'mispredicts' if z.all() else 'predicts correctly'} all "
-                f"{z.size} ranking pairs, so LearnRisk has nothing to learn from; using the "
-                "expectation risk |label - p| this round. More validation pairs avoid this.",
-                stacklevel=3,
-            )
-            self.risk_model_ = None
-            risk = np.minimum(p_pool[:, 1], 1.0 - p_pool[:, 1])
-        else:
-            with _clock(timings, "learnrisk_fit"):
-                model = LearnRiskEstimator(**params).fit(*fit_args, **fit_kw)
-            with _clock(timings, "risk"):
-                risk = np.asarray(model.predict_risk(self._risk_input(X_pool, p_pool)), dtype=np.float64)
-            self.risk_model_ = model
-        self.last_risk_ = risk
+        model = LearnRisk(
+            est, cv="prefit" if mode == "fit" else self.cv, features=self.features,
+            feature_names=self.feature_names, **params,
+        )
+        X_v, y_v = valid if valid is not None else (None, None)
+        with _clock(timings, "learnrisk_fit"):
+            model._fit(X_lab, y_lab, X_v, y_v, fitted=est if mode == "oof" else None, who="risk_sampling",
+                       stacklevel=4)  # warnings point at the line that called the sampler
+        fit_t = model.fit_timings_
+        timings["labelled_proba"] = fit_t.get("oof_proba", 0.0)
+        for key in ("valid_proba", "rules", "ranking"):
+            if key in fit_t:
+                timings[key] = fit_t[key]
+        with _clock(timings, "risk"):
+            risk = np.asarray(model._distribution(X_pool, p_pool[:, 1]).risk, dtype=np.float64)
+        risk_model = model if model.risk_model_ is not None else None
 
         # 3-4. Lipschitz weights (eq. 6)
         with _clock(timings, "weights"):
@@ -477,14 +470,18 @@ class RiskSampler(BaseEstimator):
             if self.weighting == "lipschitz":
                 d_lab = min_distances(rep_pool, rep_lab, device=resolve_device(self.device), dtype=torch.float64)
                 weights = self._lipschitz(risk, d_lab)
-        self.last_weights_ = weights
+
+        def done(pos: IntArray, res: KMedoidsResult | None) -> RiskQuery:
+            timings["total"] = time.perf_counter() - start
+            return RiskQuery(
+                positions=pos, scores=risk[pos], risk=risk, weights=weights, risk_model=risk_model,
+                kmedoids=res, timings=timings, n_threads=n_threads,
+            )
 
         # 5. selection
         if self.selection == "topk":
-            self.last_result_ = None
             pos, _ = top_k(weights, n_instances, seed)
-            timings["total"] = time.perf_counter() - start
-            return pos, risk[pos]
+            return done(pos, None)
         cand = np.arange(len(weights))
         after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
         if self.preselect is not None and len(rep_lab) > after:
@@ -510,12 +507,9 @@ class RiskSampler(BaseEstimator):
                 device=self.device,
                 random_state=seed,
             )
-        self.last_result_ = res
         pos = cand[np.asarray(res.selected, dtype=np.intp) - n_lab]
         order = np.argsort(-risk[pos], kind="stable")
-        pos = pos[order]
-        timings["total"] = time.perf_counter() - start
-        return pos, risk[pos]
+        return done(pos[order], res)
 
     def _lipschitz(self, risk: np.ndarray, d_lab: np.ndarray) -> np.ndarray:
         """Eq. 6, ``R_i / min_j ||x_i - x_j||``, with the zero-distance guard (``distance_floor``)."""
@@ -539,20 +533,17 @@ class RiskSampler(BaseEstimator):
         ``return_proba``), such as RNNMatcher, gives both from one forward pass over the pool.
         """
         if not need_repr:
-            return proba_fn(X_pool), None, None
-        if self.transform is not None:
-            represent = self.transform
-        else:
-            represent = require(learner, "representation", "risk_sampling")
+            return np.asarray(proba_fn(X_pool), dtype=np.float64), None, None
+        represent, own = self._representation(learner)
         est = getattr(learner, "estimator", learner)
         both = getattr(est, "predict_proba_and_represent", None)
         n_pool = num_rows(X_pool)
-        rep_method = "represent" if self.transform is None else "transform"
-        if self.transform is None and callable(both):
+        rep_method = "represent" if own else "transform"
+        if own and callable(both):
             p_pool, rep_pool = both(X_pool)
             p_pool = checked_proba(p_pool, learner, "risk_sampling", n_rows=n_pool,
                                    method="predict_proba_and_represent")
-        elif self.transform is None and _takes_return_proba(represent):
+        elif own and _takes_return_proba(represent):
             rep_pool, p_pool = represent(X_pool, return_proba=True)
             p_pool = checked_proba(p_pool, learner, "risk_sampling", n_rows=n_pool, method="represent")
         else:
@@ -576,7 +567,43 @@ class RiskSampler(BaseEstimator):
         return np.asarray(p_pool, dtype=np.float64), rep_pool, rep_lab
 
 
-#: The ready default: ``ActiveLearner(..., query_strategy=risk_sampling)``. Without validation
-#: pairs LearnRisk splits the labelled set; for the paper's protocol give them:
-#: ``RiskSampler(X_valid, y_valid)``.
-risk_sampling = RiskSampler()
+def _scalar(value: Any, name: str, kind: Any, low: float, high: float | None = None, *, closed: str = "left") -> None:
+    """``check_scalar`` that also refuses booleans (which it takes for the ints 0 and 1)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a number, got {value!r}.")
+    check_scalar(value, name, kind, min_val=low, max_val=high, include_boundaries=closed)
+
+
+def risk_sampling(
+    learner: Any,
+    X_pool: Any,
+    n_instances: int = 1,
+    *,
+    random_state: RandomStateLike = None,
+    **kw: Any,
+) -> tuple[IntArray, FloatArray]:
+    """Risk sampling as a plain modAL strategy: a fresh :class:`RiskSampler` per call.
+
+    ``ActiveLearner(..., query_strategy=risk_sampling)``. Nothing is kept between calls or shared
+    between threads; for diagnostics (``last_query_``) or validation pairs make a
+    :class:`RiskSampler` and keep it.
+
+    Parameters
+    ----------
+    learner : ActiveLearner
+        The learner (its matcher and labelled set).
+    X_pool : pool-like
+        The unlabelled pairs.
+    n_instances : int, default=1
+        Batch size.
+    random_state : int, RandomState instance or None, default=None
+        Seeds LearnRisk and the tie-breaks.
+    **kw
+        Parameters of :class:`RiskSampler` (e.g. ``X_valid``, ``y_valid``, ``preselect``).
+
+    Returns
+    -------
+    positions : ndarray of intp, shape (n_instances,)
+    risks : ndarray of float64, shape (n_instances,)
+    """
+    return RiskSampler(**kw)(learner, X_pool, n_instances, random_state=random_state)

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.utils import check_random_state
 
+from .._device import resolve_device
 from .._rows import num_rows
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
@@ -26,19 +27,11 @@ __all__ = [
     "top_k",
     "labelled_pool",
     "min_distances",
-    "resolve_device",
 ]
 
 #: How far a matcher's probabilities may stray from [0, 1] and from summing to 1 (float32 softmax
 #: outputs are off by ~1e-7; a matcher off by more returns something other than probabilities).
 PROBA_TOL = 1e-4
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``"auto"`` (or None) -> CUDA when available, else CPU."""
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def _kind(X: Any) -> str:

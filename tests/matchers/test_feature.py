@@ -112,3 +112,12 @@ def test_bad_inputs(fodors_features):
 )
 def test_sklearn_checks(estimator, check):
     check(estimator)
+
+
+def test_predict_proba_mc_n_iter_is_checked(fodors_features):
+    F, y, train, _ = fodors_features
+    matcher = FeatureMatcher(random_state=0).fit(F[train], y[train])
+    assert matcher.predict_proba_mc(F[:5], n_iter=3).shape == (3, 5, 2)
+    for bad, error in ((0, ValueError), (2.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="n_iter"):
+            matcher.predict_proba_mc(F[:5], n_iter=bad)

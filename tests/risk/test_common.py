@@ -1,4 +1,7 @@
-"""scikit-learn's estimator checks for LearnRiskEstimator.
+"""scikit-learn's estimator checks for LearnRisk (no expected failures) and its research core.
+
+``LearnRisk`` is the meta-estimator around a matcher and must pass every check. The research core
+``LearnRiskEstimator`` takes the matcher's probability as a column of ``X``:
 
 LearnRisk's input has a domain the generic checks do not know: the probability column (the last
 one by default) must lie in [0, 1], and ``y`` must hold 0/1 labels. The checks' random data
@@ -15,7 +18,10 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skrisk.risk import LearnRiskEstimator
+from sklearn.linear_model import LogisticRegression
+
+from skrisk.matchers import FeatureMatcher
+from skrisk.risk import LearnRisk, LearnRiskEstimator
 
 _DOMAIN = "the checks' X has a probability column outside [0, 1]; LearnRisk rejects it by design"
 _LABELS = "the checks' y has labels other than 0/1 (e.g. 2); LearnRisk needs match labels by design"
@@ -85,6 +91,8 @@ class _InDomain(LearnRiskEstimator):
 
 @parametrize_with_checks(
     [
+        LearnRisk(FeatureMatcher(random_state=0), cv=3, epochs=3, random_state=0),
+        LearnRisk(LogisticRegression(), cv=3, epochs=3, min_coverage=1, random_state=0),
         LearnRiskEstimator(epochs=3, random_state=0),
         _InDomain(epochs=3, min_coverage=1, random_state=0),
     ],

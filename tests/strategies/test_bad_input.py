@@ -14,7 +14,7 @@ from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers import FeatureMatcher
 from skrisk.strategies import STRATEGIES, RiskSampler
-from skrisk.strategies._risk import DEFAULT_RISK_PARAMS
+from skrisk.risk import DEFAULT_EPOCHS, LearnRisk
 from skrisk.strategies._selection import check_pool_matches, min_distances
 
 
@@ -112,9 +112,12 @@ def test_risk_sampler_validation_checks(task):
     with pytest.raises(ValueError, match="both"):
         RiskSampler(F[valid])(learner, X_pool, n_instances=3)
     for bad in ({"distance_floor": -1}, {"distance_floor": "big"}, {"n_threads": 0}, {"n_threads": "many"},
-                {"valid_ratio": 0.0}, {"labelled_proba": "x"}, {"selection": "x"}, {"preselect": 0.5},
-                {"preselect": "3"}, {"preselect": True}, {"preselect_after": -1}, {"preselect_after": "x"}):
-        with pytest.raises(ValueError):
+                {"n_threads": "auto"}, {"valid_ratio": 0.0}, {"valid_ratio": 1.5}, {"labelled_proba": "x"},
+                {"selection": "x"}, {"preselect": 0.5}, {"preselect": "3"}, {"preselect": True},
+                {"preselect_after": -1}, {"preselect_after": "x"}):
+        # a value out of range is a ValueError, a value of the wrong type a TypeError; both name it
+        name = next(iter(bad))
+        with pytest.raises((TypeError, ValueError), match=name):
             RiskSampler(F[valid], y[valid], **bad)(learner, X_pool, n_instances=3)
 
 
@@ -151,16 +154,18 @@ def test_min_distances_float64_sees_zero():
 
 
 def test_risk_sampler_defaults_threads_and_timings(task):
-    assert DEFAULT_RISK_PARAMS.get("epochs") == 200
+    assert DEFAULT_EPOCHS == 200 and RiskSampler().n_threads is None  # torch's threads by default
+    assert LearnRisk().epochs == DEFAULT_EPOCHS
     F, y = task["F"], task["y"]
     sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 10}, n_threads=1,
                           random_state=0)
     learner = _learner("entropy", task)
     before = torch.get_num_threads()
     pos, _ = sampler(learner, F[task["pool"]], n_instances=5, random_state=0)
-    assert torch.get_num_threads() == before and sampler.last_threads_ == 1
-    assert sampler.risk_model_.epochs == 10  # risk_params merged over the defaults
-    t = sampler.last_timings_
+    q = sampler.last_query_
+    assert torch.get_num_threads() == before and q.n_threads == 1
+    assert q.risk_model.epochs == 10  # risk_params over LearnRisk's defaults
+    t = q.timings
     assert t["total"] >= t["kmedoids"] > 0 and t["total"] >= t["learnrisk_fit"] > 0
     # the thread setting never changes the batch
     again, _ = sampler.set_params(n_threads=None)(learner, F[task["pool"]], n_instances=5, random_state=0)
@@ -197,4 +202,4 @@ def test_risk_sampler_uses_one_pass_when_offered(task):
     pos_b, _ = b.query(F[task["pool"]], n_instances=4, random_state=0)
     assert _OnePassMatcher.calls == 1
     np.testing.assert_array_equal(pos_a, pos_b)
-    np.testing.assert_allclose(plain.last_weights_, one.last_weights_)
+    np.testing.assert_allclose(plain.last_query_.weights, one.last_query_.weights)

@@ -12,6 +12,7 @@ from skrisk.active import ActiveLearner, unpack_query
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, MissingCapabilityError, NotFittedError
 from skrisk.matchers import FeatureMatcher
+from skrisk.risk import oof_proba
 from skrisk.strategies import (
     RiskSampler,
     badge_sampling,
@@ -146,13 +147,13 @@ def test_risk_sampler_picks_risky_pairs(task):
     sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 50}, random_state=0)
     learner = _learner(task, "ndarray", None, sampler)
     pos, risk = sampler(learner, F[task["pool"]], n_instances=10, random_state=0)
-    np.testing.assert_allclose(risk, sampler.last_risk_[pos])
-    assert sampler.last_risk_[pos].mean() > sampler.last_risk_.mean()
-    assert sampler.last_result_ is not None and len(sampler.last_result_.selected) == 10
+    np.testing.assert_allclose(risk, sampler.last_query_.risk[pos])
+    assert sampler.last_query_.risk[pos].mean() > sampler.last_query_.risk.mean()
+    assert sampler.last_query_.kmedoids is not None and len(sampler.last_query_.kmedoids.selected) == 10
     topk = RiskSampler(F[task["valid"]], y[task["valid"]], selection="topk", weighting="risk",
                        risk_params={"epochs": 50}, random_state=0)
     pos_top, risk_top = topk(learner, F[task["pool"]], n_instances=10, random_state=0)
-    np.testing.assert_allclose(np.sort(risk_top)[::-1], np.sort(topk.last_risk_)[::-1][:10])
+    np.testing.assert_allclose(np.sort(risk_top)[::-1], np.sort(topk.last_query_.risk)[::-1][:10])
 
 
 def test_risk_sampler_preselect(task):
@@ -167,10 +168,10 @@ def test_risk_sampler_preselect(task):
         return s, np.sort(pos)
 
     s1, top = query(preselect=1)
-    np.testing.assert_array_equal(np.sort(np.argsort(-s1.last_risk_, kind="stable")[:6]), top)
+    np.testing.assert_array_equal(np.sort(np.argsort(-s1.last_query_.risk, kind="stable")[:6]), top)
     s3, pre3 = query(preselect=3)
-    allowed = np.sort(s3.last_risk_)[::-1][17]  # the 18th highest risk: the candidates' floor
-    assert (s3.last_risk_[pre3] >= allowed).all() and len(np.unique(pre3)) == 6
+    allowed = np.sort(s3.last_query_.risk)[::-1][17]  # the 18th highest risk: the candidates' floor
+    assert (s3.last_query_.risk[pre3] >= allowed).all() and len(np.unique(pre3)) == 6
     _, whole = query(preselect=None)
     _, huge = query(preselect=len(pool))
     np.testing.assert_array_equal(whole, huge)
@@ -219,13 +220,11 @@ def test_risk_sampler_feature_names_and_oof(task, beer):
                           risk_params={"epochs": 30}, random_state=0)
     learner = _learner(task, "ndarray", None, sampler)
     sampler(learner, F[task["pool"]], n_instances=5, random_state=0)
-    rules = [str(r) for r in sampler.risk_model_.rules_]
+    rules = [str(r) for r in sampler.last_query_.risk_model.rules_]
     assert rules and all(not r.startswith("x") for r in rules)
     assert any(n in rules[0] for n in names)
-    proba_fn = proba_function(learner, "risk_sampling")  # the checked predict_proba strategies use
-    oof = sampler._labelled_proba(learner, F[task["lab"]], y[task["lab"]], proba_fn, 0)
-    fit = sampler.set_params(labelled_proba="fit")._labelled_proba(
-        learner, F[task["lab"]], y[task["lab"]], proba_fn, 0)
+    oof = oof_proba(learner.estimator, F[task["lab"]], y[task["lab"]], cv=5, random_state=0)
+    fit = learner.predict_proba(F[task["lab"]])
     # in-sample probabilities of a forest are (nearly) always right; out-of-fold ones are not
     assert np.abs(oof[:, 1] - y[task["lab"]]).mean() > np.abs(fit[:, 1] - y[task["lab"]]).mean()
     with pytest.raises(ValueError, match="feature_names has"):

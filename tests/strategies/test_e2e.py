@@ -121,7 +121,7 @@ def test_skrisk_learner_three_rounds(task, name):
         pos, rows = learner.query(X_pool, n_instances=n, random_state=r)
         assert strategy.calls == calls + 1, "the strategy must run exactly once per query"
         if name == "risk":  # LearnRisk really ran (no fallback to the expectation risk)
-            assert strategy.strategy.risk_model_ is not None and strategy.strategy.last_result_ is not None
+            assert strategy.strategy.last_query_.risk_model is not None and strategy.strategy.last_query_.kmedoids is not None
         ids = check_round(pos, n, pool_ids, labelled)
         np.testing.assert_array_equal(rows["tokens"], X["tokens"][ids])
         learner.teach(rows, y[ids])
@@ -279,4 +279,4 @@ def test_risk_sampler_validation_not_like_labelled(task, fitted):
         learner.query_strategy = ok
         pos, _ = learner.query(take_rows(X, task["pool"]), n_instances=3)
     assert len(np.unique(pos)) == 3
-    assert set(ok.last_timings_) >= {"proba_repr", "labelled_proba", "weights", "kmedoids", "total"}
+    assert set(ok.last_query_.timings) >= {"proba_repr", "labelled_proba", "weights", "kmedoids", "total"}
