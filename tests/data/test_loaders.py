@@ -25,9 +25,9 @@ README = {
 def test_four_datasets_match_readme(name, data_home):
     sizes, rate, attrs = README[name]
     ds = load_deepmatcher(name, data_home)
-    assert tuple(ds.split_sizes().values()) == sizes
-    assert list(ds.split_sizes()) == ["train", "valid", "test"]
-    assert ds.positive_rate() == pytest.approx(rate, abs=0.0006)
+    assert tuple(ds.split_sizes.values()) == sizes
+    assert list(ds.split_sizes) == ["train", "valid", "test"]
+    assert ds.positive_rate == pytest.approx(rate, abs=0.0006)
     assert ds.attributes == attrs and ds.has_labels
 
 
@@ -43,7 +43,7 @@ def test_pair_dataset_views(beer):
     assert len(frame) == len(beer)
     sub = beer.subset([5, 2])
     assert sub.pairs["left_id"].tolist() == beer.pairs["left_id"].iloc[[5, 2]].tolist()
-    np.testing.assert_array_equal(beer.split("test").y(), beer.labels[beer.split_positions("test")])
+    np.testing.assert_array_equal(beer.split("test").y, beer.labels[beer.split_positions("test")])
     assert frame.equals(frame.apply(lambda c: c.str.strip().str.lower()))
 
 
@@ -76,7 +76,7 @@ def _folder(tmp_path: Path, **changes: str | bytes | None) -> Path:
 
 def test_good_folder(tmp_path):
     ds = load_deepmatcher(_folder(tmp_path))
-    assert ds.split_sizes() == {"train": 2, "valid": 1, "test": 1} and ds.name == "mine"
+    assert ds.split_sizes == {"train": 2, "valid": 1, "test": 1} and ds.name == "mine"
 
 
 def test_unknown_name(tmp_path):
@@ -133,7 +133,7 @@ def test_pair_dataset_bad_input():
         PairDataset.from_frames(left.to_numpy(), left, [("1", "1")])
     ds = PairDataset.from_frames(left, left, [("1", "1", -1)])
     with pytest.raises(DataError, match="unlabelled"):
-        ds.y()
+        ds.y
     with pytest.raises(KeyError, match="no split"):
         ds.split("train")
 
