@@ -22,6 +22,7 @@ from ..exceptions import DataError, SkriskError
 __all__ = [
     "ALTask",
     "RunWriteError",
+    "format_record",
     "initial_labelled_set",
     "read_results",
     "recorded_rounds",
@@ -280,9 +281,33 @@ def recorded_rounds(
     return rounds
 
 
+def format_record(record: dict) -> str:
+    """A round's record as the line a results file stores (compact JSON, positions as gaps).
+
+    Parameters
+    ----------
+    record : dict
+        A record of :func:`run_active_learning` or :func:`read_results` (``seed_set`` and
+        ``batch`` as lists of pool positions).
+
+    Returns
+    -------
+    str
+        One JSON line, ending in a newline; :func:`read_results` reads it back.
+
+    Examples
+    --------
+    >>> from skrisk.experiments import format_record
+    >>> format_record({"strategy": "random", "seed": 0, "round": 0, "n_labelled": 3, "seed_set": [4, 9, 2],
+    ...                "batch": [5, 7]})
+    '{"strategy":"random","seed":0,"round":0,"n_labelled":3,"seed_set_gaps":[2,2,5],"batch_gaps":[5,2]}\n'
+    """
+    return json.dumps(_encode(record), separators=(",", ":")) + "\n"
+
+
 def _append(path: Path, record: dict) -> None:
     """Append one record as a line, flushed and fsynced; a failed write leaves no partial line."""
-    line = (json.dumps(_encode(record), separators=(",", ":")) + "\n").encode("utf-8")
+    line = format_record(record).encode("utf-8")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -322,7 +347,7 @@ def run_active_learning(
     make_matcher: Callable[[int], Any],
     *,
     n_seed: int = 100,
-    batch_size: int = 100,
+    n_instances: int = 100,
     n_rounds: int = 8,
     seed: int = 0,
     strategy_name: str | None = None,
@@ -334,7 +359,7 @@ def run_active_learning(
     """Run one simulated active-learning session and return one record per round.
 
     Round r trains a fresh matcher (``make_matcher(seed)``: the same initialisation for every
-    strategy) on the labelled set, scores it on the test split, then queries ``batch_size``
+    strategy) on the labelled set, scores it on the test split, then queries ``n_instances``
     pool pairs with ``strategy`` and labels them from ``task.y``. The initial labelled set
     depends only on ``seed``, so every strategy starts from the same one.
 
@@ -416,7 +441,7 @@ def run_active_learning(
         unlabelled = np.setdiff1d(np.arange(n_pool), labelled)
         picked = None
         if r < n_rounds - 1 and len(unlabelled) > 0:
-            n_q = min(batch_size, len(unlabelled))
+            n_q = min(n_instances, len(unlabelled))
             X_unl = task.rows(task.pool[unlabelled])
             t1 = time.perf_counter()
             result = strategy(learner, X_unl, n_instances=n_q, random_state=seed * 10007 + r, **(query_kwargs or {}))
