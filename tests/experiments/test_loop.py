@@ -11,10 +11,10 @@ from skrisk.matchers import FeatureMatcher
 from skrisk.strategies import entropy_sampling
 
 
-def _task(beer):
-    X = SimilarityFeatures().fit_transform(beer.to_frame()).astype(np.float32)
-    return ALTask(X=X, y=beer.y, pool=beer.split_positions("train"), valid=beer.split_positions("valid"),
-                  test=beer.split_positions("test"), name="beer")
+def _task(ds):
+    X = SimilarityFeatures().fit_transform(ds.to_frame()).astype(np.float32)
+    return ALTask(X=X, y=ds.y, pool=ds.split_positions("train"), valid=ds.split_positions("valid"),
+                  test=ds.split_positions("test"), name=ds.name)
 
 
 def _run(task, n_rounds, path=None):
@@ -22,8 +22,8 @@ def _run(task, n_rounds, path=None):
                                n_instances=10, n_rounds=n_rounds, seed=3, results_file=path)
 
 
-def test_longer_run_extends_a_finished_shorter_one(beer, tmp_path):
-    task = _task(beer)
+def test_longer_run_extends_a_finished_shorter_one(pairs, tmp_path):
+    task = _task(pairs)
     path = tmp_path / "r.jsonl"
     short = _run(task, 2, path)
     assert [r["round"] for r in short] == [0, 1] and short[-1]["batch"] is None
@@ -43,11 +43,11 @@ def test_longer_run_extends_a_finished_shorter_one(beer, tmp_path):
     assert [r["round"] for r in _run(task, 3, path)] == [0, 1, 2]
 
 
-def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(beer):
+def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
     from skrisk.experiments import RECORD_ALIASES, STRATEGIES, make_strategy, registry_name
     from skrisk.strategies import RiskSampler
 
-    task = _task(beer)
+    task = _task(pairs)
     default = make_strategy("risk", task, valid_ratio=0.5, random_state=4)
     # "risk" is RiskSampler's default (every parameter at its default), "risk_paper" the paper's method
     reference = RiskSampler(valid_ratio=0.5, random_state=4).get_params()
@@ -79,15 +79,32 @@ def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(beer):
         assert all(getattr(s, k) == v for k, v in params.items())
 
 
-def test_build_task_rnn_encoding_is_cached(beer, tmp_path):
+def test_build_task_rnn_encoding_is_cached(pairs, tmp_path):
     from skrisk.experiments import build_task
 
-    task = build_task(beer, matcher="rnn", cache_dir=tmp_path)
-    assert set(task.X.keys()) == {"tokens", "features"} and len(task.X["tokens"]) == len(beer)
+    task = build_task(pairs, matcher="rnn", cache_dir=tmp_path)
+    assert set(task.X.keys()) == {"tokens", "features"} and len(task.X["tokens"]) == len(pairs)
     cached = list(tmp_path.glob("*.npz"))
     assert len(cached) == 1
-    again = build_task(beer, matcher="rnn", cache_dir=tmp_path)
+    again = build_task(pairs, matcher="rnn", cache_dir=tmp_path)
     np.testing.assert_array_equal(again.X["tokens"], task.X["tokens"])
     np.testing.assert_array_equal(again.X["features"], task.X["features"])
     with pytest.raises(ValueError, match="matcher must be"):
-        build_task(beer, matcher="svm")
+        build_task(pairs, matcher="svm")
+
+
+def test_build_task_subsets_are_stratified_seeded_and_cached_apart(pairs, tmp_path):
+    from skrisk.experiments import build_task
+
+    full = build_task(pairs, cache_dir=tmp_path)
+    assert len(full.pool) == pairs.split_sizes["train"] and full.X.dtype == np.float32
+    np.testing.assert_array_equal(full.y[full.pool], pairs.split("train").y)
+    small = build_task(pairs, max_pool=60, max_valid=20, max_test=20, cache_dir=tmp_path, random_state=1)
+    assert (len(small.pool), len(small.valid), len(small.test)) == (60, 20, 20)
+    assert small.y[small.pool].mean() == pytest.approx(pairs.split("train").y.mean(), abs=0.02)
+    again = build_task(pairs, max_pool=60, max_valid=20, max_test=20, cache_dir=tmp_path, random_state=1)
+    np.testing.assert_array_equal(again.X, small.X)
+    np.testing.assert_array_equal(again.y, small.y)
+    assert len(list(tmp_path.glob("*.npz"))) == 2  # the subset's matrix is not the full task's
+    with pytest.raises(ValueError, match="no \\['valid', 'test'\\] split"):
+        build_task(pairs.split("train"))

@@ -244,6 +244,7 @@ def test_compact_records_rebuild_the_labelled_sets_exactly(task, tmp_path):
     assert max(len(line) for line in path.read_text().splitlines()) < 1024
 
 
+@pytest.mark.needs_data
 def test_skrisk_run_on_a_locked_folder_says_so_without_a_traceback(tmp_path, capsys):
     from skrisk.cli import main
 
