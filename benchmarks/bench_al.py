@@ -7,6 +7,12 @@ process that ran it), so a rerun resumes where it stopped; seeds run in parallel
 ``--jobs``. ``<out>/raw/tables.json`` remembers how each table was made (title, command, machine,
 date): ``--report-only`` on unchanged records rewrites a table byte for byte instead of re-dating it.
 
+Strategies are named as in the records and tables (``--strategies``): the names of
+``skrisk.experiments.STRATEGIES``, except that ``risk`` is the paper's method (the registry's
+``risk_paper``) and ``risk_pre2w`` is skrisk's default (the registry's ``risk``), through
+``skrisk.experiments.RECORD_ALIASES``, so that every table regenerates with the names it was
+written with.
+
 Examples
 --------
     python benchmarks/bench_al.py --dataset dblp_scholar --matcher feature --seeds 5

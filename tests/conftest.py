@@ -36,10 +36,6 @@ def _data_home() -> Path | None:
     return None
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "needs_data: needs the DeepMatcher data of $SKRISK_DATA (skipped without it)")
-
-
 def pytest_collection_modifyitems(config, items):
     if _data_home() is None:
         skip_data = pytest.mark.skip(reason=_DATA_REASON)

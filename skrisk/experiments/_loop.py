@@ -298,9 +298,10 @@ def format_record(record: dict) -> str:
     Examples
     --------
     >>> from skrisk.experiments import format_record
-    >>> format_record({"strategy": "random", "seed": 0, "round": 0, "n_labelled": 3, "seed_set": [4, 9, 2],
-    ...                "batch": [5, 7]})
-    '{"strategy":"random","seed":0,"round":0,"n_labelled":3,"seed_set_gaps":[2,2,5],"batch_gaps":[5,2]}\n'
+    >>> line = format_record({"strategy": "random", "seed": 0, "round": 0, "n_labelled": 3,
+    ...                       "seed_set": [4, 9, 2], "batch": [5, 7]})
+    >>> print(line, end="")
+    {"strategy":"random","seed":0,"round":0,"n_labelled":3,"seed_set_gaps":[2,2,5],"batch_gaps":[5,2]}
     """
     return json.dumps(_encode(record), separators=(",", ":")) + "\n"
 
@@ -368,6 +369,34 @@ def run_active_learning(
     the seed set, and the first line a process writes its machine and library versions. A rerun
     resumes after the last complete round, rebuilding the labelled set from the seed set and the
     batches; a torn last line (a killed run) is cut off first.
+
+    Parameters
+    ----------
+    task : ALTask
+        The pairs, labels (the simulated oracle) and pool/valid/test positions.
+    strategy : callable
+        ``strategy(learner, X_pool, n_instances=1, *, random_state=None, **kw) -> (positions,
+        scores)``, e.g. ``make_strategy(name, task)``.
+    make_matcher : callable
+        ``seed -> fresh unfitted matcher`` (:func:`make_matcher_factory`).
+    n_seed : int, default=100
+        Size of the initial random labelled set (both classes).
+    n_instances : int, default=100
+        Pairs queried per round.
+    n_rounds : int, default=8
+        Rounds, the first one training on the initial labels only.
+    seed : int, default=0
+        Seeds the initial labelled set, the matcher and the queries.
+    strategy_name : str, optional
+        The records' ``strategy`` (default: the strategy's name).
+    fit_kwargs : callable, optional
+        ``task -> dict`` of matcher fit arguments (:func:`matcher_fit_kwargs`).
+    results_file : path-like, optional
+        Append every round there and resume from it.
+    query_kwargs : dict, optional
+        Extra keyword arguments of the strategy.
+    progress : bool, default=False
+        Show a progress bar over the rounds.
 
     Returns
     -------
