@@ -7,6 +7,12 @@ process that ran it), so a rerun resumes where it stopped; seeds run in parallel
 ``--jobs``. ``<out>/raw/tables.json`` remembers how each table was made (title, command, machine,
 date): ``--report-only`` on unchanged records rewrites a table byte for byte instead of re-dating it.
 
+Strategies are named as in the records and tables (``--strategies``): the names of
+``skrisk.experiments.STRATEGIES``, except that ``risk`` is the paper's method (the registry's
+``risk_paper``) and ``risk_pre2w`` is skrisk's default (the registry's ``risk``), through
+``skrisk.experiments.RECORD_ALIASES``, so that every table regenerates with the names it was
+written with.
+
 Examples
 --------
     python benchmarks/bench_al.py --dataset dblp_scholar --matcher feature --seeds 5
@@ -30,19 +36,34 @@ import torch
 
 from skrisk._fileio import atomic_write_text
 from skrisk.exceptions import DataError
-from skrisk.experiments import run_active_learning
-from skrisk.experiments._loop import recorded_rounds
-from skrisk.experiments._bench import (
-    ABLATIONS,
-    STRATEGY_NAMES,
-    VARIANTS,
+from skrisk.experiments import (
+    RECORD_ALIASES,
+    STRATEGIES,
+    build_task,
     load_dataset,
-    load_task,
-    make_matcher_factory,
     machine_line,
+    make_matcher_factory,
     make_strategy,
+    matcher_fit_kwargs,
+    recorded_rounds,
+    registry_name,
+    run_active_learning,
     write_outputs,
 )
+
+# Strategies are named here as in the records and tables (``--strategies``): the names they were
+# written with. ``skrisk.experiments.RECORD_ALIASES`` maps the two that differ from the registry:
+# ``risk`` is the paper's method (registry ``risk_paper``), ``risk_pre2w`` skrisk's default
+# (registry ``risk``); every other name is the registry's own.
+#: The paper's seven strategies (Fig. 3-4).
+STRATEGY_NAMES = ["risk", "random", "entropy", "bald", "coreset", "egl", "badge"]
+#: Ablations of the paper's risk sampling.
+ABLATIONS = ["risk_topk", "kmedoids_unit", "risk_nodist"]
+#: Variants of risk sampling measured as improvements (``risk_pre2w`` is skrisk's default).
+VARIANTS = ["risk_pre2", "risk_pre3", "risk_pre5", "risk_pre10", "risk_topk_lip", "risk_pre2w", "risk_pre3w",
+            "risk_pre5w", "risk_pre2w_nodist"]
+#: Record names that are not registry names (the registry's ``risk`` is recorded as ``risk_pre2w``).
+_RECORD_ONLY = {name for name in RECORD_ALIASES if name not in STRATEGIES}
 
 
 _TASKS: dict = {}
@@ -52,7 +73,7 @@ def _task(args: argparse.Namespace):
     """The encoded task, once per process (and from ``<out>/cache`` across processes and runs)."""
     key = (args.dataset, args.matcher)
     if key not in _TASKS:
-        _TASKS[key] = load_task(args.dataset, matcher=args.matcher, cache_dir=Path(args.out) / "cache")
+        _TASKS[key] = build_task(args.dataset, matcher=args.matcher, cache_dir=Path(args.out) / "cache")
     return _TASKS[key]
 
 
@@ -94,22 +115,20 @@ def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: fl
         return _recorded(args, strategy, seed, valid_ratio, raw)
     torch.set_num_threads(args.threads)
     task = _task(args)
-    strat = make_strategy(strategy, task, valid_ratio=valid_ratio, risk_params={"epochs": args.risk_epochs}, random_state=seed)
+    strat = make_strategy(registry_name(strategy), task, valid_ratio=valid_ratio,
+                          risk_params={"epochs": args.risk_epochs}, random_state=seed)
     name = _name(strategy, valid_ratio)
-    fit_kwargs = None
-    if args.matcher == "rnn":
-        fit_kwargs = lambda t: {"X_valid": t.rows(t.valid), "y_valid": t.y[t.valid]}  # noqa: E731
     query_kwargs = {"subsample": args.egl_subsample} if strategy == "egl" and args.egl_subsample else None
     return run_active_learning(
         task,
         strat,
         make_matcher_factory(args.matcher),
         n_seed=args.seed_size,
-        batch_size=args.batch,
+        n_instances=args.batch,
         n_rounds=args.rounds,
         seed=seed,
         strategy_name=name,
-        fit_kwargs=fit_kwargs,
+        fit_kwargs=matcher_fit_kwargs(args.matcher),
         query_kwargs=query_kwargs,
         results_file=_results_file(raw, task.name, args.matcher, name, seed),
         progress=not args.no_progress,
@@ -156,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="compare: the paper's strategies (Fig. 3-4); validation: risk sampling at "
                         "validation ratios 0.25/0.5/1 and core-set (Fig. 5); ablation: parts of risk "
                         "sampling removed; variants: risk sampling with skrisk's measured changes", default="compare")
-    p.add_argument("--strategies", nargs="+", default=None)
+    p.add_argument("--strategies", nargs="+", default=None,
+                   help="record names: those of skrisk.experiments.STRATEGIES, except that 'risk' is the "
+                        "paper's method (the registry's risk_paper) and 'risk_pre2w' skrisk's default (the "
+                        "registry's risk), as in every table written so far")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=0,
                    help="run seeds first-seed .. seeds-1 only (e.g. to run other seeds in a second "
@@ -193,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
             args.strategies = ["risk", *VARIANTS]
         else:
             args.strategies = ["risk", "coreset"]
+    unknown = [s for s in args.strategies if s not in STRATEGIES and s not in _RECORD_ONLY]
+    if unknown or "risk_paper" in args.strategies:
+        p.error(f"unknown strategy {', '.join(unknown) or 'risk_paper'}: --strategies takes record names, "
+                f"{', '.join(sorted({*STRATEGIES, *_RECORD_ONLY} - {'risk_paper'}))} ('risk' is the paper's "
+                "method, 'risk_pre2w' skrisk's default; see skrisk.experiments.RECORD_ALIASES)")
     ratios = [0.25, 0.5, 1.0] if args.experiment == "validation" else [1.0]
     out = Path(args.out)
     raw = out / "raw"

@@ -24,9 +24,9 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skrisk.data._febrl import load_febrl
-from skrisk.data._loaders import load_deepmatcher
-from skrisk.data._similarity import SimilarityFeatures
+from skrisk.data import load_febrl
+from skrisk.data import load_deepmatcher
+from skrisk.data import SimilarityFeatures
 
 # ../shared/data/README.md: (train, valid, test) pairs and positive rate
 README = {
@@ -49,14 +49,14 @@ def bench_loaders(rows):
     out = {}
     for name, (sizes, rate) in README.items():
         ds, sec = _timed(lambda: load_deepmatcher(name))
-        got = tuple(ds.split_sizes().values())
+        got = tuple(ds.split_sizes.values())
         rows.append(
             {"part": "load", "dataset": name, "metric": "pairs train/valid/test", "value": "/".join(map(str, got)),
              "expected": "/".join(map(str, sizes)), "ok": got == sizes, "seconds": round(sec, 3)}
         )
         rows.append(
-            {"part": "load", "dataset": name, "metric": "positive rate", "value": round(ds.positive_rate(), 4),
-             "expected": rate, "ok": abs(ds.positive_rate() - rate) < 0.0006, "seconds": ""}
+            {"part": "load", "dataset": name, "metric": "positive rate", "value": round(ds.positive_rate, 4),
+             "expected": rate, "ok": abs(ds.positive_rate - rate) < 0.0006, "seconds": ""}
         )
         out[name] = ds
     return out
@@ -78,7 +78,7 @@ def bench_matchers(ds, rows, with_rf=True):
     tr, va, te = (ds.split(s) for s in ("train", "valid", "test"))
     (sf, Xtr), sec = _timed(lambda: (lambda s: (s, s.fit_transform(tr.to_frame())))(SimilarityFeatures()))
     Xva, Xte = sf.transform(va.to_frame()), sf.transform(te.to_frame())
-    ytr, yva, yte = tr.y(), va.y(), te.y()
+    ytr, yva, yte = tr.y, va.y, te.y
     t0 = time.perf_counter()
     best = None
     for cw in (None, "balanced"):
@@ -120,7 +120,7 @@ def bench_febrl(rows):
     )
     rows.append(
         {"part": "febrl", "dataset": "febrl4", "metric": f"load_febrl() total seconds ({len(ds)} pairs, "
-         f"positive rate {ds.positive_rate():.3f})", "value": round(sec, 2), "expected": "a few seconds",
+         f"positive rate {ds.positive_rate:.3f})", "value": round(sec, 2), "expected": "a few seconds",
          "ok": sec < 5, "seconds": round(sec, 2)}
     )
     return ds

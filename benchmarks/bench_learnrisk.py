@@ -45,7 +45,7 @@ from skrisk.risk import DEFAULT_EPOCHS, LearnRiskEstimator, mispredicted
 try:  # the lead exports it from skrisk.data once the foundation issue lands
     from skrisk.data import SimilarityFeatures
 except ImportError:  # pragma: no cover
-    from skrisk.data._similarity import SimilarityFeatures
+    from skrisk.data import SimilarityFeatures
 
 
 def features(name: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
@@ -86,9 +86,9 @@ def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
     """
     import torch
 
-    from skrisk.data._embeddings import train_fasttext
-    from skrisk.data._tokenize import PairEncoder
-    from skrisk.matchers._rnn import RNNMatcher
+    from skrisk.data import train_fasttext
+    from skrisk.data import PairEncoder
+    from skrisk.matchers import RNNMatcher
 
     RNN_CACHE.mkdir(parents=True, exist_ok=True)
     f = RNN_CACHE / f"{name}_{model}_seed{seed}.npz"
@@ -103,7 +103,7 @@ def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
     enc = PairEncoder(max_length=32 if name == "abt_buy" else 20, vocabulary=wv, features=feats)
     enc.fit(ds.split("train").to_frame())
     X = {s: enc.transform(ds.split(s).to_frame()) for s in ("train", "valid", "test")}
-    Y = {s: ds.split(s).y() for s in ("train", "valid", "test")}
+    Y = {s: ds.split(s).y for s in ("train", "valid", "test")}
     m = RNNMatcher(embeddings=wv, max_epochs=10, patience=3, random_state=seed, device="auto")
     m.fit(X["train"], Y["train"], X_valid=X["valid"], y_valid=Y["valid"])
     out = {s: m.predict_proba(X[s])[:, 1].astype(np.float64) for s in X}

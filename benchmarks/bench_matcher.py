@@ -80,8 +80,8 @@ def _cache_file(args, *parts) -> Path | None:
 def _vectors(ds, args):
     """FastText vectors (seed 0), from the cache when ``--cache`` holds them (the reported
     fasttext_s is then the time of the run that trained them)."""
-    from skrisk.data._embeddings import WordVectors, train_fasttext
-    from skrisk.data._tokenize import Vocabulary
+    from skrisk.data import WordVectors, train_fasttext
+    from skrisk.data import Vocabulary
 
     f = _cache_file(args, "fasttext", ds.name, args.dim, args.ft_epochs)
     if f is not None and f.exists():
@@ -118,8 +118,8 @@ def _matcher_params(args, seed: int) -> dict:
 
 
 def _encode(ds, wv, args, model: str):
-    from skrisk.data._similarity import SimilarityFeatures
-    from skrisk.data._tokenize import PairEncoder
+    from skrisk.data import SimilarityFeatures
+    from skrisk.data import PairEncoder
 
     from skorch.helper import SliceDict
 
@@ -139,7 +139,7 @@ def _encode(ds, wv, args, model: str):
     # the encoder's fit is label-free (vocabulary fixed; TF-IDF of the similarity features):
     # fit it on the training pairs (the active-learning pool)
     enc.fit(ds.split("train").to_frame())
-    parts = {s: (enc.transform(ds.split(s).to_frame()), ds.split(s).y()) for s in ("train", "valid", "test")}
+    parts = {s: (enc.transform(ds.split(s).to_frame()), ds.split(s).y) for s in ("train", "valid", "test")}
     secs = time.perf_counter() - t
     if f is not None:
         arrays = {"seconds": np.asarray(secs)}
@@ -154,7 +154,7 @@ def _encode(ds, wv, args, model: str):
 
 def task_fasttext(args):
     ds = _load("dblp_scholar")
-    from skrisk.data._embeddings import train_fasttext
+    from skrisk.data import train_fasttext
 
     for dim, ep in ((100, 5), (100, 10), (300, 10)) if not args.quick else ((100, 5),):
         t = time.perf_counter()
@@ -165,7 +165,7 @@ def task_fasttext(args):
 
 def task_full(args):
     from sklearn.metrics import f1_score
-    from skrisk.matchers._rnn import RNNMatcher
+    from skrisk.matchers import RNNMatcher
 
     ds = _load(args.dataset)
     wv, ft_s = _vectors(ds, args)
@@ -188,7 +188,7 @@ def task_full(args):
 
 def task_labels(args):
     from sklearn.metrics import f1_score
-    from skrisk.matchers._rnn import RNNMatcher
+    from skrisk.matchers import RNNMatcher
 
     ds = _load("dblp_scholar")
     wv, _ = _vectors(ds, args)
@@ -213,7 +213,7 @@ def task_labels(args):
 
 
 def task_score(args):
-    from skrisk.matchers._rnn import RNNMatcher
+    from skrisk.matchers import RNNMatcher
 
     ds = _load("dblp_scholar")
     wv, _ = _vectors(ds, args)
@@ -258,8 +258,8 @@ def task_score(args):
 def task_feature(args):
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import f1_score
-    from skrisk.data._similarity import SimilarityFeatures
-    from skrisk.matchers._feature import FeatureMatcher
+    from skrisk.data import SimilarityFeatures
+    from skrisk.matchers import FeatureMatcher
 
     ds = _load(args.dataset)
     t = time.perf_counter()

@@ -112,7 +112,7 @@ def prepare(args: argparse.Namespace, prep: dict[str, float]) -> dict[str, Any]:
     ds = load_deepmatcher("dblp_scholar")
     train, valid = ds.split("train"), ds.split("valid")
     f_tr, f_va = train.to_frame(), valid.to_frame()
-    y_tr, y_va = np.asarray(train.y()), np.asarray(valid.y())
+    y_tr, y_va = np.asarray(train.y), np.asarray(valid.y)
     prep["load_s"] = time.perf_counter() - t
     lab = stratified_labels(y_tr, args.labelled, args.seed)
     pool = np.setdiff1d(np.arange(len(y_tr)), lab)
@@ -126,8 +126,8 @@ def prepare(args: argparse.Namespace, prep: dict[str, float]) -> dict[str, Any]:
     else:
         from skorch.helper import SliceDict
 
-        from skrisk.data._embeddings import train_fasttext
-        from skrisk.data._tokenize import PairEncoder
+        from skrisk.data import train_fasttext
+        from skrisk.data import PairEncoder
 
         t = time.perf_counter()
         vectors = train_fasttext(ds, dim=args.rnn_dim, epochs=args.rnn_vector_epochs, random_state=args.seed)
@@ -148,7 +148,7 @@ def make_matcher(args: argparse.Namespace, prep: dict[str, Any]) -> Any:
         from skrisk.matchers import FeatureMatcher
 
         return FeatureMatcher(random_state=args.seed)
-    from skrisk.matchers._rnn import RNNMatcher
+    from skrisk.matchers import RNNMatcher
 
     return RNNMatcher(
         embeddings=prep.pop("vectors"), hidden_size=args.rnn_hidden, classifier_size=args.rnn_classifier,
@@ -187,9 +187,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     prep: dict[str, Any] = {}
     data = prepare(args, prep)
     X_tr, y_tr, lab, pool = data["X_tr"], data["y_tr"], data["lab"], data["pool"]
-    from skrisk._rows import take_rows
-
-    X_lab, X_pool = take_rows(X_tr, lab), take_rows(X_tr, pool)
+    X_lab, X_pool = X_tr[lab], X_tr[pool]  # an ndarray or a SliceDict: both take rows by position
     matcher = make_matcher(args, prep)
     kw: dict[str, Any] = {}
     if args.risk_params is not None:

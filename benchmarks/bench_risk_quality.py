@@ -34,8 +34,14 @@ import torch
 from sklearn.metrics import f1_score, roc_auc_score
 
 from skrisk.active import ActiveLearner
-from skrisk.experiments._bench import load_task, machine_line, make_matcher_factory, make_strategy
-from skrisk.experiments._loop import recorded_rounds
+from skrisk.experiments import (
+    build_task,
+    machine_line,
+    make_matcher_factory,
+    make_strategy,
+    matcher_fit_kwargs,
+    recorded_rounds,
+)
 from skrisk.matchers import match_labels
 
 
@@ -48,7 +54,8 @@ def _top_share(score: np.ndarray, wrong: np.ndarray, k: int) -> float:
 def score_state(task, matcher: str, labelled: np.ndarray, seed: int, r: int, batch: int, risk_epochs: int) -> dict:
     """Refit the matcher on ``labelled`` (pool positions) and score uncertainty and risk."""
     y_pool = task.y[task.pool]
-    fit_kw = {"X_valid": task.rows(task.valid), "y_valid": task.y[task.valid]} if matcher == "rnn" else {}
+    fit_kwargs = matcher_fit_kwargs(matcher)
+    fit_kw = fit_kwargs(task) if fit_kwargs is not None else {}
     t0 = time.perf_counter()
     learner = ActiveLearner(
         make_matcher_factory(matcher)(seed),
@@ -88,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="dblp_scholar")
     p.add_argument("--matcher", choices=["feature", "rnn"], default="rnn")
-    p.add_argument("--strategy", default="risk", help="whose recorded labelled sets to replay")
+    p.add_argument("--strategy", default="risk",
+                   help="whose recorded labelled sets to replay: a record name of bench_al.py (its "
+                        "'risk' is the paper's method, skrisk.experiments.RECORD_ALIASES)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--rounds", type=int, nargs="+", default=[0, 1, 2],
                    help="rounds whose labelled sets are scored (0 = the seed set)")
@@ -101,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     raw = Path(args.raw) if args.raw else out / "raw"
-    task = load_task(args.dataset, matcher=args.matcher, cache_dir=raw.parent / "cache")
+    task = build_task(args.dataset, matcher=args.matcher, cache_dir=raw.parent / "cache")
     rows = []
     t0 = time.perf_counter()
     for seed in range(args.seeds):

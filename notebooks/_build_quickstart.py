@@ -70,7 +70,7 @@ ATTRIBUTES = ["given_name", "surname", "suburb", "address_1"]
 features = SimilarityFeatures(attributes=ATTRIBUTES, metrics=["jaccard", "jaro_winkler", "levenshtein"])
 X = features.fit_transform(ds)  # one row of similarity scores per candidate pair
 names = list(features.get_feature_names_out())
-y = ds.y()  # the true labels: here they play the person who labels pairs
+y = ds.y  # the true labels: here they play the person who labels pairs
 print(X.shape, "features:", names[:3], "...")
 ds.subset([0, 1, 2]).to_frame()[[f"{side}_{a}" for a in ATTRIBUTES for side in ("left", "right")]]
 """),

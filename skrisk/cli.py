@@ -78,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "fodors_zagats, dblp_scholar, abt_buy, ...) or a folder with tableA.csv, "
                         "tableB.csv, train.csv, valid.csv, test.csv")
     r.add_argument("--strategy", default="risk,random",
-                   help="comma-separated strategies: risk, random, entropy, bald, coreset, egl, "
-                        "badge (default: risk,random)")
+                   help="comma-separated strategies: risk (skrisk's default risk sampling), risk_paper "
+                        "(the paper's), random, entropy, bald, coreset, egl, badge, or a variant of "
+                        "skrisk.experiments.STRATEGIES (default: risk,random)")
     r.add_argument("--rounds", type=_positive, default=8, help="rounds (default 8)")
     r.add_argument("--batch", type=_positive, default=20, help="pairs labelled per round (default 20)")
     r.add_argument("--seed-size", type=_positive, default=20, help="initial random labels (default 20)")
@@ -166,22 +167,14 @@ def _check_out_folder(path: str, option: str) -> None:
         raise DataError(f"{option} {p} is a file, not a folder: pass a folder path (it is created when missing).")
 
 
-def _load_dataset(name: str):
-    from .data import load_deepmatcher, load_febrl
-
-    if name.strip().lower() in ("febrl", "febrl4"):
-        return load_febrl(0)
-    return load_deepmatcher(name)
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .experiments._demo import DemoSettings, run_demo
+    from .experiments import DemoSettings, run_demo
 
     _check_out_folder(args.out, "--out")
     s = DemoSettings.quick() if args.quick else DemoSettings()
-    for k in ("rounds", "batch", "seeds"):
-        if getattr(args, k) is not None:
-            setattr(s, k, getattr(args, k))
+    for flag, field in (("rounds", "rounds"), ("batch", "n_instances"), ("seeds", "seeds")):
+        if getattr(args, flag) is not None:
+            setattr(s, field, getattr(args, flag))
     if s.rounds < 2:
         return _fail("--rounds must be at least 2 (the first round only trains on the initial labels).")
     run_demo(args.out, s, all_attributes=args.all_attributes, progress=not args.no_progress)
@@ -189,8 +182,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .experiments._demo import run_experiment
-    from .strategies import STRATEGIES
+    from .experiments import STRATEGIES, load_dataset, run_experiment
 
     _check_out_folder(args.out, "--out")
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
@@ -200,9 +192,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"unknown strategy {', '.join(unknown) or '(none)'}: choose from {', '.join(STRATEGIES)} "
             "(comma-separated, e.g. --strategy risk,random)."
         )
-    ds = _load_dataset(args.dataset)
+    ds = load_dataset(args.dataset)
     run_experiment(
-        ds, strategies, args.out, matcher=args.matcher, rounds=args.rounds, batch=args.batch,
+        ds, strategies, args.out, matcher=args.matcher, rounds=args.rounds, n_instances=args.batch,
         n_seed=args.seed_size, seeds=args.seeds, epochs=args.epochs, max_pool=args.max_pool,
         max_valid=args.max_valid, max_test=args.max_test, progress=not args.no_progress,
         plot=not args.no_plot,

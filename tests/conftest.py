@@ -1,4 +1,10 @@
-"""Shared fixtures: real data from ../shared/data (or $SKRISK_DATA), fixed seeds."""
+"""Shared fixtures: fixed seeds, a small synthetic pair dataset, and the real data of ../shared/data
+(or $SKRISK_DATA).
+
+Tests that need the real data take the ``data_home`` fixture (or ``beer``/``fodors``, which take
+it) or the ``needs_data`` marker: without the data they are skipped with the reason, not failed.
+Unit tests that need only some pairs take ``pairs`` (:func:`skrisk.datasets.make_pairs`).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,25 @@ if not os.environ.get("SKRISK_DATA"):
             break
 
 
+_DATA_REASON = (
+    "needs the DeepMatcher data: set SKRISK_DATA to the folder holding beer/, fodors_zagats/, ... "
+    "(or place it at ../shared/data)"
+)
+
+
+def _data_home() -> Path | None:
+    home = os.environ.get("SKRISK_DATA")
+    if home and (Path(home) / "beer").is_dir():
+        return Path(home)
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
+    if _data_home() is None:
+        skip_data = pytest.mark.skip(reason=_DATA_REASON)
+        for item in items:
+            if "needs_data" in item.keywords:
+                item.add_marker(skip_data)
     try:
         import torch
 
@@ -46,10 +70,18 @@ def _seeds_fixed():
 
 @pytest.fixture(scope="session")
 def data_home() -> Path:
-    home = os.environ.get("SKRISK_DATA")
-    if not home or not Path(home).is_dir():
-        pytest.fail("SKRISK_DATA is not set and ../shared/data was not found: point it at the data.")
-    return Path(home)
+    home = _data_home()
+    if home is None:
+        pytest.skip(_DATA_REASON)
+    return home
+
+
+@pytest.fixture(scope="session")
+def pairs():
+    """A small synthetic labelled pair dataset (300 pairs, train/valid/test), no data folder needed."""
+    from skrisk.datasets import make_pairs
+
+    return make_pairs(300, random_state=0)
 
 
 @pytest.fixture(scope="session")

@@ -39,8 +39,7 @@ import tempfile
 from pathlib import Path
 
 from skrisk._fileio import atomic_write_text
-from skrisk.experiments import read_results
-from skrisk.experiments._loop import _encode, recorded_rounds
+from skrisk.experiments import format_record, read_results, recorded_rounds
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the tables say the runs ran on: 2026-11-23 tables name only the cores and threads
@@ -106,7 +105,7 @@ def convert_file(path: Path, days: dict[tuple, str]) -> tuple[int, int]:
             if prov != last:  # readers carry env and date forward to the next lines
                 rec["env"], rec["date"] = prov
                 last = prov
-            lines.append(json.dumps(_encode(rec), separators=(",", ":")) + "\n")
+            lines.append(format_record(rec))
     atomic_write_text(path, "".join(lines))
     return before, path.stat().st_size
 

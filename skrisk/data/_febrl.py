@@ -75,10 +75,10 @@ def load_febrl(
     >>> ds, res = load_febrl(return_blocking=True)
     >>> len(ds), round(res.pair_completeness, 3), round(res.reduction_ratio, 4)
     (30267, 0.999, 0.9988)
-    >>> ds.split_sizes()
+    >>> ds.split_sizes
     {'train': 18160, 'valid': 6054, 'test': 6053}
     >>> small = load_febrl(negative_ratio=3)
-    >>> len(small), round(small.positive_rate(), 2)
+    >>> len(small), round(small.positive_rate, 2)
     (19988, 0.25)
     """
     fractions = _check_fractions(split)

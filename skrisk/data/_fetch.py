@@ -331,7 +331,7 @@ def fetch_deepmatcher(
     --------
     >>> from skrisk.data import fetch_deepmatcher
     >>> ds = fetch_deepmatcher("beer")  # doctest: +SKIP
-    >>> ds.split_sizes()  # doctest: +SKIP
+    >>> ds.split_sizes  # doctest: +SKIP
     {'train': 268, 'valid': 91, 'test': 91}
     """
     canon = _canonical_name(name)

@@ -480,7 +480,7 @@ def load_deepmatcher(
     --------
     >>> from skrisk.datasets import load_deepmatcher
     >>> ds = load_deepmatcher("beer")  # doctest: +SKIP
-    >>> ds.split_sizes()  # doctest: +SKIP
+    >>> ds.split_sizes  # doctest: +SKIP
     {'train': 268, 'valid': 91, 'test': 91}
     """
     path = Path(name_or_path).expanduser()

@@ -65,6 +65,24 @@ class PairDataset:
     ----------
     attributes : list of str
         The aligned attribute names.
+    y : ndarray of int64
+        Labels of all pairs; raises :class:`~skrisk.exceptions.DataError` if any is unknown.
+    labels : ndarray of int64
+        Labels of all pairs, -1 (:data:`UNLABELLED`) where unknown.
+    has_labels : bool
+        Whether every pair has a known label.
+    split_names : list of str
+        Split names in order of first appearance.
+    split_sizes : dict of str to int
+        Number of pairs per split.
+    positive_rate : float
+        Share of matches among the labelled pairs.
+
+    Notes
+    -----
+    Views that take no argument are properties (``ds.y``, ``ds.labels``, ``ds.split_sizes``);
+    views that take one are methods (``ds.split_positions("train")``, ``ds.records("left")``),
+    and so are the conversions that build a new frame (``ds.to_frame()``, ``ds.describe()``).
 
     Examples
     --------
@@ -75,6 +93,8 @@ class PairDataset:
     >>> ds = PairDataset.from_frames(left, right, [("a1", "b1", 1), ("a2", "b2", 0)])
     >>> len(ds), ds.attributes
     (2, ['name'])
+    >>> ds.y, ds.split_sizes
+    (array([1, 0]), {'pool': 2})
     """
 
     left: pd.DataFrame
@@ -172,7 +192,7 @@ class PairDataset:
         return len(self.pairs)
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{k}={v}" for k, v in self.split_sizes().items())
+        parts = ", ".join(f"{k}={v}" for k, v in self.split_sizes.items())
         return (
             f"PairDataset(name={self.name!r}, left={len(self.left)}, right={len(self.right)}, "
             f"pairs={len(self)} [{parts}], attributes={self.attributes})"
@@ -193,6 +213,7 @@ class PairDataset:
         """Split names in order of first appearance."""
         return list(pd.unique(self.pairs["split"]))
 
+    @property
     def split_sizes(self) -> dict[str, int]:
         """Number of pairs per split."""
         return {s: int((self.pairs["split"] == s).sum()) for s in self.split_names}
@@ -216,8 +237,9 @@ class PairDataset:
         """The pairs of one named split, as a dataset over the same tables."""
         return self.subset(self.split_positions(split))
 
+    @property
     def y(self) -> np.ndarray:
-        """Labels as ``int64``; raises if any is unknown."""
+        """Labels as ``int64``; raises :class:`~skrisk.exceptions.DataError` if any is unknown."""
         lab = self.labels
         if (lab == UNLABELLED).any():
             raise DataError(
@@ -226,6 +248,7 @@ class PairDataset:
             )
         return lab
 
+    @property
     def positive_rate(self) -> float:
         """Share of matches among the labelled pairs."""
         lab = self.labels

@@ -1,8 +1,6 @@
-"""The main job: risk sampling against random sampling on the embedded FEBRL4 data (``skrisk demo``).
-
-Also the task builders behind ``skrisk run``: a labelled :class:`~skrisk.data.PairDataset` becomes
-an :class:`ALTask` (matcher input for every pair, labels, pool/valid/test positions), a matcher
-factory and the fit arguments.
+"""The main job: risk sampling against random sampling on the embedded FEBRL4 data (``skrisk demo``),
+and the simulated-oracle runs of ``skrisk run``; both build their task, matcher and strategies
+through the experiments API the benchmarks use (:func:`build_task`, :data:`STRATEGIES`).
 """
 
 from __future__ import annotations
@@ -15,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-import numpy as np
 import pandas as pd
-from sklearn.utils import check_random_state
 
 from .._fileio import FolderLock, atomic_write_text
 from ..exceptions import DataError
 from ._loop import ALTask, _write_error, run_active_learning
 from ._plot import plot_learning_curves, summarize_curves
+from ._registry import make_strategy
+from ._tasks import build_task, make_matcher_factory, matcher_fit_kwargs
 
-__all__ = ["DEMO_ATTRIBUTES", "DemoSettings", "build_task", "febrl_task", "run_demo", "run_experiment"]
+__all__ = ["DEMO_ATTRIBUTES", "DemoSettings", "febrl_task", "run_demo", "run_experiment"]
 
 #: FEBRL4 attributes the demo compares. The identifier-like ones (soc_sec_id, date_of_birth,
 #: postcode, street_number) make FEBRL4 almost trivial: with them a forest reaches test F1 0.99
@@ -44,8 +42,8 @@ class DemoSettings:
     ----------
     rounds : int
         Active-learning rounds (the first one trains on the initial labels only).
-    batch : int
-        Pairs labelled per round.
+    n_instances : int
+        Pairs labelled per round (``skrisk demo --batch``).
     seeds : int
         Repetitions (different initial labels and matcher seeds) for the error bars.
     n_seed : int
@@ -59,7 +57,7 @@ class DemoSettings:
     """
 
     rounds: int = 8
-    batch: int = 10
+    n_instances: int = 10
     seeds: int = 3
     n_seed: int = 6
     max_pool: int = 2000
@@ -70,100 +68,7 @@ class DemoSettings:
     @classmethod
     def quick(cls) -> "DemoSettings":
         """Tiny settings for a smoke test (well under a minute)."""
-        return cls(rounds=3, batch=5, seeds=1, n_seed=6, max_pool=300, max_valid=200, max_test=500, epochs=30)
-
-
-def _stratified_subset(positions: np.ndarray, y: np.ndarray, n: int | None, rng: np.random.RandomState) -> np.ndarray:
-    """At most ``n`` of ``positions``, keeping the class ratio (sorted)."""
-    if n is None or n >= len(positions):
-        return positions
-    keep = []
-    for cls in (0, 1):
-        idx = positions[y[positions] == cls]
-        k = int(round(n * len(idx) / len(positions)))
-        k = min(len(idx), max(k, 1 if len(idx) else 0))
-        keep.append(rng.choice(idx, size=k, replace=False))
-    return np.sort(np.concatenate(keep))
-
-
-def build_task(
-    dataset: Any,
-    *,
-    matcher: str = "feature",
-    attributes: Sequence[str] | None = None,
-    metrics: Sequence[str] | None = None,
-    max_pool: int | None = None,
-    max_valid: int | None = None,
-    max_test: int | None = None,
-    random_state: Any = 0,
-) -> tuple[ALTask, Callable[[int], Any], Callable[[ALTask], dict] | None]:
-    """A labelled PairDataset with ``train``/``valid``/``test`` splits -> (task, make_matcher, fit_kwargs).
-
-    Parameters
-    ----------
-    dataset : PairDataset
-        Every pair labelled; the ``train`` split is the pool.
-    matcher : {"feature", "rnn"}, default="feature"
-        ``feature``: :class:`~skrisk.matchers.FeatureMatcher` (random forest) on
-        :class:`~skrisk.data.SimilarityFeatures`, computed once for all pairs. ``rnn``:
-        the hybrid :class:`~skrisk.matchers.RNNMatcher` on ``PairEncoder`` tokens plus the same
-        features, early-stopped on the validation split.
-    attributes, metrics : sequence of str, optional
-        Restrict the similarity features (``None``: all).
-    max_pool, max_valid, max_test : int, optional
-        Stratified random subsets of the splits (``None``: all pairs).
-    random_state : int, default=0
-        Seeds the subsets.
-    """
-    from ..data import SimilarityFeatures
-
-    if matcher not in ("feature", "rnn"):
-        raise ValueError(f"matcher must be 'feature' or 'rnn', got {matcher!r}.")
-    missing = [s for s in ("train", "valid", "test") if s not in dataset.split_names]
-    if missing:
-        raise ValueError(
-            f"{dataset.name} has no {missing} split(s) (its splits: {dataset.split_names}): a simulated "
-            "run needs labelled train (the pool), valid and test pairs."
-        )
-    y_all = dataset.y()
-    rng = check_random_state(random_state)
-    parts = {
-        s: _stratified_subset(dataset.split_positions(s), y_all, n, rng)
-        for s, n in (("train", max_pool), ("valid", max_valid), ("test", max_test))
-    }
-    keep = np.concatenate([parts["train"], parts["valid"], parts["test"]])
-    sub = dataset.subset(keep)
-    n_tr, n_va = len(parts["train"]), len(parts["valid"])
-    pool = np.arange(n_tr)
-    valid = np.arange(n_tr, n_tr + n_va)
-    test = np.arange(n_tr + n_va, len(keep))
-    frame = sub.to_frame()
-    sf = SimilarityFeatures(metrics=list(metrics) if metrics else None,
-                            attributes=list(attributes) if attributes else None)
-    if matcher == "feature":
-        from ..matchers._feature import FeatureMatcher
-
-        X = np.asarray(sf.fit_transform(frame), dtype=np.float64)
-
-        def make_matcher(seed: int) -> Any:
-            return FeatureMatcher(random_state=seed)
-
-        fit_kwargs = None
-    else:
-        from ..data._tokenize import PairEncoder
-        from ..matchers._rnn import RNNMatcher
-
-        X = PairEncoder(max_length=24, features=sf).fit_transform(frame)
-
-        def make_matcher(seed: int) -> Any:
-            return RNNMatcher(random_state=seed, max_epochs=10, hidden_size=32, classifier_size=64,
-                              embedding_dim=50, device="auto")
-
-        def fit_kwargs(task: ALTask) -> dict:
-            return {"X_valid": task.rows(task.valid), "y_valid": task.y[task.valid]}
-
-    task = ALTask(X=X, y=sub.y(), pool=pool, valid=valid, test=test, name=dataset.name)
-    return task, make_matcher, fit_kwargs
+        return cls(rounds=3, n_instances=5, seeds=1, n_seed=6, max_pool=300, max_valid=200, max_test=500, epochs=30)
 
 
 def febrl_task(settings: DemoSettings, *, all_attributes: bool = False, random_state: int = 0) -> ALTask:
@@ -171,7 +76,7 @@ def febrl_task(settings: DemoSettings, *, all_attributes: bool = False, random_s
     from ..data import load_febrl
 
     ds = load_febrl(random_state)
-    task, _, _ = build_task(
+    return build_task(
         ds,
         attributes=None if all_attributes else DEMO_ATTRIBUTES,
         metrics=DEMO_METRICS,
@@ -180,18 +85,6 @@ def febrl_task(settings: DemoSettings, *, all_attributes: bool = False, random_s
         max_test=settings.max_test,
         random_state=random_state,
     )
-    return task
-
-
-def _strategy(name: str, task: ALTask, epochs: int, seed: int) -> Callable[..., Any]:
-    from ..strategies import STRATEGIES, RiskSampler
-
-    if name == "risk":
-        return RiskSampler(task.rows(task.valid), task.y[task.valid], risk_params={"epochs": epochs},
-                           random_state=seed)
-    if name not in STRATEGIES:
-        raise ValueError(f"Unknown strategy {name!r}; known: {sorted(STRATEGIES)}.")
-    return STRATEGIES[name]
 
 
 def _run_grid(
@@ -202,7 +95,7 @@ def _run_grid(
     seeds: Sequence[int],
     *,
     rounds: int,
-    batch: int,
+    n_instances: int,
     n_seed: int,
     epochs: int,
     results_file: Path | None,
@@ -225,8 +118,8 @@ def _run_grid(
             for name in strategies:
                 bar.set_postfix_str(f"{name}, seed {seed}")
                 recs = run_active_learning(
-                    task, _strategy(name, task, epochs, seed), counted,
-                    n_seed=n_seed, batch_size=batch, n_rounds=rounds, seed=seed, strategy_name=name,
+                    task, make_strategy(name, task, risk_params={"epochs": epochs}, random_state=seed), counted,
+                    n_seed=n_seed, n_instances=n_instances, n_rounds=rounds, seed=seed, strategy_name=name,
                     fit_kwargs=fit_kwargs, results_file=results_file,
                 )
                 records.extend(recs)
@@ -303,16 +196,14 @@ def run_demo(
         file=stream, flush=True,
     )
     print(
-        f"Active learning: {s.n_seed} random initial labels, {s.rounds} rounds of {s.batch} pairs, "
+        f"Active learning: {s.n_seed} random initial labels, {s.rounds} rounds of {s.n_instances} pairs, "
         f"{s.seeds} seed(s), matcher = random forest on similarity features.",
         file=stream, flush=True,
     )
-    from ..matchers._feature import FeatureMatcher
-
     strategies = ("risk", "random")
     df = _run_grid(
-        task, lambda seed: FeatureMatcher(random_state=seed), None, strategies, list(range(s.seeds)),
-        rounds=s.rounds, batch=s.batch, n_seed=s.n_seed, epochs=s.epochs, results_file=None,
+        task, make_matcher_factory("feature"), None, strategies, list(range(s.seeds)),
+        rounds=s.rounds, n_instances=s.n_instances, n_seed=s.n_seed, epochs=s.epochs, results_file=None,
         progress=progress, stream=stream,
     )
     _print_table(df, strategies, stream)
@@ -320,7 +211,7 @@ def run_demo(
     df.to_csv(csv_path, index=False)
     plot_learning_curves(
         df, png_path, order=strategies, labels={"risk": "risk sampling", "random": "random sampling"},
-        title=f"FEBRL4: risk vs random sampling (random forest matcher, batch {s.batch})",
+        title=f"FEBRL4: risk vs random sampling (random forest matcher, batch {s.n_instances})",
     )
     settings_out = {**s.__dict__, "all_attributes": all_attributes, "dataset": "febrl4",
                     "attributes": None if all_attributes else list(DEMO_ATTRIBUTES),
@@ -338,7 +229,7 @@ def run_experiment(
     *,
     matcher: str = "feature",
     rounds: int = 8,
-    batch: int = 20,
+    n_instances: int = 20,
     n_seed: int = 20,
     seeds: int = 1,
     epochs: int = 300,
@@ -356,6 +247,40 @@ def run_experiment(
     settings in the same folder are refused); a torn last line (a killed run) is cut off first.
     Writes ``out/learning_curve.csv`` and (``plot``) ``out/learning_curve.png``. The folder is
     locked for the whole run.
+
+    Parameters
+    ----------
+    dataset : PairDataset
+        Every pair labelled, with ``train`` (the pool), ``valid`` and ``test`` splits.
+    strategies : sequence of str
+        Names of :data:`~skrisk.experiments.STRATEGIES` (``"risk"``: skrisk's default).
+    out : path-like
+        Output folder (created).
+    matcher : {"feature", "rnn"}, default="feature"
+        The task's input and matcher (:func:`~skrisk.experiments.build_task`).
+    rounds : int, default=8
+        Rounds, the first one training on the initial labels only.
+    n_instances : int, default=20
+        Pairs queried per round (``run.json`` records it as ``batch``, the command's flag).
+    n_seed : int, default=20
+        Initial random labels.
+    seeds : int, default=1
+        Repetitions (seeds 0, 1, ...).
+    epochs : int, default=300
+        LearnRisk epochs per query of the risk strategies.
+    max_pool, max_valid, max_test : int, optional
+        Stratified random subsets of the splits (``None``: all pairs).
+    progress : bool, default=True
+        Show a progress bar (on stderr).
+    plot : bool, default=True
+        Draw ``learning_curve.png``.
+    stream : text stream, default=sys.stdout
+        Where the per-run lines and the table go.
+
+    Returns
+    -------
+    DataFrame
+        One row per strategy, seed and round.
 
     Raises
     ------
@@ -379,7 +304,7 @@ def run_experiment(
     except OSError as exc:
         raise _write_error(out, exc) from exc
     config = {"dataset": dataset.name, "pairs": len(dataset), "matcher": matcher, "rounds": rounds,
-              "batch": batch, "n_seed": n_seed, "epochs": epochs, "max_pool": max_pool,
+              "batch": n_instances, "n_seed": n_seed, "epochs": epochs, "max_pool": max_pool,
               "max_valid": max_valid, "max_test": max_test}
     # one run per output folder at a time: a second process appending to the same results.jsonl
     # would interleave its rounds with this one's (released when the run ends or the process dies)
@@ -423,17 +348,18 @@ def _run_locked(
     else:
         atomic_write_text(cfg_path, json.dumps(config, indent=2) + "\n", on_error=_write_error)
     print(f"Preparing {dataset.name} ({len(dataset)} pairs) for the {matcher} matcher...", file=stream, flush=True)
-    task, make_matcher, fit_kwargs = build_task(
+    task = build_task(
         dataset, matcher=matcher, max_pool=config["max_pool"], max_valid=config["max_valid"],
         max_test=config["max_test"],
     )
+    make_matcher, fit_kwargs = make_matcher_factory(matcher), matcher_fit_kwargs(matcher)
     print(
         f"Pool {len(task.pool)}, valid {len(task.valid)}, test {len(task.test)} pairs; strategies "
         f"{', '.join(strategies)}; {rounds} rounds of {batch}, {n_seed} initial labels, {seeds} seed(s).",
         file=stream, flush=True,
     )
     df = _run_grid(
-        task, make_matcher, fit_kwargs, strategies, list(range(seeds)), rounds=rounds, batch=batch,
+        task, make_matcher, fit_kwargs, strategies, list(range(seeds)), rounds=rounds, n_instances=batch,
         n_seed=n_seed, epochs=epochs, results_file=out / "results.jsonl", progress=progress, stream=stream,
     )
     _print_table(df, strategies, stream)

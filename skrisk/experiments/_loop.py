@@ -22,6 +22,7 @@ from ..exceptions import DataError, SkriskError
 __all__ = [
     "ALTask",
     "RunWriteError",
+    "format_record",
     "initial_labelled_set",
     "read_results",
     "recorded_rounds",
@@ -280,9 +281,34 @@ def recorded_rounds(
     return rounds
 
 
+def format_record(record: dict) -> str:
+    """A round's record as the line a results file stores (compact JSON, positions as gaps).
+
+    Parameters
+    ----------
+    record : dict
+        A record of :func:`run_active_learning` or :func:`read_results` (``seed_set`` and
+        ``batch`` as lists of pool positions).
+
+    Returns
+    -------
+    str
+        One JSON line, ending in a newline; :func:`read_results` reads it back.
+
+    Examples
+    --------
+    >>> from skrisk.experiments import format_record
+    >>> line = format_record({"strategy": "random", "seed": 0, "round": 0, "n_labelled": 3,
+    ...                       "seed_set": [4, 9, 2], "batch": [5, 7]})
+    >>> print(line, end="")
+    {"strategy":"random","seed":0,"round":0,"n_labelled":3,"seed_set_gaps":[2,2,5],"batch_gaps":[5,2]}
+    """
+    return json.dumps(_encode(record), separators=(",", ":")) + "\n"
+
+
 def _append(path: Path, record: dict) -> None:
     """Append one record as a line, flushed and fsynced; a failed write leaves no partial line."""
-    line = (json.dumps(_encode(record), separators=(",", ":")) + "\n").encode("utf-8")
+    line = format_record(record).encode("utf-8")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -322,7 +348,7 @@ def run_active_learning(
     make_matcher: Callable[[int], Any],
     *,
     n_seed: int = 100,
-    batch_size: int = 100,
+    n_instances: int = 100,
     n_rounds: int = 8,
     seed: int = 0,
     strategy_name: str | None = None,
@@ -334,7 +360,7 @@ def run_active_learning(
     """Run one simulated active-learning session and return one record per round.
 
     Round r trains a fresh matcher (``make_matcher(seed)``: the same initialisation for every
-    strategy) on the labelled set, scores it on the test split, then queries ``batch_size``
+    strategy) on the labelled set, scores it on the test split, then queries ``n_instances``
     pool pairs with ``strategy`` and labels them from ``task.y``. The initial labelled set
     depends only on ``seed``, so every strategy starts from the same one.
 
@@ -343,6 +369,34 @@ def run_active_learning(
     the seed set, and the first line a process writes its machine and library versions. A rerun
     resumes after the last complete round, rebuilding the labelled set from the seed set and the
     batches; a torn last line (a killed run) is cut off first.
+
+    Parameters
+    ----------
+    task : ALTask
+        The pairs, labels (the simulated oracle) and pool/valid/test positions.
+    strategy : callable
+        ``strategy(learner, X_pool, n_instances=1, *, random_state=None, **kw) -> (positions,
+        scores)``, e.g. ``make_strategy(name, task)``.
+    make_matcher : callable
+        ``seed -> fresh unfitted matcher`` (:func:`make_matcher_factory`).
+    n_seed : int, default=100
+        Size of the initial random labelled set (both classes).
+    n_instances : int, default=100
+        Pairs queried per round.
+    n_rounds : int, default=8
+        Rounds, the first one training on the initial labels only.
+    seed : int, default=0
+        Seeds the initial labelled set, the matcher and the queries.
+    strategy_name : str, optional
+        The records' ``strategy`` (default: the strategy's name).
+    fit_kwargs : callable, optional
+        ``task -> dict`` of matcher fit arguments (:func:`matcher_fit_kwargs`).
+    results_file : path-like, optional
+        Append every round there and resume from it.
+    query_kwargs : dict, optional
+        Extra keyword arguments of the strategy.
+    progress : bool, default=False
+        Show a progress bar over the rounds.
 
     Returns
     -------
@@ -416,7 +470,7 @@ def run_active_learning(
         unlabelled = np.setdiff1d(np.arange(n_pool), labelled)
         picked = None
         if r < n_rounds - 1 and len(unlabelled) > 0:
-            n_q = min(batch_size, len(unlabelled))
+            n_q = min(n_instances, len(unlabelled))
             X_unl = task.rows(task.pool[unlabelled])
             t1 = time.perf_counter()
             result = strategy(learner, X_unl, n_instances=n_q, random_state=seed * 10007 + r, **(query_kwargs or {}))

@@ -81,3 +81,19 @@ def test_risk_quality_replays_recorded_runs(tmp_path):
     assert "| 40 | 2 |" in table and "_command_" in table and "numpy" in table
     # nothing recorded for another strategy: a clear failure, not an empty table
     assert rq.main([*argv, "--strategy", "entropy"]) == 1
+
+
+def test_strategies_are_record_names_resolved_through_the_alias_table(capsys):
+    """``--strategies`` takes the names the tables were written with: ``risk`` is the paper's method
+    and ``risk_pre2w`` skrisk's default; the registry's ``risk_paper`` would name it twice."""
+    from skrisk.experiments import STRATEGIES, registry_name
+
+    bench = _load_script()
+    assert [registry_name(n) for n in ("risk", "risk_pre2w")] == ["risk_paper", "risk"]
+    assert all(registry_name(n) in STRATEGIES for n in [*bench.STRATEGY_NAMES, *bench.ABLATIONS, *bench.VARIANTS])
+    for bad in ("risk_paper", "riskk"):
+        with pytest.raises(SystemExit) as exc:
+            bench.main(["--quick", "--strategies", bad, "--report-only"])
+        assert exc.value.code == 2
+        assert f"unknown strategy {bad}" in capsys.readouterr().err
+

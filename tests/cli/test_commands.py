@@ -8,7 +8,20 @@ import pandas as pd
 import pytest
 
 from skrisk.cli import main
-from skrisk.experiments._plot import plot_learning_curves, summarize_curves
+from skrisk.datasets import make_pairs
+from skrisk.experiments import plot_learning_curves, summarize_curves
+
+
+def _deepmatcher_folder(ds, folder):
+    """``ds`` written as a DeepMatcher dataset folder (tableA/B.csv, train/valid/test.csv)."""
+    folder.mkdir()
+    ds.left.rename_axis("id").to_csv(folder / "tableA.csv")
+    ds.right.rename_axis("id").to_csv(folder / "tableB.csv")
+    cols = {"left_id": "ltable_id", "right_id": "rtable_id"}
+    for split in ("train", "valid", "test"):
+        part = ds.pairs[ds.pairs["split"] == split]
+        part[["left_id", "right_id", "label"]].rename(columns=cols).to_csv(folder / f"{split}.csv", index=False)
+    return folder
 
 
 def test_demo_quick_writes_csv_and_png(tmp_path, capsys):
@@ -25,9 +38,10 @@ def test_demo_quick_writes_csv_and_png(tmp_path, capsys):
     assert "Mean test F1 per round" in cap.out and "risk" in cap.out
 
 
-def test_run_on_a_named_dataset(tmp_path, capsys):
+def test_run_on_a_dataset_folder(tmp_path, capsys):
+    data = _deepmatcher_folder(make_pairs(200, random_state=0), tmp_path / "synthetic")
     out = tmp_path / "run"
-    argv = ["run", "--dataset", "beer", "--strategy", "random,entropy", "--rounds", "2", "--batch", "5",
+    argv = ["run", "--dataset", str(data), "--strategy", "random,entropy", "--rounds", "2", "--batch", "5",
             "--seed-size", "10", "--out", str(out), "--no-progress"]
     assert main(argv) == 0, capsys.readouterr().err
     df = pd.read_csv(out / "learning_curve.csv")
@@ -35,9 +49,22 @@ def test_run_on_a_named_dataset(tmp_path, capsys):
     assert (out / "learning_curve.png").is_file() and (out / "results.jsonl").is_file()
     # same settings: resumes from results.jsonl; other settings in the same folder: refused
     assert main(argv) == 0
-    other = ["run", "--dataset", "beer", "--strategy", "random", "--rounds", "3", "--out", str(out)]
+    other = ["run", "--dataset", str(data), "--strategy", "random", "--rounds", "3", "--out", str(out)]
     assert main(other) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+def test_run_strategy_names_are_the_registry_names(tmp_path, capsys):
+    """``--strategy risk`` is skrisk's default risk sampling, ``risk_paper`` the paper's method."""
+    data = _deepmatcher_folder(make_pairs(160, random_state=1), tmp_path / "synthetic")
+    out = tmp_path / "run"
+    argv = ["run", "--dataset", str(data), "--strategy", "risk_paper", "--rounds", "2", "--batch", "4",
+            "--seed-size", "8", "--epochs", "20", "--out", str(out), "--no-progress", "--no-plot"]
+    assert main(argv) == 0, capsys.readouterr().err
+    df = pd.read_csv(out / "learning_curve.csv")
+    assert set(df["strategy"]) == {"risk_paper"} and df["n_labelled"].tolist() == [8, 12]
+    assert main([*argv[:4], "risk_pre2w", *argv[5:]]) == 2  # a benchmark record name, not a registry name
+    assert "unknown strategy risk_pre2w" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

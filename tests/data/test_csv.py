@@ -28,7 +28,7 @@ def test_pairs_with_labels(tmp_path, tables):
     pairs = _write(tmp_path, "p.csv", "ltable_id,rtable_id,label\n1,10,1\n2,20,1\n3,30,1\n1,20,0\n2,10,0\n3,40,\n4,40,0\n")
     ds = load_csv_tables(*tables, pairs_csv=pairs, split=None)
     assert ds.attributes == ["name", "city"]  # right table reordered to the left's schema
-    assert ds.split_sizes() == {"train": 6, "pool": 1}
+    assert ds.split_sizes == {"train": 6, "pool": 1}
     pool = ds.split("pool").pairs
     assert (pool["left_id"].tolist(), pool["right_id"].tolist(), pool["label"].tolist()) == (["3"], ["40"], [-1])
     assert ds.to_frame()["right_name"].iloc[0] == "acme corporation"
@@ -37,7 +37,7 @@ def test_pairs_with_labels(tmp_path, tables):
 def test_pairs_with_split_column_kept(tmp_path, tables):
     pairs = _write(tmp_path, "p.csv", "left_id,right_id,label,split\n1,10,1,train\n2,20,1,test\n2,10,0,valid\n")
     ds = load_csv_tables(*tables, pairs_csv=pairs)
-    assert ds.split_sizes() == {"train": 1, "valid": 1, "test": 1}
+    assert ds.split_sizes == {"train": 1, "valid": 1, "test": 1}
 
 
 def test_pairs_and_matches(tmp_path, tables):
@@ -51,7 +51,7 @@ def test_pairs_and_matches(tmp_path, tables):
 def test_unlabelled_pairs_are_pool(tmp_path, tables):
     pairs = _write(tmp_path, "p.csv", "left_id,right_id\n1,10\n2,20\n")
     ds = load_csv_tables(*tables, pairs_csv=pairs)
-    assert ds.split_sizes() == {"pool": 2} and not ds.has_labels
+    assert ds.split_sizes == {"pool": 2} and not ds.has_labels
 
 
 def test_blocking_with_and_without_matches(tmp_path, tables):
@@ -77,7 +77,7 @@ def test_stratified_split_is_seeded(tmp_path):
     assert a.pairs.equals(b.pairs) and not a.pairs.equals(c.pairs)
     assert a.split_names == ["train", "valid", "test"]
     assert a.describe()["positives"].tolist() == [7, 3, 2]  # 12 positives split 60/20/20
-    assert a.split_sizes() == {"train": 36, "valid": 12, "test": 12}
+    assert a.split_sizes == {"train": 36, "valid": 12, "test": 12}
 
 
 # ------------------------------------------------------------------------ bad input

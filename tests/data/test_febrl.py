@@ -32,7 +32,7 @@ def test_labels_follow_the_true_links(febrl):
 def test_stratified_split(febrl):
     ds, _ = febrl
     assert ds.split_names == ["train", "valid", "test"]
-    sizes = ds.split_sizes()
+    sizes = ds.split_sizes
     assert sizes["train"] == pytest.approx(0.6 * len(ds), abs=2)
     rates = ds.describe()["positive_rate"]
     assert rates.max() - rates.min() < 0.002

@@ -63,7 +63,7 @@ def test_download_verify_extract_and_cache(server, tmp_path):
     home = tmp_path / "home"
     url = f"{base}/beer_exp_data.zip"
     ds = fetch_deepmatcher("beer", home, url=url, sha256=_sha(root / "beer_exp_data.zip"))
-    assert ds.split_sizes() == {"train": 2, "valid": 1, "test": 1}
+    assert ds.split_sizes == {"train": 2, "valid": 1, "test": 1}
     assert sorted(p.name for p in (home / "beer").iterdir()) == sorted(FILES)
     assert sorted(p.name for p in home.iterdir()) == ["beer"]  # no temporary leftovers
     assert len(_Handler.hits) == 1

@@ -25,9 +25,9 @@ README = {
 def test_four_datasets_match_readme(name, data_home):
     sizes, rate, attrs = README[name]
     ds = load_deepmatcher(name, data_home)
-    assert tuple(ds.split_sizes().values()) == sizes
-    assert list(ds.split_sizes()) == ["train", "valid", "test"]
-    assert ds.positive_rate() == pytest.approx(rate, abs=0.0006)
+    assert tuple(ds.split_sizes.values()) == sizes
+    assert list(ds.split_sizes) == ["train", "valid", "test"]
+    assert ds.positive_rate == pytest.approx(rate, abs=0.0006)
     assert ds.attributes == attrs and ds.has_labels
 
 
@@ -43,7 +43,7 @@ def test_pair_dataset_views(beer):
     assert len(frame) == len(beer)
     sub = beer.subset([5, 2])
     assert sub.pairs["left_id"].tolist() == beer.pairs["left_id"].iloc[[5, 2]].tolist()
-    np.testing.assert_array_equal(beer.split("test").y(), beer.labels[beer.split_positions("test")])
+    np.testing.assert_array_equal(beer.split("test").y, beer.labels[beer.split_positions("test")])
     assert frame.equals(frame.apply(lambda c: c.str.strip().str.lower()))
 
 
@@ -76,7 +76,7 @@ def _folder(tmp_path: Path, **changes: str | bytes | None) -> Path:
 
 def test_good_folder(tmp_path):
     ds = load_deepmatcher(_folder(tmp_path))
-    assert ds.split_sizes() == {"train": 2, "valid": 1, "test": 1} and ds.name == "mine"
+    assert ds.split_sizes == {"train": 2, "valid": 1, "test": 1} and ds.name == "mine"
 
 
 def test_unknown_name(tmp_path):
@@ -133,7 +133,7 @@ def test_pair_dataset_bad_input():
         PairDataset.from_frames(left.to_numpy(), left, [("1", "1")])
     ds = PairDataset.from_frames(left, left, [("1", "1", -1)])
     with pytest.raises(DataError, match="unlabelled"):
-        ds.y()
+        ds.y
     with pytest.raises(KeyError, match="no split"):
         ds.split("train")
 
@@ -151,3 +151,29 @@ def test_docstring_examples():
     for mod in (s, b, f, c, fe):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, mod.__name__
+
+
+def test_make_pairs_is_seeded_split_and_labelled_in_every_split():
+    from skrisk.datasets import make_pairs
+
+    a, b, c = make_pairs(150, random_state=3), make_pairs(150, random_state=3), make_pairs(150, random_state=4)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+    assert not a.to_frame().equals(c.to_frame())
+    assert a.split_sizes == {"train": 90, "valid": 30, "test": 30} and a.has_labels
+    for split in a.split_names:
+        assert set(a.split(split).y) == {0, 1}
+    assert a.positive_rate == pytest.approx(0.25, abs=0.01)
+    # a match is the same person with noise: on average far more similar than a non-match
+    from skrisk.data import SimilarityFeatures
+
+    X = SimilarityFeatures().fit_transform(a.to_frame())
+    assert X[a.y == 1].mean() > X[a.y == 0].mean() + 0.2
+
+
+@pytest.mark.parametrize("kwargs, message", [({"n_pairs": 5}, "at least 20"), ({"n_pairs": 50.0}, "integer"),
+                                             ({"match_rate": 1.0}, "match_rate")])
+def test_make_pairs_bad_arguments(kwargs, message):
+    from skrisk.datasets import make_pairs
+
+    with pytest.raises(ValueError, match=message):
+        make_pairs(**{"n_pairs": 50, **kwargs})

@@ -158,8 +158,8 @@ def test_features_separate_matches(fodors):
     sf = SimilarityFeatures(metrics=["jaccard", "jaro_winkler", "tfidf_cosine", "num_diff"])
     train, test = fodors.split("train"), fodors.split("test")
     model = make_pipeline(sf, StandardScaler(), LogisticRegression(max_iter=1000))
-    model.fit(train.to_frame(), train.y())
-    assert f1_score(test.y(), model.predict(test.to_frame())) >= 0.9
+    model.fit(train.to_frame(), train.y)
+    assert f1_score(test.y, model.predict(test.to_frame())) >= 0.9
 
 
 # ---------------------------------------------------------------- errors

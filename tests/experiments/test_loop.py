@@ -11,19 +11,19 @@ from skrisk.matchers import FeatureMatcher
 from skrisk.strategies import entropy_sampling
 
 
-def _task(beer):
-    X = SimilarityFeatures().fit_transform(beer.to_frame()).astype(np.float32)
-    return ALTask(X=X, y=beer.y(), pool=beer.split_positions("train"), valid=beer.split_positions("valid"),
-                  test=beer.split_positions("test"), name="beer")
+def _task(ds):
+    X = SimilarityFeatures().fit_transform(ds.to_frame()).astype(np.float32)
+    return ALTask(X=X, y=ds.y, pool=ds.split_positions("train"), valid=ds.split_positions("valid"),
+                  test=ds.split_positions("test"), name=ds.name)
 
 
 def _run(task, n_rounds, path=None):
     return run_active_learning(task, entropy_sampling, lambda s: FeatureMatcher(random_state=s), n_seed=20,
-                               batch_size=10, n_rounds=n_rounds, seed=3, results_file=path)
+                               n_instances=10, n_rounds=n_rounds, seed=3, results_file=path)
 
 
-def test_longer_run_extends_a_finished_shorter_one(beer, tmp_path):
-    task = _task(beer)
+def test_longer_run_extends_a_finished_shorter_one(pairs, tmp_path):
+    task = _task(pairs)
     path = tmp_path / "r.jsonl"
     short = _run(task, 2, path)
     assert [r["round"] for r in short] == [0, 1] and short[-1]["batch"] is None
@@ -43,33 +43,68 @@ def test_longer_run_extends_a_finished_shorter_one(beer, tmp_path):
     assert [r["round"] for r in _run(task, 3, path)] == [0, 1, 2]
 
 
-def test_benchmark_strategies_by_name(beer):
-    from skrisk.experiments._bench import ABLATIONS, VARIANTS, make_strategy
+def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
+    from skrisk.experiments import RECORD_ALIASES, STRATEGIES, make_strategy, registry_name
     from skrisk.strategies import RiskSampler
 
-    task = _task(beer)
-    risk = make_strategy("risk", task, valid_ratio=0.5, random_state=4)
-    # "risk" is the paper's configuration, pinned whatever RiskSampler's defaults are
-    assert isinstance(risk, RiskSampler) and risk.preselect is None and risk.selection == "kmedoids"
-    assert risk.weighting == "lipschitz" and risk.valid_ratio == 0.5 and risk.random_state == 4
+    task = _task(pairs)
+    default = make_strategy("risk", task, valid_ratio=0.5, random_state=4)
+    # "risk" is RiskSampler's default (every parameter at its default), "risk_paper" the paper's method
+    reference = RiskSampler(valid_ratio=0.5, random_state=4).get_params()
+    got = default.get_params()
+    assert isinstance(default, RiskSampler) and got.pop("X_valid") is not None and got.pop("y_valid") is not None
+    assert got == {k: v for k, v in reference.items() if k not in ("X_valid", "y_valid")}
+    paper = make_strategy("risk_paper", task)
+    assert paper.preselect is None and paper.selection == "kmedoids" and paper.weighting == "lipschitz"
     assert make_strategy("risk_pre2", task).preselect == 2
-    for name, params in {**ABLATIONS, **VARIANTS}.items():
+    for name, factory in STRATEGIES.items():
         s = make_strategy(name, task)
-        assert all(getattr(s, k) == v for k, v in params.items())
+        if factory.function is not None:
+            assert s is factory.function
+        else:
+            assert all(getattr(s, k) == v for k, v in factory.sampler_params.items())
     assert make_strategy("entropy", task) is entropy_sampling
     with pytest.raises(ValueError, match="Unknown strategy 'nope'"):
         make_strategy("nope", task)
+    with pytest.raises(ValueError, match="record name 'risk_pre2w' is 'risk'"):
+        make_strategy("risk_pre2w", task)
+    # the benchmark records' names: "risk" was the paper's method, "risk_pre2w" the default
+    assert dict(RECORD_ALIASES) == {"risk": "risk_paper", "risk_pre2w": "risk"}
+    assert registry_name("risk") == "risk_paper" and registry_name("risk_pre3w") == "risk_pre3w"
+    old_variants = {"risk_pre2": {"preselect": 2, "preselect_after": 0}, "risk_pre3w": {"preselect": 3},
+                    "risk_nodist": {"weighting": "risk", "preselect": None},
+                    "risk_pre2w_nodist": {"weighting": "risk", "preselect": 2}}
+    for record, params in old_variants.items():
+        s = make_strategy(registry_name(record), task)
+        assert all(getattr(s, k) == v for k, v in params.items())
 
 
-def test_load_task_rnn_encoding_is_cached(beer, tmp_path):
-    from skrisk.experiments._bench import load_task
+def test_build_task_rnn_encoding_is_cached(pairs, tmp_path):
+    from skrisk.experiments import build_task
 
-    task = load_task("beer", matcher="rnn", dataset=beer, cache_dir=tmp_path)
-    assert set(task.X.keys()) == {"tokens", "features"} and len(task.X["tokens"]) == len(beer)
+    task = build_task(pairs, matcher="rnn", cache_dir=tmp_path)
+    assert set(task.X.keys()) == {"tokens", "features"} and len(task.X["tokens"]) == len(pairs)
     cached = list(tmp_path.glob("*.npz"))
     assert len(cached) == 1
-    again = load_task("beer", matcher="rnn", dataset=beer, cache_dir=tmp_path)
+    again = build_task(pairs, matcher="rnn", cache_dir=tmp_path)
     np.testing.assert_array_equal(again.X["tokens"], task.X["tokens"])
     np.testing.assert_array_equal(again.X["features"], task.X["features"])
     with pytest.raises(ValueError, match="matcher must be"):
-        load_task("beer", matcher="svm", dataset=beer)
+        build_task(pairs, matcher="svm")
+
+
+def test_build_task_subsets_are_stratified_seeded_and_cached_apart(pairs, tmp_path):
+    from skrisk.experiments import build_task
+
+    full = build_task(pairs, cache_dir=tmp_path)
+    assert len(full.pool) == pairs.split_sizes["train"] and full.X.dtype == np.float32
+    np.testing.assert_array_equal(full.y[full.pool], pairs.split("train").y)
+    small = build_task(pairs, max_pool=60, max_valid=20, max_test=20, cache_dir=tmp_path, random_state=1)
+    assert (len(small.pool), len(small.valid), len(small.test)) == (60, 20, 20)
+    assert small.y[small.pool].mean() == pytest.approx(pairs.split("train").y.mean(), abs=0.02)
+    again = build_task(pairs, max_pool=60, max_valid=20, max_test=20, cache_dir=tmp_path, random_state=1)
+    np.testing.assert_array_equal(again.X, small.X)
+    np.testing.assert_array_equal(again.y, small.y)
+    assert len(list(tmp_path.glob("*.npz"))) == 2  # the subset's matrix is not the full task's
+    with pytest.raises(ValueError, match="no \\['valid', 'test'\\] split"):
+        build_task(pairs.split("train"))

@@ -21,7 +21,7 @@ from skrisk.experiments import ALTask, read_results, run_active_learning, run_ex
 from skrisk.matchers import FeatureMatcher
 from skrisk.strategies import random_sampling
 
-TINY = dict(matcher="feature", rounds=2, batch=5, n_seed=6, seeds=1, epochs=20, max_pool=60, max_valid=40,
+TINY = dict(matcher="feature", rounds=2, n_instances=5, n_seed=6, seeds=1, epochs=20, max_pool=60, max_valid=40,
             max_test=60, progress=False, plot=False)
 
 
@@ -34,13 +34,13 @@ def _run(beer, out, **kw):
 @pytest.fixture(scope="module")
 def task(beer):
     X = SimilarityFeatures(metrics=["jaccard"]).fit_transform(beer.to_frame()).astype(np.float32)
-    return ALTask(X=X, y=beer.y(), pool=beer.split_positions("train"), valid=beer.split_positions("valid"),
+    return ALTask(X=X, y=beer.y, pool=beer.split_positions("train"), valid=beer.split_positions("valid"),
                   test=beer.split_positions("test"), name="beer")
 
 
 def _loop(task, path, n_rounds=3, n_seed=6):
     return run_active_learning(task, random_sampling, lambda s: FeatureMatcher(random_state=s),
-                               n_seed=n_seed, batch_size=5, n_rounds=n_rounds, seed=1, strategy_name="random",
+                               n_seed=n_seed, n_instances=5, n_rounds=n_rounds, seed=1, strategy_name="random",
                                results_file=path)
 
 
@@ -173,7 +173,7 @@ def test_a_full_disk_names_the_file_and_the_fix_and_loses_no_round(beer, tmp_pat
 # --- item 17: parallel processes writing the same task cache ----------------------------------------
 
 def test_two_writers_of_the_same_task_cache_do_not_collide(beer, tmp_path, monkeypatch):
-    from skrisk.experiments._bench import load_task
+    from skrisk.experiments import build_task
 
     barrier = threading.Barrier(2, timeout=60)
     real_savez = np.savez
@@ -187,7 +187,7 @@ def test_two_writers_of_the_same_task_cache_do_not_collide(beer, tmp_path, monke
 
     def work():
         try:
-            tasks.append(load_task("beer", matcher="feature", dataset=beer, cache_dir=tmp_path))
+            tasks.append(build_task(beer, matcher="feature", cache_dir=tmp_path))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -199,7 +199,7 @@ def test_two_writers_of_the_same_task_cache_do_not_collide(beer, tmp_path, monke
     assert not errors, errors
     assert [p.name for p in tmp_path.iterdir()] == [f"{beer.name}_feature_{len(beer)}.npz"]  # no temp left
     monkeypatch.setattr(np, "savez", real_savez)
-    again = load_task("beer", matcher="feature", dataset=beer, cache_dir=tmp_path)
+    again = build_task(beer, matcher="feature", cache_dir=tmp_path)
     np.testing.assert_array_equal(again.X, tasks[0].X)
 
 
@@ -244,6 +244,7 @@ def test_compact_records_rebuild_the_labelled_sets_exactly(task, tmp_path):
     assert max(len(line) for line in path.read_text().splitlines()) < 1024
 
 
+@pytest.mark.needs_data
 def test_skrisk_run_on_a_locked_folder_says_so_without_a_traceback(tmp_path, capsys):
     from skrisk.cli import main
 

@@ -31,7 +31,7 @@ def fodors_split(fodors):
     out = {}
     for name in ("train", "valid", "test"):
         part = fodors.split(name)
-        out[name] = (part.to_frame(), part.y())
+        out[name] = (part.to_frame(), part.y)
     return out
 
 
@@ -57,5 +57,5 @@ def fitted_rnn(fodors_encoded, fodors_vectors):
 def beer_encoded(beer):
     tr = beer.split("train")
     enc = PairEncoder(max_length=6).fit(tr.to_frame())
-    return enc.transform(tr.to_frame()), tr.y()
+    return enc.transform(tr.to_frame()), tr.y
 

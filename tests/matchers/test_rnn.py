@@ -198,7 +198,7 @@ def test_gridsearch_over_pipeline(beer):
     pipe = make_rnn_pipeline(None, max_length=6, hidden_size=8, classifier_size=16, embedding_dim=8,
                              max_epochs=1, random_state=0, device="cpu")
     grid = GridSearchCV(pipe, {"matcher__hidden_size": [4, 8], "encoder__max_length": [4, 6]}, cv=2, scoring="f1")
-    grid.fit(tr.to_frame(), tr.y())
+    grid.fit(tr.to_frame(), tr.y)
     assert len(grid.cv_results_["params"]) == 4
     assert grid.predict_proba(tr.to_frame().iloc[:5]).shape == (5, 2)
 
@@ -295,7 +295,7 @@ def test_predict_checks_and_unfitted(beer_encoded, tiny):
 
 def test_empty_values_and_all_missing_attribute(beer, tiny):
     frame = beer.split("train").to_frame()
-    y = beer.split("train").y()
+    y = beer.split("train").y
     frame["left_ABV"] = ""  # an attribute missing on every left row
     frame.loc[:10, "right_Style"] = None
     enc = PairEncoder(max_length=6).fit(frame)

@@ -21,7 +21,7 @@ def _risk_data(ds):
     out = {}
     for s in ("train", "valid", "test"):
         part = ds.split(s)
-        out[s] = (pd.DataFrame(sim.transform(part.to_frame()).astype(np.float64), columns=names), part.y())
+        out[s] = (pd.DataFrame(sim.transform(part.to_frame()).astype(np.float64), columns=names), part.y)
     matcher = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(*out["train"])
     for s, (F, y) in out.items():
         out[s] = (F.assign(proba=matcher.predict_proba(F)[:, 1]), y)

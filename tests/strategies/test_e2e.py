@@ -48,8 +48,8 @@ def task(beer):
     """Beer encoded for the hybrid RNN matcher: SliceDict(tokens, similarity features)."""
     train, valid = beer.split("train"), beer.split("valid")
     enc = PairEncoder(max_length=6, features=SimilarityFeatures()).fit(train.to_frame())
-    X, y = enc.transform(train.to_frame()), np.asarray(train.y())
-    X_valid, y_valid = enc.transform(valid.to_frame()), np.asarray(valid.y())
+    X, y = enc.transform(train.to_frame()), np.asarray(train.y)
+    X_valid, y_valid = enc.transform(valid.to_frame()), np.asarray(valid.y)
     rng = np.random.RandomState(0)
     lab = np.concatenate([
         rng.choice(np.flatnonzero(y == 1), N_SEED_POS, replace=False),

@@ -1,0 +1,182 @@
+"""One registry of strategy names for every experiment: ``skrisk run``, ``skrisk demo``, the benchmarks.
+
+Names
+-----
+``"risk"`` is skrisk's default :class:`~skrisk.strategies.RiskSampler` (k-medoids over the
+``2 * n_instances`` riskiest pool pairs from the second query on), ``"risk_paper"`` the paper's
+method (weighted k-medoids over the whole pool at every query), then the six baselines of the paper
+and variants of risk sampling named for what they change.
+
+Record names
+------------
+Benchmark records and tables written before this registry existed keep the names they were
+written with, and ``benchmarks/bench_al.py`` takes those names: in them ``risk`` is the paper's
+method and ``risk_pre2w`` skrisk's default. :data:`RECORD_ALIASES` is the one table that maps
+such a record name to its registry name (:func:`registry_name`); every other record name is its
+own registry name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ..strategies import (
+    RiskSampler,
+    badge_sampling,
+    bald_sampling,
+    coreset_sampling,
+    egl_sampling,
+    entropy_sampling,
+    random_sampling,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._loop import ALTask
+
+__all__ = ["RECORD_ALIASES", "STRATEGIES", "StrategyFactory", "make_strategy", "registry_name"]
+
+
+@dataclass(frozen=True)
+class StrategyFactory:
+    """How to build one named strategy for a task.
+
+    Parameters
+    ----------
+    description : str
+        What the strategy does (and, for a variant, what it changes).
+    function : callable, optional
+        A stateless strategy function, returned as is.
+    sampler_params : mapping, optional
+        Parameters of a :class:`~skrisk.strategies.RiskSampler` (``function`` is then None); the
+        sampler's defaults for every parameter not named here.
+
+    Examples
+    --------
+    >>> from skrisk.experiments import STRATEGIES
+    >>> STRATEGIES["risk_paper"].sampler_params
+    {'selection': 'kmedoids', 'weighting': 'lipschitz', 'preselect': None}
+    >>> STRATEGIES["entropy"].function.__name__
+    'entropy_sampling'
+    """
+
+    description: str
+    function: Callable[..., Any] | None = None
+    sampler_params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(
+        self,
+        task: "ALTask",
+        *,
+        valid_ratio: float = 1.0,
+        risk_params: dict | None = None,
+        random_state: int | None = 0,
+    ) -> Callable[..., Any]:
+        """The strategy for ``task``: a fresh RiskSampler ranking on the task's validation split, or
+        the strategy function (which ignores the other arguments)."""
+        if self.function is not None:
+            return self.function
+        return RiskSampler(
+            task.rows(task.valid),
+            task.y[task.valid],
+            valid_ratio=valid_ratio,
+            risk_params=risk_params,
+            random_state=random_state,
+            **dict(self.sampler_params),
+        )
+
+
+def _risk(description: str, **params: Any) -> StrategyFactory:
+    return StrategyFactory(description, sampler_params=params)
+
+
+_REGISTRY: dict[str, StrategyFactory] = {
+    "risk": _risk("skrisk's default RiskSampler: weighted k-medoids over the 2 * n_instances riskiest pool "
+                  "pairs once more than n_instances pairs are labelled, over the whole pool before"),
+    "risk_paper": _risk("the paper's risk sampling: weighted k-medoids over the whole pool at every query",
+                        selection="kmedoids", weighting="lipschitz", preselect=None),
+    "random": StrategyFactory("uniform random pairs", random_sampling),
+    "entropy": StrategyFactory("highest predictive entropy", entropy_sampling),
+    "bald": StrategyFactory("BALD with MC dropout (entropy for models without dropout)", bald_sampling),
+    "coreset": StrategyFactory("core-set (greedy k-center on the matcher's representation)", coreset_sampling),
+    "egl": StrategyFactory("expected gradient length", egl_sampling),
+    "badge": StrategyFactory("BADGE (k-means++ on gradient embeddings)", badge_sampling),
+    # ablations of the paper's method
+    "risk_topk": _risk("the n_instances riskiest pairs (risk ranking alone, no k-medoids)",
+                       selection="topk", weighting="risk"),
+    "kmedoids_unit": _risk("the paper's k-medoids with unit weights (no risk at all)",
+                           selection="kmedoids", weighting="unit", preselect=None),
+    "risk_nodist": _risk("the paper's k-medoids weighted by the risk alone (no distance term of eq. 6)",
+                         selection="kmedoids", weighting="risk", preselect=None),
+    # variants: preselect m * n_instances riskiest pairs from the first query on
+    **{f"risk_pre{m}": _risk(f"k-medoids over the {m} * n_instances riskiest pairs at every query",
+                             preselect=m, preselect_after=0) for m in (2, 3, 5, 10)},
+    "risk_topk_lip": _risk("the n_instances largest Lipschitz weights (eq. 6) among the default's "
+                           "preselected pairs, no k-medoids", selection="topk"),
+    # variants of the default: another preselection factor, or no distance term
+    **{f"risk_pre{m}w": _risk(f"the default with {m} * n_instances preselected pairs",
+                              preselect=m, preselect_after="batch") for m in (3, 5)},
+    "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
+                               preselect=2, preselect_after="batch", weighting="risk"),
+}
+
+#: Strategy name -> :class:`StrategyFactory`, read-only. ``STRATEGIES[name](task, random_state=seed)``
+#: builds the strategy for an :class:`~skrisk.experiments.ALTask`.
+STRATEGIES: Mapping[str, StrategyFactory] = MappingProxyType(_REGISTRY)
+
+#: Record name -> registry name, for benchmark records and tables written before the registry:
+#: there ``risk`` is the paper's method and ``risk_pre2w`` skrisk's default. Every other record
+#: name is its own registry name.
+RECORD_ALIASES: Mapping[str, str] = MappingProxyType({"risk": "risk_paper", "risk_pre2w": "risk"})
+
+
+def registry_name(record_name: str) -> str:
+    """The registry name of a strategy named ``record_name`` in benchmark records and tables.
+
+    Examples
+    --------
+    >>> from skrisk.experiments import registry_name
+    >>> registry_name("risk"), registry_name("risk_pre2w"), registry_name("entropy")
+    ('risk_paper', 'risk', 'entropy')
+    """
+    return RECORD_ALIASES.get(record_name, record_name)
+
+
+def make_strategy(
+    name: str,
+    task: "ALTask",
+    *,
+    valid_ratio: float = 1.0,
+    risk_params: dict | None = None,
+    random_state: int | None = 0,
+) -> Callable[..., Any]:
+    """The strategy registered as ``name`` (see :data:`STRATEGIES`) for ``task``.
+
+    Parameters
+    ----------
+    name : str
+        A registry name (a benchmark record name goes through :func:`registry_name` first).
+    task : ALTask
+        The task; risk sampling ranks its risk on the task's validation split.
+    valid_ratio : float, default=1.0
+        Share of the validation split LearnRisk ranks on (the paper's Fig. 5).
+    risk_params : dict, optional
+        LearnRisk parameters (e.g. ``{"epochs": 300}``).
+    random_state : int, default=0
+        Seeds the RiskSampler.
+
+    Returns
+    -------
+    callable
+        ``strategy(learner, X_pool, n_instances=1, *, random_state=None) -> (positions, scores)``.
+
+    Raises
+    ------
+    ValueError
+        An unknown name; the message lists the known ones.
+    """
+    if name not in STRATEGIES:
+        hint = f" (the benchmark record name {name!r} is {registry_name(name)!r})" if name in RECORD_ALIASES else ""
+        raise ValueError(f"Unknown strategy {name!r}{hint}; known: {', '.join(STRATEGIES)}.")
+    return STRATEGIES[name](task, valid_ratio=valid_ratio, risk_params=risk_params, random_state=random_state)

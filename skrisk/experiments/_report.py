@@ -1,0 +1,107 @@
+"""Summarising active-learning records: mean curves, areas under them, Markdown tables and figures.
+
+Shared by ``benchmarks/bench_al.py`` and ``benchmarks/bench_risk_quality.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._loop import RECORD_ONLY_KEYS
+
+__all__ = ["aulc", "markdown_table", "summarise", "write_outputs"]
+
+
+def summarise(records: list[dict], *, low: float = 0.2, high: float = 0.8) -> pd.DataFrame:
+    """Mean and quintile spread of test F1 (and batch misprediction share) per strategy and budget."""
+    df = pd.DataFrame(records)
+    if df.empty:
+        return df
+    g = df.groupby(["dataset", "strategy", "round", "n_labelled"])
+    out = g["f1"].agg(
+        f1_mean="mean",
+        f1_low=lambda s: s.quantile(low),
+        f1_high=lambda s: s.quantile(high),
+        f1_std="std",
+        runs="count",
+    )
+    if "batch_mispredicted" in df:
+        out["mispredicted_mean"] = g["batch_mispredicted"].mean()
+        out["mispredicted_std"] = g["batch_mispredicted"].std()
+    return out.reset_index()
+
+
+def aulc(summary: pd.DataFrame) -> pd.Series:
+    """Area under the mean learning curve per strategy, normalised by the labelled-set range."""
+    res = {}
+    for strat, part in summary.groupby("strategy"):
+        part = part.sort_values("n_labelled")
+        x, y = part["n_labelled"].to_numpy(float), part["f1_mean"].to_numpy(float)
+        res[strat] = float(np.trapezoid(y, x) / (x[-1] - x[0])) if len(x) > 1 else float(y[0])
+    return pd.Series(res, name="aulc")
+
+
+def markdown_table(summary: pd.DataFrame, *, value: str = "f1", area: bool = True) -> str:
+    """``value`` per budget per strategy (mean ± std over runs), plus the area under the curve.
+
+    ``runs`` counts the runs behind the cells (a range when later rounds have fewer, e.g. in a
+    report of runs still going).
+
+    ``value="f1"``: test F1 (Fig. 3); ``value="mispredicted"``: the share of the batch queried at
+    that budget that the matcher mispredicted (Fig. 4; no batch follows the last round).
+    """
+    if summary.empty:
+        return "(no results)\n"
+    mean, std = f"{value}_mean", f"{value}_std"
+    summary = summary.dropna(subset=[mean])
+    budgets = sorted(summary["n_labelled"].unique())
+    areas = aulc(summary.assign(f1_mean=summary[mean]))
+    header = "| strategy | runs | " + " | ".join(str(b) for b in budgets) + (" | AULC |" if area else " | mean |")
+    sep = "|---" * (len(budgets) + 3) + "|"
+    lines = [header, sep]
+    order = sorted(summary["strategy"].unique(), key=lambda s: -areas[s])
+    for strat in order:
+        part = summary[summary["strategy"] == strat].set_index("n_labelled")
+        cells = []
+        for b in budgets:
+            if b in part.index:
+                row = part.loc[b]
+                sd = 0.0 if np.isnan(row[std]) else row[std]
+                cells.append(f"{row[mean]:.3f} ± {sd:.3f}")
+            else:
+                cells.append("")
+        last = areas[strat] if area else float(part[mean].mean())
+        runs = part["runs"].astype(int)
+        n_runs = str(runs.max()) if runs.min() == runs.max() else f"{runs.min()}-{runs.max()}"
+        lines.append(f"| {strat} | {n_runs} | " + " | ".join(cells) + f" | {last:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict[str, Path]:
+    """CSV of all rounds, summary CSV, Markdown tables and PNG figures.
+
+    ``<stem>.png``: test F1 against labels (Fig. 3); ``<stem>_mispredicted.png``: the share of
+    each queried batch that the matcher mispredicted (Fig. 4). ``<stem>.md`` holds both tables.
+    """
+    from ._plot import plot_learning_curves
+
+    out.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(records).drop(columns=list(RECORD_ONLY_KEYS), errors="ignore")
+    paths = {"rounds": out / f"{stem}_rounds.csv", "summary": out / f"{stem}_summary.csv",
+             "table": out / f"{stem}.md", "png": out / f"{stem}.png"}
+    df.to_csv(paths["rounds"], index=False)
+    summ = summarise(records)
+    summ.to_csv(paths["summary"], index=False)
+    text = f"### {title}\n\nTest F1 (mean ± std over runs) per labelled-set size:\n\n" + markdown_table(summ)
+    plot_learning_curves(records, paths["png"], title=title)
+    if "batch_mispredicted" in df and df["batch_mispredicted"].notna().any():
+        text += ("\nShare of the batch queried at each size that the current matcher mispredicts:\n\n"
+                 + markdown_table(summ, value="mispredicted", area=False))
+        paths["mispredicted_png"] = out / f"{stem}_mispredicted.png"
+        plot_learning_curves(df, paths["mispredicted_png"], y="batch_mispredicted", title=title,
+                             ylabel="share of the queried batch mispredicted")
+    paths["table"].write_text(text)
+    return paths
