@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from skrisk._fileio import atomic_write_text
+from skrisk.utils import atomic_write_text
 from skrisk.exceptions import DataError
 from skrisk.experiments import (
     RECORD_ALIASES,

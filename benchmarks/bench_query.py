@@ -40,7 +40,6 @@ Appends one JSON line per run to ``benchmarks/results/query/query_bench.jsonl`` 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as _dt
 import json
 import os
@@ -50,7 +49,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -58,8 +57,6 @@ import torch  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import skrisk.risk._estimator as _est  # noqa: E402
-import skrisk.risk._model as _model  # noqa: E402
 from skrisk.active import ActiveLearner  # noqa: E402
 from skrisk.data import SimilarityFeatures  # noqa: E402
 from skrisk.datasets import load_deepmatcher  # noqa: E402
@@ -72,29 +69,6 @@ DEFAULT_OUT = HERE / "results" / "query" / "query_bench.jsonl"
 
 def load() -> float:
     return round(os.getloadavg()[0], 2)
-
-
-@contextlib.contextmanager
-def wrapped_phases(timings: dict[str, float]) -> Iterator[None]:
-    """Time LearnRisk's rule generation and ranking epochs inside its fit (this process only)."""
-    gen, train = _est.generate_rules, _model.train_risk_model
-
-    def timed(key: str, fn: Any) -> Any:
-        def inner(*a: Any, **k: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                timings[key] = timings.get(key, 0.0) + time.perf_counter() - t
-
-        return inner
-
-    _est.generate_rules = timed("rules", gen)
-    _model.train_risk_model = timed("ranking", train)
-    try:
-        yield
-    finally:
-        _est.generate_rules, _model.train_risk_model = gen, train
 
 
 def stratified_labels(y: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -205,21 +179,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     runs = []
     for _ in range(args.repeats):
-        phases: dict[str, float] = {}
         load_q = load()
-        with wrapped_phases(phases):
-            t = time.perf_counter()
-            pos, risk = learner.query(X_pool, n_instances=args.batch, random_state=args.seed)
-            total_outer = time.perf_counter() - t
+        t = time.perf_counter()
+        pos, risk = learner.query(X_pool, n_instances=args.batch, random_state=args.seed)
+        total_outer = time.perf_counter() - t
         q = sampler.last_query_
-        ph = {**q.timings, **phases}
+        ph = dict(q.timings)  # LearnRisk's "rules" and "ranking" come from its fit_timings_
         ph["query_total"] = total_outer
         runs.append({"load_before": load_q, "load_after": load(), "query_threads": q.n_threads,
                      "phases_s": {k: round(v, 3) for k, v in ph.items()}})
         assert len(pos) == args.batch and len(np.unique(pos)) == args.batch
 
     rec: dict[str, Any] = {
-        "date": "2026-11-23",
+        "date": _dt.date.today().isoformat(),
         "time": _dt.datetime.now().strftime("%H:%M"),
         "command": shlex.join(["python", "benchmarks/bench_query.py", *(sys.argv[1:] if argv is None else argv)]),
         "machine": f"{platform.machine()} {os.cpu_count()} cpu, "

@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from skrisk._fileio import atomic_write_text
+from skrisk.utils import atomic_write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
@@ -331,7 +331,6 @@ def block_matcher_choice(_: str, ctx: dict) -> str:
     parts = []
     for ds in ("DBLP-Scholar", "Abt-Buy"):
         best = {m: max(ctx["summaries"][f"{ds} x {m}"]["aulc"]) for m in ("forest", "RNN")}
-        top = max(best, key=best.get)
         parts.append(f"{ds} {best['forest']:.3f} with the forest against {best['RNN']:.3f} with the RNN")
     return "Best AULC per matcher: " + "; ".join(parts) + "."
 

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from .risk._defaults import DEFAULT_EPOCHS
+
 __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
@@ -88,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--matcher", choices=("feature", "rnn"), default="feature",
                    help="feature: random forest on similarity features (fast); rnn: the hybrid "
                         "DeepMatcher-style RNN (slow on CPU)")
-    r.add_argument("--epochs", type=_positive, default=300, help="LearnRisk epochs per round (default 300)")
+    r.add_argument("--epochs", type=_positive, default=DEFAULT_EPOCHS,
+                   help=f"LearnRisk epochs per round (default {DEFAULT_EPOCHS})")
     r.add_argument("--max-pool", type=_positive, help="sample at most this many pool (train) pairs")
     r.add_argument("--max-valid", type=_positive, help="sample at most this many validation pairs")
     r.add_argument("--max-test", type=_positive, help="sample at most this many test pairs")

@@ -34,11 +34,10 @@ import json
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from skrisk._fileio import atomic_write_text
+from skrisk.utils import atomic_write_text
 from skrisk.experiments import format_record, read_results, recorded_rounds
 
 ROOT = Path(__file__).resolve().parents[2]

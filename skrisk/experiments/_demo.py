@@ -17,6 +17,7 @@ import pandas as pd
 
 from .._fileio import FolderLock, atomic_write_text
 from ..exceptions import DataError
+from ..risk._defaults import DEFAULT_EPOCHS
 from ._loop import ALTask, _write_error, run_active_learning
 from ._plot import plot_learning_curves, summarize_curves
 from ._registry import make_strategy
@@ -63,7 +64,7 @@ class DemoSettings:
     max_pool: int = 2000
     max_valid: int = 1000
     max_test: int = 3000
-    epochs: int = 200
+    epochs: int = DEFAULT_EPOCHS
 
     @classmethod
     def quick(cls) -> "DemoSettings":
@@ -232,7 +233,7 @@ def run_experiment(
     n_instances: int = 20,
     n_seed: int = 20,
     seeds: int = 1,
-    epochs: int = 300,
+    epochs: int = DEFAULT_EPOCHS,
     max_pool: int | None = None,
     max_valid: int | None = None,
     max_test: int | None = None,
@@ -266,7 +267,7 @@ def run_experiment(
         Initial random labels.
     seeds : int, default=1
         Repetitions (seeds 0, 1, ...).
-    epochs : int, default=300
+    epochs : int, default=DEFAULT_EPOCHS (200)
         LearnRisk epochs per query of the risk strategies.
     max_pool, max_valid, max_test : int, optional
         Stratified random subsets of the splits (``None``: all pairs).

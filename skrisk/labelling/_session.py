@@ -33,6 +33,7 @@ from .._fileio import FolderLock
 from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
 from ..exceptions import DataError
 from ..matchers._base import match_labels
+from ..risk._defaults import DEFAULT_EPOCHS
 from ._journal import Journal, SessionState, _write_error, atomic_write_text, replay
 
 __all__ = ["LabellingSession", "SessionConfig", "export_session"]
@@ -83,7 +84,7 @@ class SessionConfig:
     n_initial: int = 6
     max_pool: int = 3000
     seed: int = 0
-    epochs: int = 200
+    epochs: int = DEFAULT_EPOCHS
 
     def check(self) -> None:
         """Raise :class:`DataError` (a ``ValueError``) naming the first invalid parameter."""

@@ -26,16 +26,11 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .._device import resolve_device
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 from . import _model
+from ._defaults import DEFAULT_EPOCHS
 from ._rules import Rule, generate_rules, rule_activations
 
 __all__ = ["DEFAULT_EPOCHS", "LearnRiskEstimator", "RiskDistribution", "RiskExplanation", "mispredicted"]
 
-#: Ranking epochs of LearnRisk, the one default of :class:`LearnRiskEstimator`,
-#: :class:`~skrisk.LearnRisk` and :class:`~skrisk.RiskSampler`. On DBLP-Scholar (|L| = 100, 5,742
-#: validation pairs, random forest matcher) the risk's ROC AUC for the matcher's mistakes on the
-#: pool was 0.955 at 200 epochs, 0.949 with the research code's settings at 200 or 1,000 epochs
-#: (``benchmarks/results/query``).
-DEFAULT_EPOCHS: int = 200
 
 
 def mispredicted(proba: npt.ArrayLike, y: npt.ArrayLike) -> npt.NDArray[np.bool_]:

@@ -1,0 +1,14 @@
+"""Public file helpers: atomic replacement, folder locks and tolerant JSON-lines reading.
+
+These are the helpers skrisk itself uses for every file it writes (sessions, runs, exports,
+benchmark records); they are public so that scripts around skrisk write files the same way.
+
+* :func:`atomic_write_bytes`, :func:`atomic_write_text` -- replace a file through a unique
+  temporary file in the same folder (never a torn file, never a shared temporary name).
+* :class:`FolderLock` / :class:`FolderInUseError` -- an OS lock on a folder for a process's life.
+* :func:`read_jsonl` -- an append-only JSON-lines file, a torn last line dropped (or cut off).
+"""
+
+from ._fileio import FolderInUseError, FolderLock, atomic_write_bytes, atomic_write_text, read_jsonl
+
+__all__ = ["FolderInUseError", "FolderLock", "atomic_write_bytes", "atomic_write_text", "read_jsonl"]
