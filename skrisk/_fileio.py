@@ -202,26 +202,32 @@ def read_jsonl(
     what: str = "JSON-lines file",
     fix: str = "restore it from a backup, or delete that line",
     on_error: Callable[[Path, OSError], Exception] | None = None,
+    check: Callable[[dict], None] | None = None,
 ) -> list[tuple[int, dict]]:
     """The objects of an append-only JSON-lines file, each with its line number (1-based).
 
-    A last line that is incomplete (no newline) or not a JSON object is the trace of a process
-    killed while appending: it is dropped and, with ``repair=True``, cut off the file so that the
-    next append starts on a clean line. A bad line anywhere else means the file was edited or
-    damaged: :class:`~skrisk.exceptions.DataError` names the file, the line and ``fix``.
+    The one reader of skrisk's append-only files (the labelling journal, the run records). A
+    last line that is incomplete or not a valid object is the trace of a process killed while
+    appending: it is dropped and, with ``repair=True``, cut off the file so that the next append
+    starts on a clean line. A valid last object that only lacks its newline (a file saved by an
+    editor, or an append cut just before its newline) is kept, and ``repair=True`` adds the
+    newline. A bad line anywhere else means the file was edited or damaged:
+    :class:`~skrisk.exceptions.DataError` names the file, the line and ``fix``.
 
     Parameters
     ----------
     path : path-like
         The file; a missing file reads as empty.
     repair : bool, default=False
-        Truncate a torn last line.
+        Truncate a torn last line (or add a missing final newline).
     what : str, default="JSON-lines file"
         What the file is, for the error message ("journal", "results file").
     fix : str
         The fix the error message suggests for a damaged line.
     on_error : callable, optional
         ``on_error(path, exc)`` builds the exception raised when the repair cannot write.
+    check : callable, optional
+        ``check(obj)`` raises ``ValueError`` when an object is not a valid record of this file.
 
     Returns
     -------
@@ -243,17 +249,38 @@ def read_jsonl(
     path = Path(path)
     if not path.exists():
         return []
-    lines = path.read_bytes().split(b"\n")
+    if not path.is_file():
+        raise DataError(f"{path} is not a file: the {what} must be a file. Move that entry away, and "
+                        "restore the file from a backup.")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"Cannot read {path}: {exc.strerror or exc}. Fix its permissions.") from exc
+
+    def parse(line: bytes) -> dict:
+        obj = json.loads(line.decode("utf-8"))
+        if not isinstance(obj, dict):
+            raise ValueError(f"a JSON {type(obj).__name__}, not an object")
+        return obj
+
+    lines = raw.split(b"\n")
     complete, tail = lines[:-1], lines[-1]  # the piece after the last newline: b"" or a torn line
+    unterminated = False
+    if tail.strip():
+        try:
+            obj = parse(tail.strip())
+            if check is not None:
+                check(obj)
+            complete, tail, unterminated = lines, b"", True
+        except (ValueError, UnicodeDecodeError):
+            pass
     out: list[tuple[int, dict]] = []
     good_bytes = 0
     torn = bool(tail.strip())
     for i, line in enumerate(complete):
         if line.strip():
             try:
-                obj = json.loads(line.decode("utf-8"))
-                if not isinstance(obj, dict):
-                    raise ValueError(f"a JSON {type(obj).__name__}, not an object")
+                obj = parse(line.strip())
             except (ValueError, UnicodeDecodeError) as exc:
                 if i == len(complete) - 1 and not tail.strip():
                     torn = True  # the last line is damaged: a torn append
@@ -262,16 +289,29 @@ def read_jsonl(
                     f"{path}, line {i + 1}, is not a valid {what} line ({exc}). The file was edited "
                     f"or damaged: {fix} (the other lines are kept)."
                 ) from exc
+            if check is not None:
+                try:
+                    check(obj)
+                except ValueError as exc:
+                    raise DataError(
+                        f"{path}, line {i + 1}, is not a valid {what} line: {exc}. The file was "
+                        f"edited or damaged: {fix} (the other lines are kept)."
+                    ) from exc
             out.append((i + 1, obj))
         good_bytes += len(line) + 1
-    if torn and repair:
-        try:
+    try:
+        if unterminated and repair:  # add the missing final newline before the next append
+            with path.open("ab") as fh:
+                fh.write(b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        if torn and repair:
             with path.open("r+b") as fh:
                 fh.truncate(good_bytes)
                 fh.flush()
                 os.fsync(fh.fileno())
-        except OSError as exc:
-            if on_error is None:
-                raise
-            raise on_error(path, exc) from exc
+    except OSError as exc:
+        if on_error is None:
+            raise
+        raise on_error(path, exc) from exc
     return out

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .._fileio import atomic_write_text as _atomic_write_text
+from .._fileio import read_jsonl
 from ..exceptions import DataError, SkriskError
 
 __all__ = [
@@ -102,86 +103,31 @@ def _check_event(ev: Any) -> None:
 def read_events(path: str | os.PathLike, *, repair: bool = False) -> list[dict[str, Any]]:
     """The events of a journal file, in order.
 
-    A last line that is incomplete (no newline) or not valid JSON is the trace of a process
-    killed while appending: it is dropped (and, with ``repair=True``, cut off the file). A bad
-    line elsewhere (not JSON, a missing or mistyped field, an unknown answer, two different events
-    with one sequence number) means the file was edited or damaged: :class:`DataError` names the
-    line and the fix.
+    Read by :func:`skrisk.utils.read_jsonl`: a last line that is incomplete or not valid JSON is
+    the trace of a process killed while appending: it is dropped (and, with ``repair=True``, cut
+    off the file); a complete last event saved without its newline is kept. A bad line elsewhere
+    (not JSON, a missing or mistyped field, an unknown answer, two different events with one
+    sequence number) means the file was edited or damaged: :class:`DataError` names the line and
+    the fix.
     """
-    path = Path(path)
-    if not path.exists():
-        return []
-    if not path.is_file():
-        raise DataError(
-            f"{path} is not a file: the session's journal must be a file. Move that entry away and "
-            "restore journal.jsonl from a backup."
-        )
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"Cannot read {path}: {exc.strerror or exc}. Fix its permissions.") from exc
-    lines = raw.split(b"\n")
-    # the piece after the last newline is either b"" (clean end), a torn line, or a complete
-    # event saved without its newline (an editor): the latter is kept, never dropped
-    complete, tail = lines[:-1], lines[-1]
-    if tail.strip():
-        try:
-            _check_event(json.loads(tail.strip().decode("utf-8")))
-            complete, tail = lines, b""
-        except (ValueError, UnicodeDecodeError):
-            pass
+    lines = read_jsonl(
+        path, repair=repair, what="journal", check=_check_event, on_error=_write_error,
+        fix="restore it from a backup, or correct or delete that line (the answers on the other "
+            "lines are kept)",
+    )
     events: list[dict[str, Any]] = []
     by_seq: dict[int, tuple[int, dict[str, Any]]] = {}
-    good_bytes = 0
-    torn = bool(tail.strip())
-    for i, line in enumerate(complete):
-        stripped = line.strip()
-        if stripped:
-            try:
-                ev = json.loads(stripped.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                if i == len(complete) - 1 and not tail.strip():
-                    torn = True  # the last line is not JSON: a torn append
-                    break
-                raise DataError(
-                    f"{path}, line {i + 1}, is not a journal event ({exc}). The journal was edited "
-                    "or damaged: restore it from a backup, or delete that line (the answers on the "
-                    "other lines are kept)."
-                ) from exc
-            try:
-                _check_event(ev)
-            except ValueError as exc:
-                raise DataError(
-                    f"{path}, line {i + 1}, is not a valid journal event: {exc}. The journal was "
-                    "edited or damaged: restore it from a backup, or correct or delete that line."
-                ) from exc
-            first = by_seq.get(ev["seq"])
-            if first is not None and first[1] != ev:
-                raise DataError(
-                    f"{path}, lines {first[0]} and {i + 1}, hold two different events with the same "
-                    f"sequence number {ev['seq']}: the journal was edited, or written by an older "
-                    "skrisk after a failed write. Keep the line with the answer you want and delete "
-                    "the other one (the answers on the other lines are kept)."
-                )
-            by_seq.setdefault(ev["seq"], (i + 1, ev))
-            events.append(ev)
-        good_bytes += len(line) + 1
-    if complete is lines and repair:  # add the missing final newline before appending
-        try:
-            with path.open("ab") as fh:
-                fh.write(b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:
-            raise _write_error(path, exc) from exc
-    if torn and repair:
-        try:
-            with path.open("r+b") as fh:
-                fh.truncate(good_bytes)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:
-            raise _write_error(path, exc) from exc
+    for line_no, ev in lines:
+        first = by_seq.get(ev["seq"])
+        if first is not None and first[1] != ev:
+            raise DataError(
+                f"{path}, lines {first[0]} and {line_no}, hold two different events with the same "
+                f"sequence number {ev['seq']}: the journal was edited, or written by an older "
+                "skrisk after a failed write. Keep the line with the answer you want and delete "
+                "the other one (the answers on the other lines are kept)."
+            )
+        by_seq.setdefault(ev["seq"], (line_no, ev))
+        events.append(ev)
     return events
 
 
