@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
@@ -42,6 +43,16 @@ _CORE_PARAMS = (
     "rsd_scale", "rsd_init", "learning_rate", "optimizer", "epochs", "batch_size", "early_stopping",
     "validation_fraction", "n_iter_no_change", "alpha_l1", "alpha_l2", "device", "random_state",
 )
+
+
+def _holds_features(X: Any) -> bool:
+    """Whether :func:`risk_features` can read ``X`` as it is (a mapping or a numeric matrix)."""
+    if isinstance(X, Mapping) or sp.issparse(X):
+        return True
+    try:
+        return np.asarray(X).dtype.kind in "biuf"
+    except (TypeError, ValueError):  # pragma: no cover - ragged input
+        return False
 
 
 def risk_features(X: Any) -> npt.NDArray[np.float64]:
@@ -82,7 +93,10 @@ def risk_features(X: Any) -> npt.NDArray[np.float64]:
         X = X.toarray()
     arr = np.asarray(X)
     if arr.ndim == 2 and arr.dtype.kind in "biufO":
-        return arr.astype(np.float64, copy=False)
+        try:
+            return arr.astype(np.float64, copy=False)
+        except (TypeError, ValueError):  # text columns, e.g. a pair frame: fall through
+            pass
     raise TypeError(
         f"Cannot find similarity features in pairs of type {type(X).__name__} with shape "
         f"{getattr(arr, 'shape', None)} and dtype {arr.dtype}: give LearnRisk / RiskSampler "
@@ -375,7 +389,13 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         return LearnRiskEstimator(**params)
 
     def _features(self, X: Any, n: int, what: str) -> npt.NDArray[np.float64]:
-        F = self.features(X) if self.features is not None else risk_features(X)
+        if self.features is not None:
+            F = self.features(X)
+        else:
+            est = getattr(self, "estimator_", None)
+            if isinstance(est, Pipeline) and len(est.steps) > 1 and not _holds_features(X):
+                X = est[:-1].transform(X)  # e.g. a pair frame through the pipeline's encoder
+            F = risk_features(X)
         F = np.asarray(F, dtype=np.float64)
         if F.ndim != 2 or F.shape[0] != n:
             raise ValueError(
