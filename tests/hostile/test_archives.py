@@ -208,14 +208,14 @@ def _fetch(base, path, home, **kw):
 @pytest.mark.parametrize("path", ["/ok.zip", "/ok.tar.gz"])
 def test_good_archives_still_load(base, tmp_path, path):
     ds = _fetch(base, path, tmp_path / "home")
-    assert ds.split_sizes() == {"train": 2, "valid": 1, "test": 1}
+    assert ds.split_sizes == {"train": 2, "valid": 1, "test": 1}
     assert sorted(p.name for p in (tmp_path / "home").iterdir()) == ["mine"]
 
 
 def test_sha256_is_verified_when_known(base, tmp_path):
     digest = hashlib.sha256(ROUTES["/ok.zip"]).hexdigest()
     ds = fetch_deepmatcher("mine", tmp_path / "a", url=base + "/ok.zip", sha256=digest.upper())
-    assert ds.split_sizes()["train"] == 2
+    assert ds.split_sizes["train"] == 2
     with pytest.raises(DataError, match=f"{base}/ok.zip has SHA-256 {digest}, expected"):
         fetch_deepmatcher("mine", tmp_path / "b", url=base + "/ok.zip", sha256="f" * 64)
 

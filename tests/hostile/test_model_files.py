@@ -25,7 +25,7 @@ def saved(beer, tmp_path_factory):
     X = PairEncoder(max_length=6).fit(tr.to_frame()).transform(tr.to_frame())
     torch.set_num_threads(1)
     m = RNNMatcher(hidden_size=4, classifier_size=8, embedding_dim=8, max_epochs=1, batch_size=64,
-                   device="cpu", random_state=0).fit(X, tr.y())
+                   device="cpu", random_state=0).fit(X, tr.y)
     folder = tmp_path_factory.mktemp("matcher") / "m"
     m.save(folder)
     return folder, X[:20], m.predict_proba(X[:20])
@@ -172,7 +172,7 @@ def saved_forest(beer, tmp_path_factory):
     tr = beer.split("train")
     X = PairEncoder(max_length=6, features=SimilarityFeatures()).fit(tr.to_frame()).transform(tr.to_frame())
     m = RNNMatcher(hidden_size=4, classifier_size=8, embedding_dim=8, max_epochs=1, batch_size=64,
-                   stack_forest=True, device="cpu", random_state=0).fit(X, tr.y())
+                   stack_forest=True, device="cpu", random_state=0).fit(X, tr.y)
     folder = tmp_path_factory.mktemp("forest") / "m"
     m.save(folder)
     return folder
