@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._fileio import atomic_write_bytes
+from .._sampling import stratified_choice
 from ..data import PairDataset, SimilarityFeatures, load_deepmatcher, load_febrl
 from ._loop import ALTask
 
@@ -60,13 +61,11 @@ def _stratified_subset(positions: np.ndarray, y: np.ndarray, n: int | None, rng:
     """At most ``n`` of ``positions``, keeping the class ratio (sorted)."""
     if n is None or n >= len(positions):
         return positions
-    keep = []
-    for cls in (0, 1):
-        idx = positions[y[positions] == cls]
-        k = int(round(n * len(idx) / len(positions)))
-        k = min(len(idx), max(k, 1 if len(idx) else 0))
-        keep.append(rng.choice(idx, size=k, replace=False))
-    return np.sort(np.concatenate(keep))
+    total = len(positions)
+    picked = stratified_choice(
+        y[positions], lambda cls, n_cls: min(n_cls, max(int(round(n * n_cls / total)), 1 if n_cls else 0)), rng
+    )
+    return np.sort(positions[picked])
 
 
 def build_task(

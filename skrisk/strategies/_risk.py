@@ -20,6 +20,7 @@ from sklearn.utils import check_random_state, check_scalar
 
 from .._device import resolve_device, torch_threads
 from .._rows import num_rows, take_rows
+from .._sampling import stratified_choice
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import NotFittedError
 from ..kmedoids import KMedoidsResult, weighted_fastpam
@@ -351,13 +352,9 @@ class RiskSampler(BaseEstimator):
             )
         if self.valid_ratio >= 1.0:
             return self.X_valid, y
-        rng = check_random_state(self.random_state)
-        keep = []
-        for cls in (0, 1):
-            idx = np.flatnonzero(y == cls)
-            k = max(1, int(round(self.valid_ratio * len(idx))))
-            keep.append(rng.choice(idx, size=k, replace=False))
-        pos = np.sort(np.concatenate(keep))
+        ratio = float(self.valid_ratio)
+        pos = stratified_choice(y, lambda cls, n: max(1, int(round(ratio * n))),
+                                check_random_state(self.random_state))
         return take_rows(self.X_valid, pos), y[pos]
 
     def _features(self, X: Any) -> np.ndarray:
