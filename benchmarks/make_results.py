@@ -644,7 +644,39 @@ def block_query_table(_: str, ctx: dict) -> str:
     return "\n".join(lines)
 
 
+#: The DBLP-Scholar forest comparison rerun for issue #16 (3 runs): the committed 10-run records
+#: (other machine), the code before the change and the code after it, both on one machine.
+API16_RUNS = (
+    ("old code, 2026-11-23 (AMD EPYC, the committed runs)", AL, "dblp_scholar_feature_compare_all"),
+    ("old code a357115, 2026-11-25 (Intel Xeon)", RESULTS / "al_api16_before", "dblp_scholar_feature_compare"),
+    ("new code, 2026-11-25 (Intel Xeon)", RESULTS / "al_api16", "dblp_scholar_feature_compare"),
+)
+
+
+def block_api16(_: str, ctx: dict) -> str:
+    """Per-run AULC of the default and the paper's method before and after issue #16 (seeds 0-2),
+    and the paired difference of the two runs on one machine."""
+    per = {}
+    for label, folder, stem in API16_RUNS:
+        pr = run_aulc(rounds([stem], folder))
+        per[label] = pr[pr["seed"].isin([0, 1, 2])].set_index(["strategy", "seed"])["aulc"]
+    labels = [lab for lab, _, _ in API16_RUNS]
+    lines = ["| strategy | seed | " + " | ".join(labels) + " | after - before (one machine) |",
+             "|---|---|" + "---|" * len(labels) + "---|"]
+    for strat in ("risk_pre2w", "risk"):
+        diffs = []
+        for seed in (0, 1, 2):
+            vals = [per[lab].get((strat, seed), float("nan")) for lab in labels]
+            diffs.append(vals[2] - vals[1])
+            lines.append(f"| {strat} | {seed} | " + " | ".join(f"{v:.4f}" for v in vals) + f" | {diffs[-1]:+.4f} |")
+        means = [float(np.mean([per[lab].get((strat, s), float("nan")) for s in (0, 1, 2)])) for lab in labels]
+        lines.append(f"| **{strat}** | mean | " + " | ".join(f"**{v:.4f}**" for v in means)
+                     + f" | **{np.mean(diffs):+.4f}** |")
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[str, dict], str]] = {
+    "api16": block_api16,
     "summary_table": block_summary_table,
     "paired_table": block_paired_table,
     "recommendation": block_recommendation,
