@@ -106,9 +106,7 @@ def _matcher_params(args, seed: int) -> dict:
         batch_size=args.batch_size,
         lr=args.lr,
         class_weight=None if args.class_weight == "none" else args.class_weight,
-        feature_skip=args.feature_skip,
         scale_features=not args.no_scale_features,
-        stack_forest=args.stack_forest,
         dropout=args.dropout,
         iterator_valid__batch_size=args.valid_batch_size,
         random_state=seed,
@@ -302,10 +300,7 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--class-weight", choices=["balanced", "none"], default="balanced")
-    p.add_argument("--feature-skip", action="store_true", help="features also feed the output layer")
     p.add_argument("--no-scale-features", action="store_true", help="feed the raw similarity features")
-    p.add_argument("--stack-forest", action="store_true",
-                   help="stacking: a random forest's out-of-fold probability feeds the output layer")
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--valid-batch-size", type=int, default=512,
                    help="iterator_valid__batch_size (pairs per inference batch)")

@@ -3,7 +3,7 @@
 A saved matcher is a folder with
 
 * ``weights.pt``: the module's state dict (tensors only: the network, the embedding matrix, the
-  feature standardisation and, with ``stack_forest``, the random forest's trees), read back with
+  feature standardisation), read back with
   ``torch.load(..., weights_only=True)``, so a file from someone else cannot run code;
 * ``config.json``: the matcher's JSON-able parameters, the data-dependent sizes, the vocabulary
   (when the embeddings were a :class:`~skrisk.data.WordVectors`), the classes, the positive-class
@@ -27,7 +27,7 @@ __all__ = ["save_matcher", "load_matcher"]
 FORMAT_VERSION = 1
 _JSON_PARAMS = (
     "embedding_dim", "freeze_embeddings", "hidden_size", "attention", "classifier_size", "n_highway",
-    "dropout", "rnn_dropout", "feature_skip", "scale_features", "stack_forest", "use_features",
+    "dropout", "rnn_dropout", "scale_features", "use_features",
     "class_weight", "early_stopping", "patience",
     "validation_fraction", "lr", "max_epochs", "batch_size", "warm_start", "verbose",
     "iterator_train__shuffle", "iterator_valid__batch_size",
@@ -139,6 +139,13 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
     if optimizer is None:
         raise ValueError(f"Unknown optimizer {opt_name!r} in {cfg_path}.")
     params["device"] = device
+    # options of earlier versions, removed (measured useless): loadable only when left off
+    for key, off in (("feature_skip", False), ("stack_forest", False)):
+        if params.pop(key, off) != off:
+            raise ValueError(
+                f"{cfg_path} was saved with {key}={config['params'][key]!r}, an option this skrisk no "
+                "longer has: retrain the matcher."
+            )
     weight = state.get("embedding.weight")
     embeddings = None
     if config.get("embeddings") == "word_vectors":

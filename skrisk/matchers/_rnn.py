@@ -132,22 +132,9 @@ class RNNMatcher(NeuralNetClassifier):
         Dropout before the output layer.
     rnn_dropout : float, default=0.2
         Dropout on the word vectors entering the GRUs (the paper's MC-dropout site).
-    feature_skip : bool, default=False
-        With features: append them (standardised) to the representation too, so the output layer
-        also sees them directly (wide-and-deep); the representation then has
-        ``classifier_size + n_features`` values.
     scale_features : bool, default=True
         With features: standardise them with the mean and standard deviation of the training
         features of a fresh ``fit`` (kept by warm starts; stored in the weights).
-    stack_forest : bool, default=False
-        With features: stacking. ``fit`` trains a random forest (100 trees, seeded by
-        ``random_state``) on the training pairs' raw features; the logit of its match probability
-        becomes the last value of the representation, an input of the output layer. The network
-        trains on *out-of-fold* forest probabilities of its training pairs (stratified 5-fold,
-        fewer folds when a class has fewer than 5 pairs; the training positive rate when it has
-        only one), and predicts with the forest fitted on all of them. The forest is held as
-        tensors in the module (:class:`~skrisk.matchers._modules.ForestLayer`), so it is saved
-        and loaded with the weights, without pickle. Costs about six forest fits per ``fit``.
     use_features : bool or "auto", default="auto"
         Read the ``features`` of a SliceDict input: "auto" when present, True requires them,
         False ignores them.
@@ -257,9 +244,7 @@ class RNNMatcher(NeuralNetClassifier):
         n_highway: int = 1,
         dropout: float = 0.2,
         rnn_dropout: float = 0.2,
-        feature_skip: bool = False,
         scale_features: bool = True,
-        stack_forest: bool = False,
         use_features: bool | str = "auto",
         class_weight: str | float | None = "balanced",
         early_stopping: str | None = "f1",
@@ -304,9 +289,7 @@ class RNNMatcher(NeuralNetClassifier):
         self.n_highway = n_highway
         self.dropout = dropout
         self.rnn_dropout = rnn_dropout
-        self.feature_skip = feature_skip
         self.scale_features = scale_features
-        self.stack_forest = stack_forest
         self.use_features = use_features
         self.class_weight = class_weight
         self.early_stopping = early_stopping
@@ -380,8 +363,6 @@ class RNNMatcher(NeuralNetClassifier):
             n_highway=self.n_highway,
             dropout=self.dropout,
             rnn_dropout=self.rnn_dropout,
-            feature_skip=self.feature_skip,
-            stack_forest=self.stack_forest,
         )
 
     def initialize_module(self):
@@ -427,8 +408,6 @@ class RNNMatcher(NeuralNetClassifier):
         out = {"tokens": x["tokens"]}
         if self.module_dims_["n_features"] and "features" in x:
             out["features"] = x["features"]
-            if "forest_proba" in x and getattr(self.module_, "stack_forest", False):
-                out["forest_proba"] = x["forest_proba"]
         return out
 
     # ------------------------------------------------------------------ validation
@@ -530,9 +509,8 @@ class RNNMatcher(NeuralNetClassifier):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}.")
-        for name in ("feature_skip", "scale_features", "stack_forest"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
+        if not isinstance(self.scale_features, (bool, np.bool_)):
+            raise ValueError(f"scale_features must be True or False, got {self.scale_features!r}.")
         for name in ("dropout", "rnn_dropout"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v < 1.0):
@@ -595,11 +573,6 @@ class RNNMatcher(NeuralNetClassifier):
                 "one match and one non-match. Label more pairs (e.g. seed the pool with both classes)."
             )
         dims = self._data_dims(tokens, feats)
-        if self.stack_forest and not dims["n_features"]:
-            raise ValueError(
-                "stack_forest=True needs similarity features: pass PairEncoder(features="
-                "SimilarityFeatures()) output (a SliceDict with 'features'), or set stack_forest=False."
-            )
         if self.class_weight == "balanced":
             self.pos_weight_ = float(counts[0] / counts[1])
         elif self.class_weight is None:
@@ -651,7 +624,6 @@ class RNNMatcher(NeuralNetClassifier):
             yv = self._check_y(y_valid, tokens.shape[0], "y_valid")
             self._check_valid_compatible(tokens, feats)
             self._check_valid_labels(yv)
-            X = self._with_forest(X, y, np.arange(len(y)))
             return self.get_dataset(X, y), self.get_dataset(X_valid, yv)
         if self.validation_fraction is not None:
             y_arr = np.asarray(y)
@@ -668,43 +640,9 @@ class RNNMatcher(NeuralNetClassifier):
                     "pairs, or set validation_fraction=None."
                 ) from exc
             self._check_valid_labels(y_arr[va])
-            ds = self.get_dataset(self._with_forest(X, y, tr), y)
+            ds = self.get_dataset(X, y)
             return Subset(ds, tr), Subset(ds, va)
-        X = self._with_forest(X, y, np.arange(len(y)))
         return super().get_split_datasets(X, y, **fit_params)
-
-    def _with_forest(self, X: object, y: object, train: np.ndarray) -> object:
-        """With ``stack_forest``: fit the forest on the training rows ``train``, put it into the
-        module, and return ``X`` with a ``forest_proba`` entry: out-of-fold probabilities on the
-        training rows, the forest's probabilities elsewhere. Otherwise ``X`` unchanged."""
-        if not (self.stack_forest and getattr(self.module_, "stack_forest", False)):
-            return X
-        from sklearn.ensemble import RandomForestClassifier
-        from sklearn.model_selection import StratifiedKFold
-        from skorch.helper import SliceDict
-
-        feats = np.asarray(X["features"], dtype=np.float32)
-        y_arr = np.asarray(y).astype(np.int64)
-        ftr, ytr = feats[train], y_arr[train]
-
-        def forest() -> RandomForestClassifier:
-            return RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=self.seed_)
-
-        full = forest().fit(ftr, ytr)
-        positive = int(np.flatnonzero(full.classes_ == 1)[0])
-        self.module_.forest.set_trees(full.estimators_, positive=positive)
-        proba = full.predict_proba(feats)[:, positive].astype(np.float32)
-        n_min = int(np.bincount(ytr, minlength=2).min())
-        if n_min < 2:
-            oof = np.full(len(train), ytr.mean(), dtype=np.float32)
-        else:
-            oof = np.empty(len(train), dtype=np.float32)
-            folds = StratifiedKFold(n_splits=min(5, n_min), shuffle=True, random_state=self.seed_)
-            for fit_rows, out_rows in folds.split(ftr, ytr):
-                f = forest().fit(ftr[fit_rows], ytr[fit_rows])
-                oof[out_rows] = f.predict_proba(ftr[out_rows])[:, list(f.classes_).index(1)]
-        proba[train] = oof
-        return SliceDict(tokens=np.asarray(X["tokens"]), features=feats, forest_proba=proba)
 
     def _check_valid_compatible(self, tokens: np.ndarray, feats: np.ndarray | None) -> None:
         dims = self.module_dims_
@@ -841,7 +779,7 @@ class RNNMatcher(NeuralNetClassifier):
     def represent(self, X: object, *, return_proba: bool = False) -> Any:
         """Penultimate-layer representation ``(n, h)``: the input of the output layer.
 
-        ``h = classifier_size`` (plus the number of features with ``feature_skip=True``).
+        ``h = classifier_size``.
 
         Computed in evaluation mode (no dropout), without gradients, in batches of
         ``iterator_valid__batch_size``, in row order.

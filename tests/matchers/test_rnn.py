@@ -154,6 +154,21 @@ def test_load_rejects_other_files(tmp_path):
         RNNMatcher.load(tmp_path)
 
 
+def test_load_refuses_removed_options(fitted_rnn, tmp_path):
+    """A matcher saved with an option this version no longer has is refused with the fix."""
+    import json
+
+    fitted_rnn.save(tmp_path / "m")
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    cfg["params"]["stack_forest"] = False  # saved by an earlier version, option off: loads
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    assert RNNMatcher.load(tmp_path / "m", device="cpu").hidden_size == fitted_rnn.hidden_size
+    cfg["params"]["stack_forest"] = True
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="stack_forest=True.*retrain"):
+        RNNMatcher.load(tmp_path / "m", device="cpu")
+
+
 # ---------------------------------------------------------------------------- determinism, sklearn
 def test_fixed_seed_is_deterministic_and_restores_rng(beer_encoded, tiny):
     X, y = beer_encoded
@@ -219,19 +234,12 @@ def test_hybrid_with_similarity_features(fodors_split, fodors_vectors, tiny):
     # use_features=False ignores them; True requires them
     m2 = RNNMatcher(use_features=False, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
     assert m2.module_dims_["n_features"] == 0
-    # feature_skip: the features are part of the representation, so the output layer sees them
-    m3 = RNNMatcher(feature_skip=True, scale_features=False, max_epochs=1, random_state=0, embedding_dim=8,
-                    **tiny).fit(Xte, yte)
-    F = Xte["features"].shape[1]
-    H = m3.represent(Xte)
-    assert H.shape == (len(fte), tiny["classifier_size"] + F)
-    np.testing.assert_allclose(H[:, -F:], Xte["features"])
-    assert m3.gradient_embedding(Xte).shape == (len(fte), 2 * H.shape[1])
-    # scale_features (default): standardised with the training features' mean and std
-    m4 = RNNMatcher(feature_skip=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    # scale_features (default): standardised with the training features' mean and std (buffers)
     f = Xte["features"].astype(np.float64)
     std = np.where(f.std(0) > 0, f.std(0), 1.0)
-    np.testing.assert_allclose(m4.represent(Xte)[:, -F:], (f - f.mean(0)) / std, atol=1e-4)
+    m4 = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    np.testing.assert_allclose(m4.module_.feature_center.numpy(), f.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m4.module_.feature_scale.numpy(), std, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="use_features=True"):
         RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(Xte["tokens"], yte)
 
@@ -332,61 +340,6 @@ def test_pool_inference_equals_batched_forward(fitted_rnn, fodors_encoded):
     np.testing.assert_array_equal(H[-40:], H[:40])
 
 
-# ---------------------------------------------------------------------------- stacking
-def test_forest_layer_equals_sklearn_forest(fodors_split):
-    from sklearn.ensemble import RandomForestClassifier
-
-    from skrisk.matchers._modules import ForestLayer
-
-    (ftr, ytr), (fte, _) = fodors_split["train"], fodors_split["test"]
-    sim = SimilarityFeatures().fit(ftr)
-    Ftr, Fte = sim.transform(ftr), sim.transform(fte)
-    rf = RandomForestClassifier(n_estimators=20, random_state=0).fit(Ftr, ytr)
-    layer = ForestLayer()
-    with pytest.raises(RuntimeError, match="no trees"):
-        layer(torch.as_tensor(Fte))
-    layer.set_trees(rf.estimators_)
-    np.testing.assert_allclose(layer(torch.as_tensor(Fte)).numpy(), rf.predict_proba(Fte)[:, 1], atol=1e-6)
-    # the trees travel in the state dict (tensors only) into an empty layer
-    other = ForestLayer()
-    other.load_state_dict(layer.state_dict())
-    np.testing.assert_array_equal(other(torch.as_tensor(Fte)).numpy(), layer(torch.as_tensor(Fte)).numpy())
-
-
-def test_stack_forest(fodors_split, fodors_vectors, tiny, tmp_path):
-    from sklearn.ensemble import RandomForestClassifier
-
-    (ftr, ytr), (fva, yva), (fte, yte) = fodors_split["train"], fodors_split["valid"], fodors_split["test"]
-    enc = PairEncoder(max_length=8, vocabulary=fodors_vectors, features=SimilarityFeatures()).fit(ftr)
-    Xtr, Xva, Xte = enc.transform(ftr), enc.transform(fva), enc.transform(fte)
-    m = RNNMatcher(embeddings=fodors_vectors, stack_forest=True, max_epochs=3, random_state=0, **tiny)
-    m.fit(Xtr, ytr, X_valid=Xva, y_valid=yva)
-    H = m.represent(Xte)
-    assert H.shape == (len(yte), tiny["classifier_size"] + 1)
-    # the last representation value is the logit of the forest fitted on all training pairs
-    rf = RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=m.seed_).fit(Xtr["features"], ytr)
-    p = np.clip(rf.predict_proba(Xte["features"])[:, 1], 1e-3, 1 - 1e-3)
-    np.testing.assert_allclose(H[:, -1], np.log(p / (1 - p)), atol=1e-4)
-    assert f1_score(yte, m.predict(Xte)) > 0.8
-    m.save(tmp_path / "s")
-    loaded = RNNMatcher.load(tmp_path / "s", device="cpu")
-    np.testing.assert_array_equal(loaded.predict_proba(Xte), m.predict_proba(Xte))
-    # a forest needs features; a user's X may not carry a forest_proba of its own
-    with pytest.raises(ValueError, match="stack_forest=True needs similarity features"):
-        RNNMatcher(stack_forest=True, max_epochs=1, **tiny).fit(Xtr["tokens"], ytr)
-    with pytest.raises(ValueError, match="unknown keys"):
-        m.predict_proba(SliceDict(tokens=Xte["tokens"], features=Xte["features"], forest_proba=p))
-    # one match only: no folds, the out-of-fold probability is the positive rate (documented)
-    one = np.r_[np.flatnonzero(ytr == 1)[:1], np.flatnonzero(ytr == 0)[:30]]
-    m1 = RNNMatcher(stack_forest=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny)
-    assert m1.fit(Xtr[one], ytr[one]).predict_proba(Xte).shape == (len(yte), 2)
-    # with validation_fraction the forest only sees the training part
-    m2 = RNNMatcher(stack_forest=True, validation_fraction=0.3, max_epochs=1, random_state=0, embedding_dim=8, **tiny)
-    m2.fit(Xtr, ytr)
-    n_fit = len(ytr) - int(np.ceil(0.3 * len(ytr)))
-    assert sum(m2.history[-1, "batches", :, "train_batch_size"]) == n_fit
-
-
 def test_bad_feature_inputs(fodors_encoded, fodors_split, tiny):
     (ftr, ytr) = fodors_split["train"]
     X, y = fodors_encoded["train"]
@@ -398,8 +351,10 @@ def test_bad_feature_inputs(fodors_encoded, fodors_split, tiny):
         m.fit(SliceDict(tokens=X, features=bad), y)
     with pytest.raises(ValueError, match="features must have shape"):
         m.fit(SliceDict(tokens=X, features=F[:, 0]), y)
-    with pytest.raises(ValueError, match="stack_forest must be True or False"):
-        RNNMatcher(stack_forest="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=X, features=F), y)
+    with pytest.raises(ValueError, match="scale_features must be True or False"):
+        RNNMatcher(scale_features="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=X, features=F), y)
+    with pytest.raises(ValueError, match="unknown keys"):
+        m.fit(SliceDict(tokens=X, features=F, forest_proba=F[:, 0]), y)
     m.fit(SliceDict(tokens=X, features=F), y)
     with pytest.raises(ValueError, match="similarity features"):
         m.predict_proba(SliceDict(tokens=X, features=F[:, :3]))
