@@ -110,7 +110,7 @@ def _matcher_params(args, seed: int) -> dict:
         dropout=args.dropout,
         iterator_valid__batch_size=args.valid_batch_size,
         random_state=seed,
-        device="auto",
+        device=None,
         verbose=int(args.verbose),
     )
 
@@ -126,10 +126,10 @@ def _encode(ds, wv, args, model: str):
         z = np.load(f, allow_pickle=False)
         parts = {}
         for s in ("train", "valid", "test"):
-            X = z[f"{s}_tokens"]
+            pool = {"tokens": z[f"{s}_tokens"]}
             if model == "hybrid":
-                X = SliceDict(tokens=X, features=z[f"{s}_features"])
-            parts[s] = (X, z[f"{s}_y"])
+                pool["features"] = z[f"{s}_features"]
+            parts[s] = (SliceDict(**pool), z[f"{s}_y"])
         return parts, float(z["seconds"])
     feats = SimilarityFeatures() if model == "hybrid" else None
     enc = PairEncoder(max_length=args.max_length, vocabulary=wv, features=feats)
@@ -142,7 +142,7 @@ def _encode(ds, wv, args, model: str):
     if f is not None:
         arrays = {"seconds": np.asarray(secs)}
         for s, (X, y) in parts.items():
-            arrays[f"{s}_tokens"] = X["tokens"] if model == "hybrid" else X
+            arrays[f"{s}_tokens"] = X["tokens"]
             if model == "hybrid":
                 arrays[f"{s}_features"] = X["features"]
             arrays[f"{s}_y"] = y
@@ -236,7 +236,7 @@ def task_score(args):
     with torch.inference_mode():
         for i in range(0, len(P), args.valid_batch_size):
             sl = slice(i, i + args.valid_batch_size)
-            xb = {"tokens": torch.as_tensor(pool["tokens"][sl] if args.model == "hybrid" else pool[sl])}
+            xb = {"tokens": torch.as_tensor(pool["tokens"][sl])}
             if args.model == "hybrid":
                 xb["features"] = torch.as_tensor(pool["features"][sl])
             m.module_.hidden(**xb)

@@ -157,7 +157,7 @@ def build_task(
 
         def make_matcher(seed: int) -> Any:
             return RNNMatcher(random_state=seed, max_epochs=10, hidden_size=32, classifier_size=64,
-                              embedding_dim=50, device="auto")
+                              embedding_dim=50, device=None)
 
         def fit_kwargs(task: ALTask) -> dict:
             return {"X_valid": task.rows(task.valid), "y_valid": task.y[task.valid]}

@@ -29,7 +29,7 @@ _JSON_PARAMS = (
     "embedding_dim", "freeze_embeddings", "hidden_size", "attention", "classifier_size", "n_highway",
     "dropout", "rnn_dropout", "scale_features", "use_features",
     "class_weight", "early_stopping", "patience",
-    "validation_fraction", "lr", "max_epochs", "batch_size", "warm_start", "verbose",
+    "lr", "max_epochs", "batch_size", "warm_start", "verbose",
     "iterator_train__shuffle", "iterator_valid__batch_size",
 )
 
@@ -97,15 +97,15 @@ def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
     return folder
 
 
-def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object:
+def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
     """Load a matcher saved by :func:`save_matcher`.
 
     Parameters
     ----------
     path : str or path-like
         The folder.
-    device : str or None, default="auto"
-        Device of the loaded matcher.
+    device : str or None, default=None
+        Device of the loaded matcher (None: CUDA when available, else CPU).
 
     Returns
     -------
@@ -115,7 +115,8 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
     """
     from ..data._embeddings import WordVectors
     from ..data._tokenize import Vocabulary
-    from ._rnn import RNNMatcher, _resolve_device
+    from ._rnn import RNNMatcher
+    from ._rnn_data import resolve_device
 
     folder = Path(path)
     cfg_path, w_path = folder / "config.json", folder / "weights.pt"
@@ -131,7 +132,7 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
         raise ValueError(
             f"{cfg_path} was written by a newer skrisk (format {config['format_version']}): upgrade skrisk."
         )
-    dev = _resolve_device(device)
+    dev = resolve_device(device)
     state = torch.load(w_path, map_location=dev, weights_only=True)
     params = dict(config["params"])
     opt_name = params.pop("optimizer", "Adam")
@@ -146,6 +147,11 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
                 f"{cfg_path} was saved with {key}={config['params'][key]!r}, an option this skrisk no "
                 "longer has: retrain the matcher."
             )
+    fraction = params.pop("validation_fraction", None)
+    if fraction is not None:  # saved before train_split took its place: the same hold-out
+        from skorch.dataset import ValidSplit
+
+        params["train_split"] = ValidSplit(float(fraction), stratified=True, random_state=params.get("random_state"))
     weight = state.get("embedding.weight")
     embeddings = None
     if config.get("embeddings") == "word_vectors":

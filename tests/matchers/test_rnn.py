@@ -32,6 +32,27 @@ def test_learns_fodors(fitted_rnn, fodors_encoded):
     assert "valid_f1" in fitted_rnn.history[-1]
 
 
+def test_early_stopping_is_skorchs_and_restores_the_best_epoch(fitted_rnn, fodors_encoded):
+    """skorch's EarlyStopping(load_best=True) keeps the best validation epoch's weights."""
+    from skorch.callbacks import EarlyStopping
+
+    stopper = dict(fitted_rnn.callbacks_)["early_stopping"]
+    assert isinstance(stopper, EarlyStopping) and stopper.load_best and stopper.monitor == "valid_f1"
+    Xva, yva = fodors_encoded["valid"]
+    scores = fitted_rnn.history[:, "valid_f1"]
+    assert fitted_rnn.best_epoch_ == 1 + int(np.argmax(scores))
+    assert f1_score(yva, fitted_rnn.predict(Xva)) == pytest.approx(max(scores))
+
+
+def test_input_is_one_slicedict(fitted_rnn, fodors_encoded):
+    """The RNN pool type is the SliceDict PairEncoder returns; bare token arrays are refused."""
+    X, _ = fodors_encoded["test"]
+    assert isinstance(X, SliceDict) and sorted(X) == ["tokens"]
+    with pytest.raises(TypeError, match=r"SliceDict\(tokens=ids\)"):
+        fitted_rnn.predict_proba(X["tokens"])
+    np.testing.assert_array_equal(fitted_rnn.predict_proba(dict(X)), fitted_rnn.predict_proba(X))
+
+
 def test_interface_shapes_and_require(fitted_rnn, fodors_encoded):
     X, _ = fodors_encoded["test"]
     n, h = len(X), fitted_rnn.classifier_size
@@ -163,6 +184,10 @@ def test_load_refuses_removed_options(fitted_rnn, tmp_path):
     cfg["params"]["stack_forest"] = False  # saved by an earlier version, option off: loads
     (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
     assert RNNMatcher.load(tmp_path / "m", device="cpu").hidden_size == fitted_rnn.hidden_size
+    cfg["params"]["validation_fraction"] = 0.25  # a training option: it became a ValidSplit
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    split = RNNMatcher.load(tmp_path / "m", device="cpu").train_split
+    assert (split.cv, split.stratified, split.random_state) == (0.25, True, fitted_rnn.random_state)
     cfg["params"]["stack_forest"] = True
     (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="stack_forest=True.*retrain"):
@@ -175,6 +200,10 @@ def test_fixed_seed_is_deterministic_and_restores_rng(beer_encoded, tiny):
     state = torch.get_rng_state()
     a = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
     assert torch.equal(state, torch.get_rng_state())
+    # the fit's randomness comes from its seed alone, not from the global RNG
+    torch.manual_seed(123)
+    a2 = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), a2.predict_proba(X))
     b = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     c = RNNMatcher(max_epochs=2, random_state=6, embedding_dim=8, **tiny).fit(X, y)
@@ -183,9 +212,9 @@ def test_fixed_seed_is_deterministic_and_restores_rng(beer_encoded, tiny):
 
 def test_clone_and_params_untouched(beer_encoded, tiny):
     X, y = beer_encoded
-    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **{**tiny, "device": "auto"})
+    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **{**tiny, "device": None})
     m.fit(X, y)
-    assert m.device == "auto" and m.device_ in ("cpu", "cuda")
+    assert m.device is None and m.device_ in ("cpu", "cuda")
     c = clone(m)
     assert c.get_params()["hidden_size"] == m.hidden_size and not hasattr(c, "module_dims_")
 
@@ -201,11 +230,24 @@ def test_warm_start_continues(beer_encoded, tiny):
     assert m.module_ is not module
 
 
-def test_validation_fraction(beer_encoded, tiny):
+def test_valid_split_holdout(beer_encoded, tiny):
+    """A stratified hold-out of the training pairs is skorch's ValidSplit as train_split."""
+    from skorch.dataset import ValidSplit
+
     X, y = beer_encoded
-    m = RNNMatcher(max_epochs=2, validation_fraction=0.25, random_state=0, embedding_dim=8, **tiny).fit(X, y)
+    split = ValidSplit(0.25, stratified=True, random_state=0)
+    m = RNNMatcher(max_epochs=2, train_split=split, random_state=0, embedding_dim=8, **tiny).fit(X, y)
     assert "valid_f1" in m.history[-1]
-    assert sum(m.history[-1, "batches", :, "train_batch_size"]) == len(X) - int(np.ceil(0.25 * len(X)))
+    assert sum(m.history[-1, "batches", :, "train_batch_size"]) == len(y) - int(np.ceil(0.25 * len(y)))
+    # without validation data (train_split=None, or no X_valid) nothing is held out or stopped
+    m = RNNMatcher(max_epochs=2, train_split=None, random_state=0, embedding_dim=8, **tiny).fit(X, y)
+    assert "valid_f1" not in m.history[-1] and m.best_epoch_ == 2
+
+
+def test_device_auto_is_refused_clearly(beer_encoded, tiny):
+    X, y = beer_encoded
+    with pytest.raises(ValueError, match="device=None"):
+        RNNMatcher(max_epochs=1, **{**tiny, "device": "auto"}).fit(X, y)
 
 
 def test_gridsearch_over_pipeline(beer):
@@ -230,7 +272,7 @@ def test_hybrid_with_similarity_features(fodors_split, fodors_vectors, tiny):
     assert f1_score(yte, pipe.predict(fte)) > 0.6
     assert m.represent(Xte).shape == (len(fte), tiny["classifier_size"])
     with pytest.raises(ValueError, match="similarity features"):
-        m.predict_proba(Xte["tokens"])
+        m.predict_proba(SliceDict(tokens=Xte["tokens"]))
     # use_features=False ignores them; True requires them
     m2 = RNNMatcher(use_features=False, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
     assert m2.module_dims_["n_features"] == 0
@@ -241,23 +283,28 @@ def test_hybrid_with_similarity_features(fodors_split, fodors_vectors, tiny):
     np.testing.assert_allclose(m4.module_.feature_center.numpy(), f.mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(m4.module_.feature_scale.numpy(), std, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="use_features=True"):
-        RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(Xte["tokens"], yte)
+        RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(SliceDict(tokens=Xte["tokens"]), yte)
 
 
 # ---------------------------------------------------------------------------- bad input
 def test_bad_inputs(beer_encoded, beer, tiny):
     X, y = beer_encoded
+    T = X["tokens"]
     m = RNNMatcher(max_epochs=1, embedding_dim=8, **tiny)
     with pytest.raises(TypeError, match="PairEncoder"):
         m.fit(beer.split("train").to_frame(), y)
+    with pytest.raises(TypeError, match="SliceDict"):
+        m.fit(T, y)
+    with pytest.raises(ValueError, match="without 'tokens'"):
+        m.fit({"ids": T}, y)
     with pytest.raises(TypeError, match="integers"):
-        m.fit(X.astype(np.float32), y)
+        m.fit(SliceDict(tokens=T.astype(np.float32)), y)
     with pytest.raises(ValueError, match="shape"):
-        m.fit(X[:, :, 0], y)
+        m.fit(SliceDict(tokens=T[:, :, 0]), y)
     with pytest.raises(ValueError, match="even number"):
-        m.fit(X[:, :3], y)
+        m.fit(SliceDict(tokens=T[:, :3]), y)
     with pytest.raises(ValueError, match="negative"):
-        m.fit(X - 5, y)
+        m.fit(SliceDict(tokens=T - 5), y)
     with pytest.raises(ValueError, match="0 .non-match. and 1"):
         m.fit(X, y + 1)
     with pytest.raises(ValueError, match="one label per pair"):
@@ -277,7 +324,7 @@ def test_validation_set_checks(beer_encoded, tiny):
     with pytest.raises(ValueError, match="both X_valid and y_valid"):
         m.fit(X, y, X_valid=X[neg])
     with pytest.raises(ValueError, match="sequences per pair"):
-        m.fit(X, y, X_valid=X[neg][:, :2], y_valid=y[neg])
+        m.fit(X, y, X_valid=SliceDict(tokens=X["tokens"][neg][:, :2]), y_valid=y[neg])
     m.set_params(early_stopping="loss")
     m.fit(X, y, X_valid=X[neg], y_valid=y[neg])  # documented: loss-based selection works
     assert "valid_loss" in m.history[-1]
@@ -291,14 +338,15 @@ def test_predict_checks_and_unfitted(beer_encoded, tiny):
     with pytest.raises(NotFittedError):
         require(m, "representation", "test")
     m.fit(X, y)
+    T = X["tokens"]
     with pytest.raises(ValueError, match="sequences per pair"):
-        m.predict_proba(X[:, :4])
+        m.predict_proba(SliceDict(tokens=T[:, :4]))
     # another max_length is fine: L is free
-    assert m.predict_proba(X[:, :, :3]).shape == (len(X), 2)
+    assert m.predict_proba(SliceDict(tokens=T[:, :, :3])).shape == (len(y), 2)
     # ids beyond the embedding table are read as <unk>
-    big = X.copy()
+    big = T.copy()
     big[:, :, 0] = 10**6
-    assert np.isfinite(m.predict_proba(big)).all()
+    assert np.isfinite(m.predict_proba(SliceDict(tokens=big))).all()
 
 
 def test_empty_values_and_all_missing_attribute(beer, tiny):
@@ -308,10 +356,10 @@ def test_empty_values_and_all_missing_attribute(beer, tiny):
     frame.loc[:10, "right_Style"] = None
     enc = PairEncoder(max_length=6).fit(frame)
     X = enc.transform(frame)
-    assert (X[:, list(frame.columns).index("left_ABV")] == 0).all()
+    assert (X["tokens"][:, list(frame.columns).index("left_ABV")] == 0).all()
     m = RNNMatcher(max_epochs=1, embedding_dim=8, random_state=0, **tiny).fit(X, y)
     assert np.isfinite(m.predict_proba(X)).all()
-    empty = np.zeros_like(X[:3])
+    empty = SliceDict(tokens=np.zeros_like(X["tokens"][:3]))
     assert np.isfinite(m.represent(empty)).all()
 
 
@@ -330,10 +378,10 @@ def test_pool_inference_equals_batched_forward(fitted_rnn, fodors_encoded):
     """The inference path (each distinct value summarised once) gives what the plain batched
     forward pass over every attribute slot gives."""
     X, _ = fodors_encoded["test"]
-    X = np.concatenate([X, X[:40]])  # repeated pairs
+    X = SliceDict(tokens=np.concatenate([X["tokens"], X["tokens"][:40]]))  # repeated pairs
     fitted_rnn.module_.eval()
     with torch.no_grad():
-        h = fitted_rnn.module_.hidden(torch.as_tensor(X)).numpy()
+        h = fitted_rnn.module_.hidden(torch.as_tensor(X["tokens"])).numpy()
     P, H = fitted_rnn.predict_proba_and_represent(X)
     np.testing.assert_allclose(H, h, atol=1e-5)
     np.testing.assert_allclose(P, fitted_rnn.predict_proba(X), atol=1e-6)
@@ -347,25 +395,18 @@ def test_bad_feature_inputs(fodors_encoded, fodors_split, tiny):
     m = RNNMatcher(max_epochs=1, embedding_dim=8, **tiny)
     bad = F.copy()
     bad[0, 0] = np.nan
+    T = X["tokens"]
     with pytest.raises(ValueError, match="finite"):
-        m.fit(SliceDict(tokens=X, features=bad), y)
+        m.fit(SliceDict(tokens=T, features=bad), y)
     with pytest.raises(ValueError, match="features must have shape"):
-        m.fit(SliceDict(tokens=X, features=F[:, 0]), y)
+        m.fit(SliceDict(tokens=T, features=F[:, 0]), y)
     with pytest.raises(ValueError, match="scale_features must be True or False"):
-        RNNMatcher(scale_features="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=X, features=F), y)
+        RNNMatcher(scale_features="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=T, features=F), y)
     with pytest.raises(ValueError, match="unknown keys"):
-        m.fit(SliceDict(tokens=X, features=F, forest_proba=F[:, 0]), y)
-    m.fit(SliceDict(tokens=X, features=F), y)
+        m.fit(SliceDict(tokens=T, features=F, forest_proba=F[:, 0]), y)
+    m.fit(SliceDict(tokens=T, features=F), y)
     with pytest.raises(ValueError, match="similarity features"):
-        m.predict_proba(SliceDict(tokens=X, features=F[:, :3]))
-
-
-def test_validation_fraction_too_small(beer_encoded, tiny):
-    X, y = beer_encoded
-    keep = np.r_[np.flatnonzero(y == 1)[:1], np.flatnonzero(y == 0)[:20]]
-    m = RNNMatcher(max_epochs=1, validation_fraction=0.2, embedding_dim=8, **tiny)
-    with pytest.raises(ValueError, match="validation_fraction"):
-        m.fit(X[keep], y[keep])
+        m.predict_proba(SliceDict(tokens=T, features=F[:, :3]))
 
 
 def test_unseen_tokens_are_unk(fitted_rnn, fodors_split, fodors_vectors):
@@ -375,7 +416,7 @@ def test_unseen_tokens_are_unk(fitted_rnn, fodors_split, fodors_vectors):
     enc = PairEncoder(max_length=8, vocabulary=fodors_vectors).fit(frame)
     X = enc.transform(frame)
     col = list(frame.columns).index("left_name")
-    assert (X[:, col, :2] == 1).all()
+    assert (X["tokens"][:, col, :2] == 1).all()
     assert np.isfinite(fitted_rnn.predict_proba(X)).all()
 
 
