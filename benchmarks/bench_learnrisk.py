@@ -104,7 +104,7 @@ def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
     enc.fit(ds.split("train").to_frame())
     X = {s: enc.transform(ds.split(s).to_frame()) for s in ("train", "valid", "test")}
     Y = {s: ds.split(s).y for s in ("train", "valid", "test")}
-    m = RNNMatcher(embeddings=wv, max_epochs=10, patience=3, random_state=seed, device="auto")
+    m = RNNMatcher(embeddings=wv, max_epochs=10, patience=3, random_state=seed, device=None)
     m.fit(X["train"], Y["train"], X_valid=X["valid"], y_valid=Y["valid"])
     out = {s: m.predict_proba(X[s])[:, 1].astype(np.float64) for s in X}
     secs = time.perf_counter() - t

@@ -106,13 +106,11 @@ def _matcher_params(args, seed: int) -> dict:
         batch_size=args.batch_size,
         lr=args.lr,
         class_weight=None if args.class_weight == "none" else args.class_weight,
-        feature_skip=args.feature_skip,
         scale_features=not args.no_scale_features,
-        stack_forest=args.stack_forest,
         dropout=args.dropout,
         iterator_valid__batch_size=args.valid_batch_size,
         random_state=seed,
-        device="auto",
+        device=None,
         verbose=int(args.verbose),
     )
 
@@ -128,10 +126,10 @@ def _encode(ds, wv, args, model: str):
         z = np.load(f, allow_pickle=False)
         parts = {}
         for s in ("train", "valid", "test"):
-            X = z[f"{s}_tokens"]
+            pool = {"tokens": z[f"{s}_tokens"]}
             if model == "hybrid":
-                X = SliceDict(tokens=X, features=z[f"{s}_features"])
-            parts[s] = (X, z[f"{s}_y"])
+                pool["features"] = z[f"{s}_features"]
+            parts[s] = (SliceDict(**pool), z[f"{s}_y"])
         return parts, float(z["seconds"])
     feats = SimilarityFeatures() if model == "hybrid" else None
     enc = PairEncoder(max_length=args.max_length, vocabulary=wv, features=feats)
@@ -144,7 +142,7 @@ def _encode(ds, wv, args, model: str):
     if f is not None:
         arrays = {"seconds": np.asarray(secs)}
         for s, (X, y) in parts.items():
-            arrays[f"{s}_tokens"] = X["tokens"] if model == "hybrid" else X
+            arrays[f"{s}_tokens"] = X["tokens"]
             if model == "hybrid":
                 arrays[f"{s}_features"] = X["features"]
             arrays[f"{s}_y"] = y
@@ -238,7 +236,7 @@ def task_score(args):
     with torch.inference_mode():
         for i in range(0, len(P), args.valid_batch_size):
             sl = slice(i, i + args.valid_batch_size)
-            xb = {"tokens": torch.as_tensor(pool["tokens"][sl] if args.model == "hybrid" else pool[sl])}
+            xb = {"tokens": torch.as_tensor(pool["tokens"][sl])}
             if args.model == "hybrid":
                 xb["features"] = torch.as_tensor(pool["features"][sl])
             m.module_.hidden(**xb)
@@ -302,10 +300,7 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--class-weight", choices=["balanced", "none"], default="balanced")
-    p.add_argument("--feature-skip", action="store_true", help="features also feed the output layer")
     p.add_argument("--no-scale-features", action="store_true", help="feed the raw similarity features")
-    p.add_argument("--stack-forest", action="store_true",
-                   help="stacking: a random forest's out-of-fold probability feeds the output layer")
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--valid-batch-size", type=int, default=512,
                    help="iterator_valid__batch_size (pairs per inference batch)")

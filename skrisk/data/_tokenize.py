@@ -2,17 +2,18 @@
 
 The RNN matcher reads a pair as ``2 * A`` token-id sequences (the ``A`` attributes of the left
 record, then the ``A`` attributes of the right record), padded with id 0 to one length ``L``.
-:class:`PairEncoder` turns a pair frame (:meth:`PairDataset.to_frame`) into that int64 array of
-shape ``(n_pairs, 2 * A, L)``: a plain ndarray, so scikit-learn (cross-validation, pipelines),
-skorch and modAL can all slice it by row. With ``features=`` it returns a
-:class:`skorch.helper.SliceDict` with the token array and similarity features side by side.
+:class:`PairEncoder` turns a pair frame (:meth:`PairDataset.to_frame`) into the RNN family's one
+pool type: a :class:`skorch.helper.SliceDict` with ``tokens``, that int64 array of shape
+``(n_pairs, 2 * A, L)``, and, with ``features=``, the float32 similarity features beside it. A
+SliceDict slices by row, so scikit-learn (cross-validation, pipelines), skorch and modAL all
+handle it like an array.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -230,9 +231,8 @@ class PairEncoder(TransformerMixin, BaseEstimator):
         With ``vocabulary=None``: keep at most this many tokens.
     features : transformer or None, default=None
         A pair-frame transformer producing float features (e.g.
-        :class:`~skrisk.data.SimilarityFeatures`). When given, ``transform`` returns a
-        :class:`skorch.helper.SliceDict` with keys ``tokens`` and ``features`` (float32), the
-        input of a hybrid :class:`~skrisk.matchers.RNNMatcher`.
+        :class:`~skrisk.data.SimilarityFeatures`). When given, the output also holds them under
+        ``features`` (float32): the input of a hybrid :class:`~skrisk.matchers.RNNMatcher`.
 
     Attributes
     ----------
@@ -249,6 +249,13 @@ class PairEncoder(TransformerMixin, BaseEstimator):
 
     Notes
     -----
+    The output, the pool type of the RNN matcher family, is always a
+    :class:`skorch.helper.SliceDict` with
+
+    * ``tokens``: int64 array of shape ``(n_pairs, 2 * A, max_length)``, the ``A`` left
+      attributes then the ``A`` right ones, padded with 0;
+    * ``features``: float32 array of shape ``(n_pairs, n_features)``, only with ``features=``.
+
     Tokens not in the vocabulary become ``UNK_ID`` (1); empty or missing values become a row of
     padding (all 0): the matcher treats such an attribute as empty. Each distinct value is
     tokenised once per call, so encoding is linear in the number of distinct values.
@@ -262,7 +269,7 @@ class PairEncoder(TransformerMixin, BaseEstimator):
     >>> enc = PairEncoder(max_length=3).fit(X)
     >>> enc.vocabulary_.itos
     ['<pad>', '<unk>', 'acme', 'corp', 'corporation', 'globex']
-    >>> enc.transform(X).tolist()
+    >>> enc.transform(X)["tokens"].tolist()
     [[[2, 3, 0], [2, 4, 0]], [[5, 0, 0], [0, 0, 0]]]
     """
 
@@ -335,7 +342,7 @@ class PairEncoder(TransformerMixin, BaseEstimator):
                 table[i, : len(toks)] = [stoi_get(t, UNK_ID) for t in toks]
         return table[codes]
 
-    def transform(self, X: object) -> object:
+    def transform(self, X: object) -> Any:
         """Encode pairs.
 
         Parameters
@@ -345,10 +352,10 @@ class PairEncoder(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of int64, shape (n_pairs, 2 * A, max_length), or SliceDict
-            Left attributes then right attributes, padded with 0. With ``features``, a
-            :class:`skorch.helper.SliceDict` ``{"tokens": that array, "features": float32
-            (n_pairs, n_features)}``.
+        SliceDict
+            ``tokens``: int64 of shape (n_pairs, 2 * A, max_length), the left attributes then
+            the right ones, padded with 0; with ``features``, also ``features``: float32 of
+            shape (n_pairs, n_features).
         """
         check_is_fitted(self, "vocabulary_")
         frame = _as_pair_frame(X)
@@ -362,10 +369,10 @@ class PairEncoder(TransformerMixin, BaseEstimator):
         out = np.zeros((n, 2 * A, L), dtype=np.int64)
         for j, col in enumerate(lefts + rights):
             out[:, j, :] = self.encode_values(frame[col].to_numpy(dtype=object))
-        if self.features_ is None:
-            return out
         from skorch.helper import SliceDict
 
+        if self.features_ is None:
+            return SliceDict(tokens=out)
         feats = np.asarray(self.features_.transform(frame), dtype=np.float32)
         return SliceDict(tokens=out, features=feats)
 

@@ -3,7 +3,7 @@
 A saved matcher is a folder with
 
 * ``weights.pt``: the module's state dict (tensors only: the network, the embedding matrix, the
-  feature standardisation and, with ``stack_forest``, the random forest's trees), read back with
+  feature standardisation), read back with
   ``torch.load(..., weights_only=True)``, so a file from someone else cannot run code;
 * ``config.json``: the matcher's JSON-able parameters, the data-dependent sizes, the vocabulary
   (when the embeddings were a :class:`~skrisk.data.WordVectors`), the classes, the positive-class
@@ -33,9 +33,9 @@ __all__ = ["save_matcher", "load_matcher"]
 FORMAT_VERSION = 1
 _JSON_PARAMS = (
     "embedding_dim", "freeze_embeddings", "hidden_size", "attention", "classifier_size", "n_highway",
-    "dropout", "rnn_dropout", "feature_skip", "scale_features", "stack_forest", "use_features",
+    "dropout", "rnn_dropout", "scale_features", "use_features",
     "class_weight", "early_stopping", "patience",
-    "validation_fraction", "lr", "max_epochs", "batch_size", "warm_start", "verbose",
+    "lr", "max_epochs", "batch_size", "warm_start", "verbose",
     "iterator_train__shuffle", "iterator_valid__batch_size",
 )
 
@@ -106,7 +106,9 @@ def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
     return folder
 
 
-_PARAM_KEYS = frozenset(_JSON_PARAMS) | {"random_state", "device", "optimizer"}
+#: keys of earlier versions, still read (removed options must be off; see load_matcher)
+_LEGACY_KEYS = {"feature_skip", "stack_forest", "validation_fraction"}
+_PARAM_KEYS = frozenset(_JSON_PARAMS) | {"random_state", "device", "optimizer"} | _LEGACY_KEYS
 _EMBEDDING_KINDS = ("none", "word_vectors", "array")
 #: config.json larger than this is refused before it is parsed (a vocabulary of a million
 #: words takes about 20 MB).
@@ -228,39 +230,7 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def _check_forest(state: dict[str, torch.Tensor], prefix: str, n_features: int, path: Path) -> None:
-    """The tree buffers of a ForestLayer: consistent shapes, indices in range, values in [0, 1]."""
-    from ._modules import ForestLayer
-
-    def bad(what: str) -> DataError:
-        return DataError(f"{path}: the stacked forest ({prefix}*) {what}: the file was altered or damaged; {_REFIT}.")
-
-    t = {k: state[prefix + k] for k in ForestLayer._KEYS}
-    shape = tuple(t["feature"].shape)
-    if len(shape) != 2 or any(tuple(v.shape) != shape for v in t.values()):
-        raise bad(f"has buffers of shapes {[tuple(v.shape) for v in t.values()]}, not one common (trees, nodes) shape")
-    n_nodes = shape[1]
-    if any(v.is_floating_point() for k, v in t.items() if k in ("feature", "left", "right")):
-        raise bad("has non-integer node indices")
-    if t["feature"].numel():
-        if int(t["feature"].min()) < -1 or int(t["feature"].max()) >= n_features:
-            raise bad(f"splits on features outside [0, {n_features - 1}]")
-        for k in ("left", "right"):
-            if int(t[k].min()) < 0 or int(t[k].max()) >= n_nodes:
-                raise bad(f"has {k} children outside [0, {n_nodes - 1}]")
-        if float(t["value"].min()) < 0 or float(t["value"].max()) > 1:
-            raise bad("has leaf probabilities outside [0, 1]")
-    depth = state.get(prefix + "depth")
-    if depth is None or depth.ndim != 0 or depth.is_floating_point() or not 0 <= int(depth) <= max(n_nodes, 0):
-        raise bad(f"has depth {None if depth is None else depth.tolist()}, not an integer in [0, {n_nodes}]")
-
-
-def _check_state(state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path, cfg_path: Path,
-                 forests: tuple[str, ...] = (), n_features: int = 0) -> None:
-    data_dependent = {f + k for f in forests for k in ("feature", "threshold", "left", "right", "value")}
-    for prefix in forests:
-        if all(prefix + k in state for k in ("feature", "threshold", "left", "right", "value")):
-            _check_forest(state, prefix, n_features, path)
+def _check_state(state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path, cfg_path: Path) -> None:
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if missing or unexpected:
@@ -272,14 +242,14 @@ def _check_state(state: dict[str, torch.Tensor], expected: dict[str, torch.Tenso
             f"come from different matchers: {_REFIT}."
         )
     for name, ref in expected.items():
-        if name not in data_dependent and tuple(state[name].shape) != tuple(ref.shape):
+        if tuple(state[name].shape) != tuple(ref.shape):
             raise DataError(
                 f"{path}: tensor {name!r} has shape {tuple(state[name].shape)} but {cfg_path} describes "
                 f"{tuple(ref.shape)}. The two files come from different matchers: {_REFIT}."
             )
 
 
-def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object:
+def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
     """Load a matcher saved by :func:`save_matcher`.
 
     Nothing in the files can run code: the weights are read with
@@ -292,8 +262,8 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
     ----------
     path : str or path-like
         The folder.
-    device : str or None, default="auto"
-        Device of the loaded matcher.
+    device : str or None, default=None
+        Device of the loaded matcher (None: CUDA when available, else CPU).
 
     Returns
     -------
@@ -313,7 +283,8 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
     """
     from ..data._embeddings import WordVectors
     from ..data._tokenize import Vocabulary
-    from ._rnn import RNNMatcher, _resolve_device
+    from ._rnn import RNNMatcher
+    from ._rnn_data import resolve_device
 
     folder = Path(path)
     cfg_path, w_path = folder / "config.json", folder / "weights.pt"
@@ -324,10 +295,22 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
         )
     config = _read_config(cfg_path)
     state = _read_weights(w_path)
-    dev = _resolve_device(device)
+    dev = resolve_device(device)
     params = dict(config["params"])
     optimizer = getattr(torch.optim, params.pop("optimizer", "Adam"))
     params["device"] = device
+    # options of earlier versions, removed (measured useless): loadable only when left off
+    for key, off in (("feature_skip", False), ("stack_forest", False)):
+        if params.pop(key, off) != off:
+            raise DataError(
+                f"{cfg_path} was saved with {key}={config['params'][key]!r}, an option this skrisk no "
+                "longer has: retrain the matcher."
+            )
+    fraction = params.pop("validation_fraction", None)
+    if fraction is not None:  # saved before train_split took its place: the same hold-out
+        from skorch.dataset import ValidSplit
+
+        params["train_split"] = ValidSplit(float(fraction), stratified=True, random_state=params.get("random_state"))
     weight = state.get("embedding.weight")
     embeddings = None
     if config["embeddings"] != "none":
@@ -348,8 +331,6 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
                 ) from exc
         else:
             embeddings = weight.numpy()
-    from ._modules import ForestLayer
-
     def not_a_network(exc: Exception) -> DataError:
         return _bad(cfg_path, f"its parameters do not build a network ({type(exc).__name__}: "
                               f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})")
@@ -370,8 +351,7 @@ def load_matcher(path: str | os.PathLike, device: str | None = "auto") -> object
     if n_features:  # saved before features were standardised: identity
         state.setdefault("feature_center", torch.zeros(n_features))
         state.setdefault("feature_scale", torch.ones(n_features))
-    forests = tuple(f"{name}." for name, mod in probe.named_modules() if isinstance(mod, ForestLayer))
-    _check_state(state, probe.state_dict(), w_path, cfg_path, forests, n_features)
+    _check_state(state, probe.state_dict(), w_path, cfg_path)
     try:
         matcher.initialize()
     except (TypeError, ValueError, RuntimeError, KeyError) as exc:

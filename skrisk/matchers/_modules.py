@@ -16,10 +16,8 @@ Per attribute ``k`` (weights shared between the two sides):
 4. comparison ``[|s_left - s_right|, s_left * s_right]`` plus two "is empty" flags.
 
 The comparisons of all attributes (and the standardised features) go through a dense layer,
-``n_highway`` highway layers and dropout: that output is the *representation* ``h`` (``hidden``),
-optionally followed by the standardised features (``feature_skip``) and the logit of a stacked
-tree ensemble's match probability (``stack_forest``). A final linear layer maps ``h`` to two
-logits.
+``n_highway`` highway layers and dropout: that output is the *representation* ``h`` (``hidden``).
+A final linear layer maps ``h`` to two logits.
 
 ``hidden`` = ``prepare`` + ``summarize`` per attribute + ``combine``; the matcher's inference
 path calls the pieces itself to summarise each distinct attribute value of a pool only once.
@@ -32,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-__all__ = ["AttributeSummarizer", "ForestLayer", "Highway", "RNNMatcherModule"]
+__all__ = ["AttributeSummarizer", "Highway", "RNNMatcherModule"]
 
 
 class Highway(nn.Module):
@@ -105,99 +103,6 @@ class AttributeSummarizer(nn.Module):
         return out.index_copy(0, nonempty, summary)
 
 
-class ForestLayer(nn.Module):
-    """A fitted tree ensemble (e.g. a random forest) held as tensors: mean leaf probability.
-
-    The trees are buffers (``feature``, ``threshold``, ``left``, ``right``, ``value``; one row per
-    tree, padded to the largest tree), so they travel in the module's state dict and load with
-    ``torch.load(weights_only=True)``: no pickle. A sample goes left when
-    ``x[feature] <= threshold`` (compared in float64 after a float32 cast, as scikit-learn does),
-    so the output equals ``forest.predict_proba(x)[:, 1]`` of the scikit-learn forest it was built
-    from (:meth:`set_trees`). Empty until set (``n_trees == 0``).
-    """
-
-    _KEYS = ("feature", "threshold", "left", "right", "value")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("feature", torch.zeros((0, 1), dtype=torch.int64))
-        self.register_buffer("threshold", torch.zeros((0, 1), dtype=torch.float64))
-        self.register_buffer("left", torch.zeros((0, 1), dtype=torch.int64))
-        self.register_buffer("right", torch.zeros((0, 1), dtype=torch.int64))
-        self.register_buffer("value", torch.zeros((0, 1), dtype=torch.float32))
-        self.register_buffer("depth", torch.zeros((), dtype=torch.int64))
-
-    @property
-    def n_trees(self) -> int:
-        """Number of trees (0: not set)."""
-        return int(self.feature.shape[0])
-
-    def set_trees(self, estimators: list, positive: int = 1) -> None:
-        """Copy fitted scikit-learn decision trees into the buffers.
-
-        Parameters
-        ----------
-        estimators : list of DecisionTreeClassifier
-            E.g. ``forest.estimators_`` of a fitted binary :class:`RandomForestClassifier`.
-        positive : int, default=1
-            Column of the trees' ``value`` that holds the positive class (the index of class 1
-            in the forest's ``classes_``).
-        """
-        if not estimators:
-            raise ValueError("ForestLayer.set_trees needs at least one fitted tree.")
-        trees = [est.tree_ for est in estimators]
-        n = max(t.node_count for t in trees)
-        T = len(trees)
-        feature = np.full((T, n), -1, dtype=np.int64)
-        threshold = np.zeros((T, n), dtype=np.float64)
-        left = np.zeros((T, n), dtype=np.int64)
-        right = np.zeros((T, n), dtype=np.int64)
-        value = np.zeros((T, n), dtype=np.float32)
-        depth = 0
-        for i, t in enumerate(trees):
-            c = t.node_count
-            leaf = t.children_left[:c] < 0
-            feature[i, :c] = np.where(leaf, -1, t.feature[:c])
-            threshold[i, :c] = t.threshold[:c]
-            left[i, :c] = np.where(leaf, np.arange(c), t.children_left[:c])
-            right[i, :c] = np.where(leaf, np.arange(c), t.children_right[:c])
-            v = np.asarray(t.value[:c, 0, :], dtype=np.float64)
-            tot = v.sum(axis=1)
-            value[i, :c] = v[:, positive] / np.where(tot > 0, tot, 1.0)
-            depth = max(depth, int(t.max_depth))
-        self.feature = torch.as_tensor(feature, device=self.depth.device)
-        self.threshold = torch.as_tensor(threshold, device=self.depth.device)
-        self.left = torch.as_tensor(left, device=self.depth.device)
-        self.right = torch.as_tensor(right, device=self.depth.device)
-        self.value = torch.as_tensor(value, device=self.depth.device)
-        self.depth = torch.tensor(depth, dtype=torch.int64, device=self.depth.device)
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # noqa: D102
-        # the trees' sizes are data-dependent: take the saved shapes
-        for key in self._KEYS:
-            t = state_dict.get(prefix + key)
-            if t is not None:
-                setattr(self, key, torch.empty_like(t, device=self.depth.device))
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Mean positive-class leaf probability ``(B,)`` of the features ``x (B, F)``."""
-        T = self.n_trees
-        if T == 0:
-            raise RuntimeError("ForestLayer has no trees: fit the matcher first.")
-        B, n = x.shape[0], self.feature.shape[1]
-        xd = x.float().double()
-        offset = (torch.arange(T, device=x.device) * n)[None, :]  # (1, T)
-        feat, thr = self.feature.reshape(-1), self.threshold.reshape(-1)
-        left, right = self.left.reshape(-1), self.right.reshape(-1)
-        node = offset.expand(B, T).clone()
-        for _ in range(int(self.depth)):
-            f = feat[node]
-            xv = torch.gather(xd, 1, f.clamp(min=0))
-            node = torch.where(xv <= thr[node], left[node], right[node]) + offset
-        return self.value.reshape(-1)[node].mean(dim=1)
-
-
 class RNNMatcherModule(nn.Module):
     """DeepMatcher-style pair classifier over padded token ids (and optional features).
 
@@ -227,16 +132,6 @@ class RNNMatcherModule(nn.Module):
         Dropout on the representation (before the output layer).
     rnn_dropout : float, default=0.2
         Dropout on the word vectors entering the GRUs.
-    feature_skip : bool, default=False
-        With features: also append them (standardised) to the representation, so the output
-        layer sees them directly (a wide-and-deep skip path; the representation then has
-        ``classifier_size + n_features`` values).
-    stack_forest : bool, default=False
-        With features: a :class:`ForestLayer` (set by the matcher's ``fit``) turns the raw
-        features into a tree-ensemble match probability ``p``, whose logit (clipped to
-        ``[1e-3, 1 - 1e-3]``) is appended to the representation as its last value, so it is an
-        input of the output layer. During training the matcher passes out-of-fold probabilities
-        instead (``forest_proba``).
 
     Notes
     -----
@@ -259,8 +154,6 @@ class RNNMatcherModule(nn.Module):
         n_highway: int = 1,
         dropout: float = 0.2,
         rnn_dropout: float = 0.2,
-        feature_skip: bool = False,
-        stack_forest: bool = False,
     ) -> None:
         super().__init__()
         if embeddings is not None:
@@ -282,13 +175,7 @@ class RNNMatcherModule(nn.Module):
         layers += [Highway(classifier_size) for _ in range(n_highway)]
         layers.append(nn.Dropout(dropout))
         self.classifier = nn.Sequential(*layers)
-        self.feature_skip = bool(feature_skip) and self.n_features > 0
-        self.stack_forest = bool(stack_forest) and self.n_features > 0
-        if self.stack_forest:
-            self.forest = ForestLayer()
-        self.representation_size = (
-            classifier_size + (self.n_features if self.feature_skip else 0) + int(self.stack_forest)
-        )
+        self.representation_size = classifier_size
         self.output = nn.Linear(self.representation_size, 2)
 
     def set_feature_scaling(self, center: object, scale: object) -> None:
@@ -316,7 +203,6 @@ class RNNMatcherModule(nn.Module):
         summaries: list[tuple[torch.Tensor, torch.Tensor]],
         lengths: torch.Tensor,
         features: torch.Tensor | None = None,
-        forest_proba: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The representation from the per-attribute ``(left, right)`` summaries.
 
@@ -327,31 +213,16 @@ class RNNMatcherModule(nn.Module):
         for k, (left, right) in enumerate(summaries):
             empty = torch.stack([lengths[:, k] == 0, lengths[:, A + k] == 0], dim=1).to(left.dtype)
             comps += [torch.abs(left - right), left * right, empty]
-        feats = None
         if self.n_features:
             if features is None:
                 raise ValueError(
                     "This matcher was trained with similarity features: pass "
                     "SliceDict(tokens=..., features=...) (PairEncoder(features=...))."
                 )
-            raw = features.to(comps[0].dtype)
-            feats = (raw - self.feature_center) / self.feature_scale
-            comps.append(feats)
-        h = self.classifier(torch.cat(comps, dim=1))
-        if self.feature_skip:
-            h = torch.cat([h, feats], dim=1)
-        if self.stack_forest:
-            p = forest_proba if forest_proba is not None else self.forest(raw)
-            p = p.to(h.dtype).reshape(-1).clamp(1e-3, 1 - 1e-3)
-            h = torch.cat([h, torch.log(p / (1 - p))[:, None]], dim=1)
-        return h
+            comps.append((features.to(comps[0].dtype) - self.feature_center) / self.feature_scale)
+        return self.classifier(torch.cat(comps, dim=1))
 
-    def hidden(
-        self,
-        tokens: torch.Tensor,
-        features: torch.Tensor | None = None,
-        forest_proba: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def hidden(self, tokens: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
         """The representation ``h`` (B, representation_size): the input of the output layer."""
         tokens, lengths = self.prepare(tokens)
         B = tokens.shape[0]
@@ -363,13 +234,8 @@ class RNNMatcherModule(nn.Module):
             lens = torch.cat([lengths[:, k], lengths[:, A + k]], dim=0)
             s = self.summarize(k, ids, lens)
             summaries.append((s[:B], s[B:]))
-        return self.combine(summaries, lengths, features, forest_proba)
+        return self.combine(summaries, lengths, features)
 
-    def forward(
-        self,
-        tokens: torch.Tensor,
-        features: torch.Tensor | None = None,
-        forest_proba: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
         """Two logits per pair, ``(B, 2)``."""
-        return self.output(self.hidden(tokens, features, forest_proba))
+        return self.output(self.hidden(tokens, features))

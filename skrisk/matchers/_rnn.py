@@ -1,8 +1,12 @@
-"""RNNMatcher: the DeepMatcher-style deep matcher as a skorch / scikit-learn classifier."""
+"""RNNMatcher: the DeepMatcher-style deep matcher as a skorch / scikit-learn classifier.
+
+The estimator; its input contract, default validation split, seeds and device live in
+:mod:`._rnn_data`, its callbacks in :mod:`._rnn_callbacks`, the pool inference path in
+:mod:`._rnn_inference` and the network in :mod:`._modules`.
+"""
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from typing import Any, Iterator
 
@@ -10,98 +14,41 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from skorch import NeuralNetClassifier
-from skorch.callbacks import Callback, EpochScoring, EpochTimer, PassthroughScoring, PrintLog
 from skorch.utils import to_tensor
-from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
 from torch import nn
-from torch.utils.data import Subset
 
 from ..exceptions import NotFittedError
 from ._modules import RNNMatcherModule
+from ._rnn_callbacks import default_callbacks
+from ._rnn_data import (
+    FIT_KEYS,
+    check_labels,
+    check_pool,
+    resolve_device,
+    rng_devices,
+    seed_from,
+    validation_from_fit_params,
+)
+from ._rnn_inference import pool_passes
 
 __all__ = ["RNNMatcher", "make_rnn_pipeline"]
-
-_FIT_KEYS = ("X_valid", "y_valid")
-# Pairs per chunk of the inference path (distinct values are found per chunk).
-_POOL_CHUNK = 65_536
-# Global torch RNG states saved while a seeded fit runs (restored at its end), per matcher.
-_SAVED_RNG: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
-# The user's ``device`` parameter (e.g. "auto") while skorch sees the resolved one during a fit.
-_SAVED_DEVICE: "weakref.WeakKeyDictionary[Any, object]" = weakref.WeakKeyDictionary()
-
-
-def _resolve_device(device: object) -> str:
-    if device is None:
-        return "cpu"
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return str(device)
-
-
-def _seed_from(random_state: object) -> int:
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0] & 0x7FFFFFFF)
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return int(random_state) & 0x7FFFFFFF
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**31 - 1))
-    raise TypeError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}.")
-
-
-class _BestEpoch(Callback):
-    """Early stopping on the validation set with the best epoch's weights restored at the end.
-
-    Reads ``net.early_stopping`` ('f1' -> ``valid_f1`` higher is better, 'loss' -> ``valid_loss``)
-    and ``net.patience``. Does nothing when there is no validation data.
-    """
-
-    def on_train_begin(self, net, **kwargs):  # noqa: D102
-        self.best_score_ = None
-        self.best_epoch_ = None
-        self.best_state_ = None
-        self.wait_ = 0
-
-    def on_epoch_end(self, net, **kwargs):  # noqa: D102
-        if net.early_stopping is None:
-            return
-        key = "valid_f1" if net.early_stopping == "f1" else "valid_loss"
-        row = net.history[-1]
-        if key not in row:
-            return
-        score = row[key] if key == "valid_f1" else -row[key]
-        if self.best_score_ is None or score > self.best_score_:
-            self.best_score_, self.best_epoch_, self.wait_ = score, row["epoch"], 0
-            self.best_state_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
-        else:
-            self.wait_ += 1
-            if net.patience is not None and self.wait_ >= net.patience:
-                raise KeyboardInterrupt  # skorch's way to stop training (caught in partial_fit)
-
-    def on_train_end(self, net, **kwargs):  # noqa: D102
-        if self.best_state_ is not None:
-            net.module_.load_state_dict(self.best_state_)
-            net.best_epoch_ = int(self.best_epoch_)
-            self.best_state_ = None
-        else:
-            net.best_epoch_ = len(net.history)
-
-
-def _f1(net, X, y):
-    from sklearn.metrics import f1_score
-
-    return f1_score(np.asarray(y), net.predict(X), zero_division=0.0)
 
 
 class RNNMatcher(NeuralNetClassifier):
     """DeepMatcher-style deep matcher: attribute RNN summaries, comparisons, highway classifier.
 
-    A :class:`skorch.NeuralNetClassifier` (so a scikit-learn classifier) over the padded pair
-    encoding of :class:`~skrisk.data.PairEncoder`: an int64 array ``(n_pairs, 2 * A, L)``, or a
-    :class:`skorch.helper.SliceDict` with ``tokens`` and float ``features`` for the hybrid model
-    that also reads similarity features. See :mod:`skrisk.matchers._modules` for the network.
+    A :class:`skorch.NeuralNetClassifier` (so a scikit-learn classifier). Its input, the RNN
+    family's pool type, is what :class:`~skrisk.data.PairEncoder` returns: a
+    :class:`skorch.helper.SliceDict` with
+
+    * ``tokens``: int64 token ids of shape ``(n_pairs, 2 * A, L)`` (the ``A`` left attributes,
+      then the ``A`` right ones, padded with 0);
+    * ``features`` (only with ``PairEncoder(features=...)``): float32 similarity features of
+      shape ``(n_pairs, F)``, read by the hybrid model.
+
+    A SliceDict slices by row, so scikit-learn (cross-validation, grid search), skorch and modAL
+    handle it like an array. See :mod:`skrisk.matchers._modules` for the network.
 
     Besides ``fit``/``predict``/``predict_proba`` it offers what active-learning strategies need
     (all batched, in input row order, without gradients): :meth:`represent`,
@@ -132,22 +79,9 @@ class RNNMatcher(NeuralNetClassifier):
         Dropout before the output layer.
     rnn_dropout : float, default=0.2
         Dropout on the word vectors entering the GRUs (the paper's MC-dropout site).
-    feature_skip : bool, default=False
-        With features: append them (standardised) to the representation too, so the output layer
-        also sees them directly (wide-and-deep); the representation then has
-        ``classifier_size + n_features`` values.
     scale_features : bool, default=True
         With features: standardise them with the mean and standard deviation of the training
         features of a fresh ``fit`` (kept by warm starts; stored in the weights).
-    stack_forest : bool, default=False
-        With features: stacking. ``fit`` trains a random forest (100 trees, seeded by
-        ``random_state``) on the training pairs' raw features; the logit of its match probability
-        becomes the last value of the representation, an input of the output layer. The network
-        trains on *out-of-fold* forest probabilities of its training pairs (stratified 5-fold,
-        fewer folds when a class has fewer than 5 pairs; the training positive rate when it has
-        only one), and predicts with the forest fitted on all of them. The forest is held as
-        tensors in the module (:class:`~skrisk.matchers._modules.ForestLayer`), so it is saved
-        and loaded with the weights, without pickle. Costs about six forest fits per ``fit``.
     use_features : bool or "auto", default="auto"
         Read the ``features`` of a SliceDict input: "auto" when present, True requires them,
         False ignores them.
@@ -155,16 +89,18 @@ class RNNMatcher(NeuralNetClassifier):
         Weight of the positive class in the loss: "balanced" = negatives / positives of the
         training labels (as DeepMatcher), a float, or None (1).
     early_stopping : {"f1", "loss"} or None, default="f1"
-        With validation data: keep the epoch with the best validation F1 (or loss) and stop after
-        ``patience`` epochs without improvement. None: train ``max_epochs``, keep the last.
+        With validation data: :class:`skorch.callbacks.EarlyStopping` on the validation F1 (or
+        loss) with ``load_best=True``: stop after ``patience`` epochs without improvement and
+        keep the best epoch's weights. None (or no validation data): train ``max_epochs``, keep
+        the last.
     patience : int or None, default=3
         Epochs without improvement before stopping (None: never stop early, still restore best).
-    validation_fraction : float or None, default=None
-        When ``fit`` gets no ``X_valid``: hold out this stratified share of the training pairs
-        for early stopping (seeded by ``random_state``). None: no validation unless given.
     random_state : int, RandomState, Generator or None, default=None
-        Seeds weight initialisation, shuffling and dropout of ``fit`` (the global torch RNG is
-        restored afterwards). Same seed, same data -> the same model on CPU.
+        Seeds weight initialisation, shuffling and dropout of ``fit``: a seed is drawn from it
+        once per ``fit``; the weights are initialised under it, and a :class:`torch.Generator`
+        seeded by it shuffles the batches and seeds each batch's dropout masks (inside
+        :func:`torch.random.fork_rng`: the global torch RNG is never touched). Same seed, same
+        data -> the same model on CPU.
     lr : float, default=3e-3
         Learning rate (Adam).
     max_epochs : int, default=10
@@ -172,16 +108,20 @@ class RNNMatcher(NeuralNetClassifier):
     batch_size : int, default=32
         Training batch size.
     optimizer : torch optimizer class, default=torch.optim.Adam
-    device : str, default="auto"
-        "auto" uses CUDA when available, else CPU; or any torch device string.
+    device : str or None, default=None
+        None: CUDA when available, else CPU (decided once per ``initialize``, see ``device_``;
+        skorch then moves nothing itself); or a torch device string ("cpu", "cuda:1").
     warm_start : bool, default=False
         ``fit`` continues training the current weights instead of starting afresh (a new
         validation-best is tracked per ``fit``).
     verbose : int, default=0
         1 prints skorch's epoch table and shows tqdm progress bars in the interface methods.
-    train_split : default=None
-        Kept for skorch compatibility; ``None`` (no silent 20 % hold-out). Use ``X_valid``/
-        ``validation_fraction`` instead.
+    train_split : callable or None, default=validation_from_fit_params
+        skorch's train/validation split. The default validates on the ``X_valid``/``y_valid``
+        pairs given to ``fit`` (none without them: no silent 20 % hold-out). A stratified
+        hold-out of the training pairs: ``skorch.dataset.ValidSplit(0.25, stratified=True,
+        random_state=0)``; a fixed set: ``skorch.helper.predefined_split(Dataset(X_v, y_v))``.
+        None: no validation.
     iterator_train__shuffle : bool, default=True
     iterator_valid__batch_size : int, default=512
         Batch size (pairs) of validation during ``fit``, and of the interface methods, which
@@ -204,7 +144,10 @@ class RNNMatcher(NeuralNetClassifier):
     pos_weight_ : float
         Positive-class weight used in the last ``fit``.
     best_epoch_ : int
-        Epoch whose weights were kept (the last one without validation data).
+        Epoch whose weights were kept (the last one without validation data or early
+        stopping).
+    seed_ : int
+        The seed drawn from ``random_state`` by the last ``fit``.
     device_ : str
         The device in use.
     history_ : skorch.History
@@ -215,7 +158,7 @@ class RNNMatcher(NeuralNetClassifier):
     ``fit(X, y, X_valid=None, y_valid=None)``: the validation pairs are encoded like ``X``. In a
     pipeline, pass them as ``pipe.fit(frame, y, rnnmatcher__X_valid=enc.transform(valid_frame),
     rnnmatcher__y_valid=...)`` with an encoder whose vocabulary is fixed (``PairEncoder(vocabulary=
-    word_vectors)``), or use ``validation_fraction``.
+    word_vectors)``), or use ``train_split=ValidSplit(...)``.
 
     Inference (``predict_proba``, :meth:`represent`, :meth:`predict_proba_mc`, the gradient
     methods) runs each *distinct* attribute value of the input through its GRU once (per MC pass),
@@ -224,7 +167,8 @@ class RNNMatcher(NeuralNetClassifier):
     137,784 attribute slots), so this is several times cheaper than a plain batched forward pass,
     and independent of row order. Pools are processed in chunks of 65,536 pairs.
 
-    Input checks: ids must be non-negative integers, with as many sequences (``2 * A``) and
+    Input checks: a SliceDict (a mapping) with ``tokens`` and, optionally, ``features``; ids
+    must be non-negative integers, with as many sequences (``2 * A``) and
     features as in ``fit`` (``L`` may differ). An all-padding attribute value is read as empty
     (zero summary, "empty" flag set). Training needs both classes (ValueError otherwise); with
     ``early_stopping="f1"`` the validation set needs a match (ValueError naming the fix).
@@ -232,10 +176,12 @@ class RNNMatcher(NeuralNetClassifier):
     Examples
     --------
     >>> import numpy as np
+    >>> from skorch.helper import SliceDict
     >>> from skrisk.matchers import RNNMatcher
     >>> rng = np.random.RandomState(0)
-    >>> X = rng.randint(2, 20, size=(40, 2, 5))   # 40 pairs, 1 attribute, 5 tokens
-    >>> X[:20, 1] = X[:20, 0]                    # first 20: both sides equal -> matches
+    >>> ids = rng.randint(2, 20, size=(40, 2, 5))   # 40 pairs, 1 attribute, 5 tokens
+    >>> ids[:20, 1] = ids[:20, 0]                  # first 20: both sides equal -> matches
+    >>> X = SliceDict(tokens=ids)
     >>> y = np.r_[np.ones(20, int), np.zeros(20, int)]
     >>> m = RNNMatcher(hidden_size=8, classifier_size=16, max_epochs=30, lr=0.01,
     ...                random_state=0, device="cpu").fit(X, y)
@@ -257,23 +203,20 @@ class RNNMatcher(NeuralNetClassifier):
         n_highway: int = 1,
         dropout: float = 0.2,
         rnn_dropout: float = 0.2,
-        feature_skip: bool = False,
         scale_features: bool = True,
-        stack_forest: bool = False,
         use_features: bool | str = "auto",
         class_weight: str | float | None = "balanced",
         early_stopping: str | None = "f1",
         patience: int | None = 3,
-        validation_fraction: float | None = None,
         random_state: object = None,
         lr: float = 3e-3,
         max_epochs: int = 10,
         batch_size: int = 32,
         optimizer: type = torch.optim.Adam,
-        device: str | None = "auto",
+        device: str | None = None,
         warm_start: bool = False,
         verbose: int = 0,
-        train_split: object = None,
+        train_split: object = validation_from_fit_params,
         iterator_train__shuffle: bool = True,
         iterator_valid__batch_size: int = 512,
         module: type = RNNMatcherModule,
@@ -304,64 +247,23 @@ class RNNMatcher(NeuralNetClassifier):
         self.n_highway = n_highway
         self.dropout = dropout
         self.rnn_dropout = rnn_dropout
-        self.feature_skip = feature_skip
         self.scale_features = scale_features
-        self.stack_forest = stack_forest
         self.use_features = use_features
         self.class_weight = class_weight
         self.early_stopping = early_stopping
         self.patience = patience
-        self.validation_fraction = validation_fraction
         self.random_state = random_state
 
-    # ------------------------------------------------------------------ skorch plumbing
+    # ------------------------------------------------------------------ skorch hooks
     @property
     def _default_callbacks(self):
-        return [
-            ("epoch_timer", EpochTimer()),
-            ("train_loss", PassthroughScoring(name="train_loss", on_train=True)),
-            ("valid_loss", PassthroughScoring(name="valid_loss")),
-            ("valid_f1", EpochScoring(_f1, name="valid_f1", lower_is_better=False)),
-            ("best_epoch", _BestEpoch()),
-            ("print_log", PrintLog()),
-        ]
-
-    class _DeviceForSkorch:
-        """Let skorch's own code see the resolved device while it initialises components."""
-
-        def __init__(self, net: "RNNMatcher") -> None:
-            self.net = net
-
-        def __enter__(self) -> None:
-            self.saved = self.net.__dict__["device"]
-            self.net.__dict__["device"] = self.net.device_
-
-        def __exit__(self, *exc: object) -> None:
-            self.net.__dict__["device"] = self.saved
-
-        def enter_until_train_end(self) -> None:
-            """Keep the resolved device visible for the whole fit (undone in on_train_end)."""
-            self.__enter__()
-            _SAVED_DEVICE[self.net] = self.saved
+        return default_callbacks(self.early_stopping, self.patience)
 
     def initialize(self):
-        """Resolve the device and initialise the components (the module is rebuilt for the data's
-        sizes at the start of ``fit``)."""
-        self.device_ = _resolve_device(self.device)
-        with self._DeviceForSkorch(self):
-            return super().initialize()
-
-    def set_params(self, **kwargs):  # noqa: D102
-        if "device" in kwargs or not hasattr(self, "device_"):
-            return super().set_params(**kwargs)
-        with self._DeviceForSkorch(self):
-            return super().set_params(**kwargs)
-
-    def __setstate__(self, state):  # noqa: D105
-        device = state.get("device")
-        state["device"] = state.get("device_", _resolve_device(device))
-        super().__setstate__(state)
-        self.__dict__["device"] = device
+        """Resolve the device once (``device_``) and initialise the components (the module is
+        rebuilt for the data's sizes at the start of ``fit``)."""
+        self.device_ = resolve_device(self.device)
+        return super().initialize()
 
     def _module_kwargs(self, dims: dict) -> dict:
         emb = self.embeddings
@@ -380,13 +282,11 @@ class RNNMatcher(NeuralNetClassifier):
             n_highway=self.n_highway,
             dropout=self.dropout,
             rnn_dropout=self.rnn_dropout,
-            feature_skip=self.feature_skip,
-            stack_forest=self.stack_forest,
         )
 
     def initialize_module(self):
-        """Build :class:`RNNMatcherModule` for the sizes of the data (a 1-attribute placeholder
-        before the first ``fit``)."""
+        """Build :class:`RNNMatcherModule` on ``device_`` for the sizes of the data (a
+        1-attribute placeholder before the first ``fit``), its weights drawn under ``seed_``."""
         dims = getattr(self, "module_dims_", None) or {
             "n_attributes": 1,
             "n_embeddings": self._n_embeddings(None),
@@ -394,44 +294,117 @@ class RNNMatcher(NeuralNetClassifier):
         }
         kwargs = self._module_kwargs(dims)
         kwargs.update(self.get_params_for("module"))
-        # initial weights come from the fit's seed; the caller's global RNG is left untouched
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]):  # the caller's global RNG is left untouched
             torch.manual_seed(int(getattr(self, "seed_", 0)))
-            self.module_ = self.module(**kwargs) if isinstance(self.module, type) else self.module
+            module = self.module(**kwargs) if isinstance(self.module, type) else self.module
+        self.module_ = module.to(self.device_)
         return self
 
     def initialize_criterion(self):
-        """Cross-entropy with the positive class weighted by ``pos_weight_``."""
+        """Cross-entropy on ``device_`` with the positive class weighted by ``pos_weight_``."""
         w = float(getattr(self, "pos_weight_", 1.0))
-        weight = torch.tensor([1.0, w], dtype=torch.float32, device=self.device_)
         kwargs = self.get_params_for("criterion")
-        kwargs.setdefault("weight", weight)
-        self.criterion_ = self.criterion(**kwargs)
+        kwargs.setdefault("weight", torch.tensor([1.0, w], dtype=torch.float32))
+        self.criterion_ = self.criterion(**kwargs).to(self.device_)
         return self
 
+    def get_iterator(self, dataset, training=False):
+        """skorch's iterators; the training one shuffles with the fit's seeded generator."""
+        if not training:
+            return super().get_iterator(dataset, training=False)
+        kwargs = {"batch_size": self.batch_size, **self.get_params_for("iterator_train")}
+        if kwargs["batch_size"] == -1:
+            kwargs["batch_size"] = len(dataset)
+        kwargs.setdefault("generator", self.generator_)
+        return self.iterator_train(dataset, **kwargs)
+
+    def train_step_single(self, batch, **fit_params):
+        """skorch's training step with this batch's dropout masks seeded from the fit's
+        generator (inside ``fork_rng``: the global torch RNG is not touched)."""
+        seed = int(torch.randint(2**62, (1,), generator=self.generator_))
+        with torch.random.fork_rng(devices=rng_devices(self.device_)):
+            torch.manual_seed(seed)
+            return super().train_step_single(batch, **fit_params)
+
     def infer(self, x, **fit_params):
-        """Forward a batch on ``device_`` (drops the ``X_valid``/``y_valid`` fit parameters)."""
-        fit_params = {k: v for k, v in fit_params.items() if k not in _FIT_KEYS}
+        """Forward a batch (a mapping of ``tokens``/``features``) on ``device_``; the
+        ``X_valid``/``y_valid`` fit parameters are not the module's."""
+        fit_params = {k: v for k, v in fit_params.items() if k not in FIT_KEYS}
         x = to_tensor(x, device=self.device_)
-        if isinstance(x, Mapping):
-            x = self._select_inputs(x)
-            return self.module_(**x, **fit_params)
-        return self.module_(x, **fit_params)
+        inputs = {"tokens": x["tokens"]}
+        if self.module_dims_["n_features"]:
+            inputs["features"] = x["features"]
+        return self.module_(**inputs, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """Weighted cross-entropy of the logits (targets cast to int64)."""
         y_true = to_tensor(y_true, device=self.device_).long()
         return self.criterion_(y_pred, y_true)
 
-    def _select_inputs(self, x: Mapping) -> dict:
-        out = {"tokens": x["tokens"]}
-        if self.module_dims_["n_features"] and "features" in x:
-            out["features"] = x["features"]
-            if "forest_proba" in x and getattr(self.module_, "stack_forest", False):
-                out["forest_proba"] = x["forest_proba"]
-        return out
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        """Check the data, draw the fit's seed, build the module for the data's sizes and set
+        the class weights."""
+        super().on_train_begin(net, X=X, y=y, **kwargs)
+        self._check_params()
+        tokens, feats = check_pool(X)
+        y_arr = check_labels(y, tokens.shape[0])
+        counts = np.bincount(y_arr, minlength=2)
+        if (counts == 0).any():
+            missing = "match (1)" if counts[1] == 0 else "non-match (0)"
+            raise ValueError(
+                f"The training labels hold a single class (no {missing}): a matcher needs at least "
+                "one match and one non-match. Label more pairs (e.g. seed the pool with both classes)."
+            )
+        dims = self._data_dims(tokens, feats)
+        if self.class_weight == "balanced":
+            self.pos_weight_ = float(counts[0] / counts[1])
+        elif self.class_weight is None:
+            self.pos_weight_ = 1.0
+        else:
+            self.pos_weight_ = float(self.class_weight)
+        self.seed_ = seed_from(self.random_state)
+        self.generator_ = torch.Generator().manual_seed(self.seed_)
+        keep = self.warm_start and getattr(self, "fitted_", False) and getattr(self, "module_dims_", None) == dims
+        if not keep:
+            self.module_dims_ = dims
+            self._initialize_module()
+            if dims["n_features"] and self.scale_features:
+                f = np.asarray(feats, dtype=np.float64)
+                self.module_.set_feature_scaling(f.mean(axis=0), f.std(axis=0))
+            self._initialize_optimizer()
+        self._initialize_criterion()
+        self.fitted_ = False
 
-    # ------------------------------------------------------------------ validation
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        """Check the validation pairs against the training ones before the epoch trains."""
+        super().on_epoch_begin(net, dataset_train=dataset_train, dataset_valid=dataset_valid, **kwargs)
+        if dataset_valid is None or not isinstance(getattr(dataset_valid, "X", None), Mapping):
+            return
+        tokens, feats = check_pool(dataset_valid.X, "X_valid")
+        dims = self.module_dims_
+        if tokens.shape[1] != 2 * dims["n_attributes"]:
+            raise ValueError(
+                f"X_valid has {tokens.shape[1]} sequences per pair, X has {2 * dims['n_attributes']}: "
+                "encode both with the same PairEncoder."
+            )
+        if dims["n_features"] and (feats is None or feats.shape[1] != dims["n_features"]):
+            raise ValueError("X_valid must carry the same similarity features as X.")
+        if self.early_stopping == "f1" and not (np.asarray(dataset_valid.y) == 1).any():
+            raise ValueError(
+                "The validation set has no match (label 1), so its F1 is undefined and cannot pick "
+                "the best epoch: add matches to it, or set early_stopping='loss' (or None)."
+            )
+
+    def on_train_end(self, net, X=None, y=None, **kwargs):
+        """Mark the matcher fitted and record the epoch whose weights are kept."""
+        super().on_train_end(net, X=X, y=y, **kwargs)
+        self.fitted_ = True
+        self.classes_inferred_ = np.array([0, 1])
+        stopper = dict(self.callbacks_).get("early_stopping")
+        best = getattr(stopper, "best_epoch_", 0) if stopper is not None else 0
+        self.best_epoch_ = int(best) if best else len(self.history)
+
+    # ------------------------------------------------------------------ checks
     def _n_embeddings(self, max_id: int | None) -> int:
         if self.embeddings is not None:
             vec = getattr(self.embeddings, "vectors", self.embeddings)
@@ -443,78 +416,6 @@ class RNNMatcher(NeuralNetClassifier):
             return int(shape[0])
         return max(int(max_id or 1) + 1, 2)
 
-    def _check_X(self, X: object, what: str = "X") -> tuple[np.ndarray, np.ndarray | None]:
-        """Return (tokens, features) views of X after checking types and shapes."""
-        from pandas import DataFrame
-
-        if isinstance(X, DataFrame):
-            raise TypeError(
-                f"{what} is a DataFrame: RNNMatcher reads token ids. Encode the pair frame first, "
-                "e.g. make_rnn_pipeline(word_vectors) or make_pipeline(PairEncoder(...), RNNMatcher(...))."
-            )
-        feats = None
-        if isinstance(X, Mapping):
-            if "tokens" not in X:
-                raise ValueError(
-                    f"{what} is a mapping without 'tokens': pass SliceDict(tokens=..., features=...) "
-                    "as PairEncoder(features=...) returns."
-                )
-            extra = sorted(set(X) - {"tokens", "features"})
-            if extra:
-                raise ValueError(f"{what} has unknown keys {extra}: only 'tokens' and 'features'.")
-            tokens = X["tokens"]
-            feats = X.get("features")
-        else:
-            tokens = X
-        if isinstance(tokens, torch.Tensor):
-            tokens = tokens.detach().cpu().numpy()
-        tokens = np.asarray(tokens)
-        if tokens.ndim != 3:
-            raise ValueError(
-                f"{what} must be token ids of shape (n_pairs, 2 * n_attributes, max_length), got "
-                f"shape {tokens.shape}: encode pairs with PairEncoder."
-            )
-        if not np.issubdtype(tokens.dtype, np.integer):
-            raise TypeError(
-                f"{what} token ids must be integers (PairEncoder gives int64), got {tokens.dtype}."
-            )
-        if tokens.shape[0] == 0:
-            raise ValueError(f"{what} has 0 pairs: pass at least one.")
-        if tokens.shape[1] == 0 or tokens.shape[1] % 2:
-            raise ValueError(
-                f"{what} has {tokens.shape[1]} sequences per pair; a pair needs an even number > 0 "
-                "(the left attributes, then the right ones)."
-            )
-        if tokens.size and tokens.min() < 0:
-            raise ValueError(f"{what} has negative token ids: ids are >= 0 (0 = padding).")
-        if feats is not None:
-            if isinstance(feats, torch.Tensor):
-                feats = feats.detach().cpu().numpy()
-            feats = np.asarray(feats)
-            if feats.ndim != 2 or feats.shape[0] != tokens.shape[0]:
-                raise ValueError(
-                    f"{what} features must have shape (n_pairs, n_features) = ({tokens.shape[0]}, F), "
-                    f"got {feats.shape}."
-                )
-            if not np.issubdtype(feats.dtype, np.number) or not np.isfinite(feats).all():
-                raise ValueError(f"{what} features must be finite numbers.")
-        return tokens, feats
-
-    def _check_y(self, y: object, n: int, what: str = "y") -> np.ndarray:
-        if y is None:
-            raise ValueError(f"{what} is required: RNNMatcher is a supervised classifier.")
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != n:
-            raise ValueError(f"{what} must be 1-D with one label per pair ({n}), got shape {y.shape}.")
-        if y.dtype == bool:
-            y = y.astype(np.int64)
-        if not np.issubdtype(y.dtype, np.number) or not np.isin(y, (0, 1)).all():
-            raise ValueError(
-                f"{what} must hold 0 (non-match) and 1 (match) only, got values "
-                f"{np.unique(y)[:5].tolist()}."
-            )
-        return y.astype(np.int64)
-
     def _check_params(self) -> None:
         if self.use_features not in ("auto", True, False):
             raise ValueError(f"use_features must be 'auto', True or False, got {self.use_features!r}.")
@@ -523,16 +424,12 @@ class RNNMatcher(NeuralNetClassifier):
         cw = self.class_weight
         if not (cw is None or cw == "balanced" or (isinstance(cw, (int, float)) and not isinstance(cw, bool) and cw > 0)):
             raise ValueError(f"class_weight must be 'balanced', a positive number or None, got {cw!r}.")
-        vf = self.validation_fraction
-        if vf is not None and not (isinstance(vf, float) and 0.0 < vf < 1.0):
-            raise ValueError(f"validation_fraction must be None or a float in (0, 1), got {vf!r}.")
         for name in ("hidden_size", "classifier_size", "embedding_dim", "max_epochs", "batch_size"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}.")
-        for name in ("feature_skip", "scale_features", "stack_forest"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
+        if not isinstance(self.scale_features, (bool, np.bool_)):
+            raise ValueError(f"scale_features must be True or False, got {self.scale_features!r}.")
         for name in ("dropout", "rnn_dropout"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v < 1.0):
@@ -546,14 +443,13 @@ class RNNMatcher(NeuralNetClassifier):
             )
         n_feat = 0 if (feats is None or self.use_features is False) else int(feats.shape[1])
         max_id = int(tokens.max()) if tokens.size else 1
-        n_emb = self._n_embeddings(max_id)
-        return {"n_attributes": tokens.shape[1] // 2, "n_embeddings": n_emb, "n_features": n_feat}
+        return {"n_attributes": tokens.shape[1] // 2, "n_embeddings": self._n_embeddings(max_id),
+                "n_features": n_feat}
 
-    def _check_predict_X(self, X: object) -> None:
+    def _check_predict_X(self, X: object) -> tuple[np.ndarray, np.ndarray | None]:
+        """Check a pool against the fitted sizes; its ``(tokens, features)``."""
         self._check_fitted()
-        if isinstance(X, torch.utils.data.Dataset):  # skorch's own calls (validation scoring)
-            return
-        tokens, feats = self._check_X(X)
+        tokens, feats = check_pool(X)
         A = self.module_dims_["n_attributes"]
         if tokens.shape[1] != 2 * A:
             raise ValueError(
@@ -567,6 +463,7 @@ class RNNMatcher(NeuralNetClassifier):
                 f"The matcher was fitted with {F} similarity features, X has {got}: pass "
                 "SliceDict(tokens=..., features=...) from the same PairEncoder."
             )
+        return tokens, feats
 
     def _check_fitted(self) -> None:
         if not self.__sklearn_is_fitted__():
@@ -580,251 +477,49 @@ class RNNMatcher(NeuralNetClassifier):
     def check_is_fitted(self, attributes=None, *args, **kwargs):  # noqa: D102
         self._check_fitted()
 
-    # ------------------------------------------------------------------ fit hooks
-    def on_train_begin(self, net, X=None, y=None, **kwargs):
-        """Check the data, build the module for its sizes, set class weights and seed the RNG."""
-        super().on_train_begin(net, X=X, y=y, **kwargs)
-        self._check_params()
-        tokens, feats = self._check_X(X)
-        y_arr = self._check_y(y, tokens.shape[0])
-        counts = np.bincount(y_arr, minlength=2)
-        if (counts == 0).any():
-            missing = "match (1)" if counts[1] == 0 else "non-match (0)"
-            raise ValueError(
-                f"The training labels hold a single class (no {missing}): a matcher needs at least "
-                "one match and one non-match. Label more pairs (e.g. seed the pool with both classes)."
-            )
-        dims = self._data_dims(tokens, feats)
-        if self.stack_forest and not dims["n_features"]:
-            raise ValueError(
-                "stack_forest=True needs similarity features: pass PairEncoder(features="
-                "SimilarityFeatures()) output (a SliceDict with 'features'), or set stack_forest=False."
-            )
-        if self.class_weight == "balanced":
-            self.pos_weight_ = float(counts[0] / counts[1])
-        elif self.class_weight is None:
-            self.pos_weight_ = 1.0
-        else:
-            self.pos_weight_ = float(self.class_weight)
-        # seeded torch RNG for the whole fit; the caller's global state comes back in on_train_end
-        seed = _seed_from(self.random_state)
-        self.seed_ = seed
-        states = (torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
-        _SAVED_RNG[self] = states
-        torch.manual_seed(seed)
-        keep = (
-            self.warm_start
-            and getattr(self, "fitted_", False)
-            and getattr(self, "module_dims_", None) == dims
-        )
-        self._DeviceForSkorch(self).enter_until_train_end()
-        if not keep:
-            self.module_dims_ = dims
-            self._initialize_module()
-            if dims["n_features"] and self.scale_features:
-                f = np.asarray(feats, dtype=np.float64)
-                self.module_.set_feature_scaling(f.mean(axis=0), f.std(axis=0))
-            self._initialize_optimizer()
-        self._initialize_criterion()
-        self.fitted_ = False
-
-    def on_train_end(self, net, X=None, y=None, **kwargs):
-        """Mark the matcher fitted and restore the caller's torch RNG state."""
-        super().on_train_end(net, X=X, y=y, **kwargs)
-        if self in _SAVED_DEVICE:
-            self.__dict__["device"] = _SAVED_DEVICE.pop(self)
-        self.fitted_ = True
-        self.classes_inferred_ = np.array([0, 1])
-        states = _SAVED_RNG.pop(self, None)
-        if states is not None:
-            torch.set_rng_state(states[0])
-            if states[1] is not None:
-                torch.cuda.set_rng_state_all(states[1])
-
-    def get_split_datasets(self, X, y=None, X_valid=None, y_valid=None, **fit_params):
-        """Training set and the explicit validation set (``X_valid``/``y_valid`` fit parameters,
-        or a stratified ``validation_fraction`` hold-out; never a silent split)."""
-        if X_valid is not None or y_valid is not None:
-            if X_valid is None or y_valid is None:
-                raise ValueError("Pass both X_valid and y_valid (or neither).")
-            tokens, feats = self._check_X(X_valid, "X_valid")
-            yv = self._check_y(y_valid, tokens.shape[0], "y_valid")
-            self._check_valid_compatible(tokens, feats)
-            self._check_valid_labels(yv)
-            X = self._with_forest(X, y, np.arange(len(y)))
-            return self.get_dataset(X, y), self.get_dataset(X_valid, yv)
-        if self.validation_fraction is not None:
-            y_arr = np.asarray(y)
-            idx = np.arange(len(y_arr))
-            try:
-                tr, va = train_test_split(
-                    idx, test_size=self.validation_fraction, stratify=y_arr,
-                    random_state=self.seed_,
-                )
-            except ValueError as exc:
-                raise ValueError(
-                    f"validation_fraction={self.validation_fraction} cannot hold out a stratified "
-                    f"validation set from {len(y_arr)} pairs ({exc}). Pass X_valid/y_valid, label more "
-                    "pairs, or set validation_fraction=None."
-                ) from exc
-            self._check_valid_labels(y_arr[va])
-            ds = self.get_dataset(self._with_forest(X, y, tr), y)
-            return Subset(ds, tr), Subset(ds, va)
-        X = self._with_forest(X, y, np.arange(len(y)))
-        return super().get_split_datasets(X, y, **fit_params)
-
-    def _with_forest(self, X: object, y: object, train: np.ndarray) -> object:
-        """With ``stack_forest``: fit the forest on the training rows ``train``, put it into the
-        module, and return ``X`` with a ``forest_proba`` entry: out-of-fold probabilities on the
-        training rows, the forest's probabilities elsewhere. Otherwise ``X`` unchanged."""
-        if not (self.stack_forest and getattr(self.module_, "stack_forest", False)):
-            return X
-        from sklearn.ensemble import RandomForestClassifier
-        from sklearn.model_selection import StratifiedKFold
-        from skorch.helper import SliceDict
-
-        feats = np.asarray(X["features"], dtype=np.float32)
-        y_arr = np.asarray(y).astype(np.int64)
-        ftr, ytr = feats[train], y_arr[train]
-
-        def forest() -> RandomForestClassifier:
-            return RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=self.seed_)
-
-        full = forest().fit(ftr, ytr)
-        positive = int(np.flatnonzero(full.classes_ == 1)[0])
-        self.module_.forest.set_trees(full.estimators_, positive=positive)
-        proba = full.predict_proba(feats)[:, positive].astype(np.float32)
-        n_min = int(np.bincount(ytr, minlength=2).min())
-        if n_min < 2:
-            oof = np.full(len(train), ytr.mean(), dtype=np.float32)
-        else:
-            oof = np.empty(len(train), dtype=np.float32)
-            folds = StratifiedKFold(n_splits=min(5, n_min), shuffle=True, random_state=self.seed_)
-            for fit_rows, out_rows in folds.split(ftr, ytr):
-                f = forest().fit(ftr[fit_rows], ytr[fit_rows])
-                oof[out_rows] = f.predict_proba(ftr[out_rows])[:, list(f.classes_).index(1)]
-        proba[train] = oof
-        return SliceDict(tokens=np.asarray(X["tokens"]), features=feats, forest_proba=proba)
-
-    def _check_valid_compatible(self, tokens: np.ndarray, feats: np.ndarray | None) -> None:
-        dims = self.module_dims_
-        if tokens.shape[1] != 2 * dims["n_attributes"]:
-            raise ValueError(
-                f"X_valid has {tokens.shape[1]} sequences per pair, X has {2 * dims['n_attributes']}: "
-                "encode both with the same PairEncoder."
-            )
-        if dims["n_features"] and (feats is None or feats.shape[1] != dims["n_features"]):
-            raise ValueError("X_valid must carry the same similarity features as X.")
-
-    def _check_valid_labels(self, yv: np.ndarray) -> None:
-        if self.early_stopping == "f1" and not (yv == 1).any():
-            raise ValueError(
-                "The validation set has no match (label 1), so its F1 is undefined and cannot pick "
-                "the best epoch: add matches to it, or set early_stopping='loss' (or None)."
-            )
-
     # ------------------------------------------------------------------ prediction & interface
     def predict_proba(self, X: object) -> npt.NDArray[np.float32]:
         """Class probabilities ``(n, 2)`` (columns: non-match, match), in row order.
 
         Parameters
         ----------
-        X : ndarray of int of shape (n, 2 * A, L) or SliceDict
-            Encoded pairs.
+        X : SliceDict
+            Encoded pairs (``tokens`` and, for a hybrid matcher, ``features``).
 
         Returns
         -------
         ndarray of shape (n, 2)
         """
-        self._check_predict_X(X)
-        if self in _SAVED_DEVICE:  # called during fit (validation scoring)
+        if isinstance(X, torch.utils.data.Dataset):  # skorch's validation scoring during fit
             return super().predict_proba(X)
-        if isinstance(X, torch.utils.data.Dataset):  # skorch's own datasets: its batched path
-            with self._DeviceForSkorch(self):
-                return super().predict_proba(X)
         return self._infer(X, hidden=False)[1]
 
-    def _pool_passes(self, X: object, n_iter: int, hidden: bool) -> Iterator[tuple[Any, Any]]:
-        """Yield ``(H, P)`` torch tensors per pass over the whole input, chunk by chunk.
-
-        Each distinct attribute value of a chunk is summarised once per pass (its GRU runs on
-        the distinct values sorted by length, in batches of ``2 * iterator_valid__batch_size``),
-        then the pairs are compared and classified in batches of ``iterator_valid__batch_size``.
-        The caller sets the module's modes and the RNG; no gradients.
-        """
-        self._check_predict_X(X)
-        tokens, feats = self._check_X(X)
-        mod = self.module_
-        dev = self.device_
-        A = mod.n_attributes
-        n_emb = mod.embedding.num_embeddings
-        use_feats = bool(self.module_dims_["n_features"])
-        pbs = max(1, int(self.iterator_valid__batch_size))
-        sbs = 2 * pbs
-        n = tokens.shape[0]
-        chunks = range(0, n, _POOL_CHUNK)
-        if self.verbose:
-            from tqdm.auto import tqdm
-
-            chunks = tqdm(chunks, desc=type(self).__name__, unit="chunk", leave=False)
-        for c0 in chunks:
-            tok = np.asarray(tokens[c0 : c0 + _POOL_CHUNK], dtype=np.int64)
-            tok = np.where(tok >= n_emb, 1, tok)
-            m = tok.shape[0]
-            lengths = (tok != 0).sum(-1)  # (m, 2A)
-            lengths_t = torch.as_tensor(lengths, device=dev)
-            ft = None
-            if use_feats:
-                ft = torch.as_tensor(np.asarray(feats[c0 : c0 + _POOL_CHUNK], dtype=np.float32), device=dev)
-            # distinct values per attribute (both sides), sorted by length
-            plan = []
-            for k in range(A):
-                L = max(1, int(lengths[:, [k, A + k]].max()))
-                vals = np.concatenate([tok[:, k, :L], tok[:, A + k, :L]])
-                uniq, inv = np.unique(vals, axis=0, return_inverse=True)
-                inv = torch.as_tensor(inv.reshape(-1), device=dev)
-                ulen = (uniq != 0).sum(1)
-                order = np.argsort(ulen, kind="stable")
-                batches = []
-                for b0 in range(0, len(uniq), sbs):
-                    idx = order[b0 : b0 + sbs]
-                    width = max(1, int(ulen[idx].max()))
-                    batches.append((
-                        torch.as_tensor(idx, device=dev),
-                        torch.as_tensor(uniq[idx, :width], device=dev),
-                        torch.as_tensor(ulen[idx], device=dev),
-                    ))
-                plan.append((len(uniq), batches, inv[:m], inv[m:]))
-            for _ in range(n_iter):
-                summaries = []
-                for k, (n_uniq, batches, inv_l, inv_r) in enumerate(plan):
-                    out = torch.empty((n_uniq, mod.summarizers[k].out_size), device=dev)
-                    for idx, ids, lens in batches:
-                        out[idx] = mod.summarize(k, ids, lens)
-                    summaries.append((out, inv_l, inv_r))
-                hs, ps = [], []
-                for b0 in range(0, m, pbs):
-                    sl = slice(b0, b0 + pbs)
-                    pairs = [(S[il[sl]], S[ir[sl]]) for S, il, ir in summaries]
-                    h = mod.combine(pairs, lengths_t[sl], ft[sl] if ft is not None else None)
-                    ps.append(torch.softmax(mod.output(h), dim=1).cpu())
-                    if hidden:
-                        hs.append(h.cpu())
-                yield (torch.cat(hs) if hidden else None), torch.cat(ps)
+    def _pool_passes(
+        self, tokens: np.ndarray, feats: np.ndarray | None, n_iter: int, hidden: bool
+    ) -> Iterator[tuple[Any, Any]]:
+        return pool_passes(
+            self.module_, tokens, feats, device=self.device_, batch_size=self.iterator_valid__batch_size,
+            n_iter=n_iter, hidden=hidden, progress=bool(self.verbose),
+        )
 
     def _infer(self, X: object, hidden: bool = True) -> tuple[Any, np.ndarray]:
         """``(H or None, P)`` as numpy arrays, evaluation mode, one pass."""
+        tokens, feats = self._check_predict_X(X)
         self.module_.eval()
         hs, ps = [], []
         with torch.inference_mode():
-            for h, p in self._pool_passes(X, 1, hidden):
+            for h, p in self._pool_passes(tokens, feats, 1, hidden):
                 hs.append(h)
                 ps.append(p)
         H = torch.cat(hs).numpy() if hidden else None
         return H, torch.cat(ps).numpy()
 
-    def _hidden_and_proba(self, X: object) -> tuple[np.ndarray, np.ndarray]:
-        return self._infer(X, hidden=True)
+    def predict(self, X: object) -> npt.NDArray[np.int64]:
+        """Match labels: 1 where the match probability is above
+        :data:`~skrisk.matchers.MATCH_THRESHOLD` (a tie is a non-match), as every skrisk matcher."""
+        from ._base import match_labels
+
+        return match_labels(self.predict_proba(X))
 
     def predict_proba_and_represent(self, X: object) -> tuple[np.ndarray, np.ndarray]:
         """``(predict_proba(X), represent(X))`` from one pass (what risk sampling scores a pool
@@ -841,14 +536,14 @@ class RNNMatcher(NeuralNetClassifier):
     def represent(self, X: object, *, return_proba: bool = False) -> Any:
         """Penultimate-layer representation ``(n, h)``: the input of the output layer.
 
-        ``h = classifier_size`` (plus the number of features with ``feature_skip=True``).
+        ``h = classifier_size``.
 
         Computed in evaluation mode (no dropout), without gradients, in batches of
         ``iterator_valid__batch_size``, in row order.
 
         Parameters
         ----------
-        X : ndarray or SliceDict
+        X : SliceDict
             Encoded pairs.
         return_proba : bool, default=False
             Also return ``predict_proba(X)`` from the same pass (half the cost of two calls).
@@ -859,7 +554,7 @@ class RNNMatcher(NeuralNetClassifier):
         P : ndarray of shape (n, 2)
             Only with ``return_proba=True``.
         """
-        H, P = self._hidden_and_proba(X)
+        H, P = self._infer(X, hidden=True)
         return (H, P) if return_proba else H
 
     def predict_proba_mc(
@@ -876,7 +571,7 @@ class RNNMatcher(NeuralNetClassifier):
 
         Parameters
         ----------
-        X : ndarray or SliceDict
+        X : SliceDict
             Encoded pairs.
         n_iter : int, default=20
             Stochastic passes.
@@ -885,19 +580,18 @@ class RNNMatcher(NeuralNetClassifier):
         """
         if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
             raise ValueError(f"n_iter must be an int >= 1, got {n_iter!r}.")
-        seed = _seed_from(random_state)
-        self._check_predict_X(X)
+        seed = seed_from(random_state)
+        tokens, feats = self._check_predict_X(X)
         dropouts = [m for m in self.module_.modules() if isinstance(m, nn.Dropout)]
         out = []
-        devices = [torch.device(self.device_).index or 0] if torch.device(self.device_).type == "cuda" else []
-        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+        with torch.random.fork_rng(devices=rng_devices(self.device_)), torch.inference_mode():
             torch.manual_seed(seed)
             self.module_.eval()
             for m in dropouts:
                 m.train()
             try:
                 chunk: list = []
-                for _, p in self._pool_passes(X, int(n_iter), hidden=False):
+                for _, p in self._pool_passes(tokens, feats, int(n_iter), hidden=False):
                     chunk.append(p)
                     if len(chunk) == n_iter:
                         out.append(torch.stack(chunk))
@@ -913,7 +607,7 @@ class RNNMatcher(NeuralNetClassifier):
         the predicted label ``yhat``: ``(p - onehot(yhat)) outer h``, flattened class by class
         (the first ``h`` values belong to class 0). Analytic, no backward pass.
         """
-        h, p = self._hidden_and_proba(X)
+        h, p = self._infer(X, hidden=True)
         onehot = np.eye(2, dtype=p.dtype)[p.argmax(axis=1)]
         return ((p - onehot)[:, :, None] * h[:, None, :]).reshape(len(h), -1)
 
@@ -923,7 +617,7 @@ class RNNMatcher(NeuralNetClassifier):
         ``sum_y p(y | x) * ||grad_W loss(x, y)||`` over both hypothetical labels, where ``W`` are
         the output layer's weights and ``||grad_W|| = ||p - onehot(y)|| * ||h||``.
         """
-        h, p = self._hidden_and_proba(X)
+        h, p = self._infer(X, hidden=True)
         hn = np.linalg.norm(h, axis=1)
         eye = np.eye(2, dtype=p.dtype)
         norms = np.linalg.norm(p[:, None, :] - eye[None, :, :], axis=2)  # (n, 2): label y
@@ -940,7 +634,7 @@ class RNNMatcher(NeuralNetClassifier):
         save_matcher(self, path)
 
     @classmethod
-    def load(cls, path: str, device: str | None = "auto") -> "RNNMatcher":
+    def load(cls, path: str, device: str | None = None) -> "RNNMatcher":
         """Load a matcher saved with :meth:`save` (``torch.load(weights_only=True)``, no pickle)."""
         from ._io import load_matcher
 
@@ -949,7 +643,6 @@ class RNNMatcher(NeuralNetClassifier):
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
         tags.input_tags.dict = True
         tags.classifier_tags.multi_class = False
         tags.non_deterministic = False

@@ -37,7 +37,9 @@ def test_vocabulary():
 def test_pair_encoder_layout(fodors):
     frame = fodors.to_frame()
     enc = PairEncoder(max_length=5).fit(frame)
-    X = enc.transform(frame)
+    out = enc.transform(frame)
+    assert isinstance(out, SliceDict) and sorted(out) == ["tokens"]  # one output type, no features
+    X = out["tokens"]
     A = len(fodors.attributes)
     assert X.dtype == np.int64 and X.shape == (len(frame), 2 * A, 5)
     assert enc.attributes_ == fodors.attributes
@@ -51,13 +53,14 @@ def test_pair_encoder_layout(fodors):
             assert ids[: len(toks)].tolist() == enc.vocabulary_.ids(toks).tolist()
             assert (ids[len(toks):] == 0).all()
     # rows are independent: a subset encodes to the same rows
-    np.testing.assert_array_equal(enc.transform(frame.iloc[[5, 1]]), X[[5, 1]])
+    np.testing.assert_array_equal(enc.transform(frame.iloc[[5, 1]])["tokens"], X[[5, 1]])
+    np.testing.assert_array_equal(out[[5, 1]]["tokens"], X[[5, 1]])  # sklearn-style row slicing
 
 
 def test_pair_encoder_unseen_tokens_and_empty_values():
     X = pd.DataFrame({"left_name": ["acme corp", "", None], "right_name": ["acme zzz", "x", "acme"]})
     enc = PairEncoder(max_length=3, vocabulary=["acme", "corp"]).fit(X)
-    out = enc.transform(X)
+    out = enc.transform(X)["tokens"]
     assert out[0, 1].tolist() == [2, UNK_ID, 0]
     assert (out[1, 0] == 0).all() and (out[2, 0] == 0).all()
 
@@ -67,14 +70,14 @@ def test_pair_encoder_fixed_vocabulary_is_fold_independent(fodors):
     vocab = Vocabulary.from_texts(frame.to_numpy().ravel())
     a = PairEncoder(vocabulary=vocab).fit(frame.iloc[:100]).transform(frame.iloc[200:260])
     b = PairEncoder(vocabulary=vocab).fit(frame.iloc[100:200]).transform(frame.iloc[200:260])
-    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a["tokens"], b["tokens"])
 
 
 def test_pair_encoder_with_features(beer):
     frame = beer.to_frame()
     enc = PairEncoder(max_length=4, features=SimilarityFeatures(metrics=["jaccard"])).fit(frame)
     out = enc.transform(frame)
-    assert isinstance(out, SliceDict)
+    assert isinstance(out, SliceDict) and sorted(out) == ["features", "tokens"]
     assert out["tokens"].shape == (len(frame), 8, 4)
     assert out["features"].dtype == np.float32 and out["features"].shape == (len(frame), 4)
     assert out[[0, 2]]["tokens"].shape[0] == 2  # sklearn-style row slicing works

@@ -165,40 +165,17 @@ def test_save_is_atomic_and_leaves_no_temporary_files(saved, tmp_path):
     np.testing.assert_array_equal(load_matcher(tmp_path / "again", device="cpu").predict_proba(X), P)
 
 
-@pytest.fixture(scope="module")
-def saved_forest(beer, tmp_path_factory):
-    from skrisk.data import SimilarityFeatures
-
-    tr = beer.split("train")
-    X = PairEncoder(max_length=6, features=SimilarityFeatures()).fit(tr.to_frame()).transform(tr.to_frame())
-    m = RNNMatcher(hidden_size=4, classifier_size=8, embedding_dim=8, max_epochs=1, batch_size=64,
-                   stack_forest=True, device="cpu", random_state=0).fit(X, tr.y)
-    folder = tmp_path_factory.mktemp("forest") / "m"
-    m.save(folder)
-    return folder
-
-
-@pytest.mark.parametrize(
-    "key, value, match",
-    [
-        ("feature", 10_000, "splits on features outside"),
-        ("left", 10**9, "left children outside"),
-        ("right", -5, "right children outside"),
-        ("value", 7.0, "leaf probabilities outside"),
-        ("depth", 10**12, "has depth"),
-    ],
-)
-def test_tampered_stacked_forest(saved_forest, tmp_path, key, value, match):
-    """Before: loaded; predict then failed with a bare IndexError or looped 10**12 times."""
+@pytest.mark.parametrize("key", ["stack_forest", "feature_skip"])
+def test_a_removed_option_left_on_is_refused_naming_the_file(saved, tmp_path, key):
+    """A matcher saved by an earlier skrisk with an option that is gone (measured useless) cannot
+    predict as it did: refused with the file and the fix, not loaded differently."""
     folder = tmp_path / "m"
-    shutil.copytree(saved_forest, folder)
-    state = torch.load(folder / "weights.pt", weights_only=True)
-    name = next(k for k in state if k.endswith("." + key) and "forest" in k)
-    if state[name].ndim == 0:
-        state[name] = torch.tensor(value, dtype=state[name].dtype)
-    else:
-        state[name].view(-1)[0] = value
-    torch.save(state, folder / "weights.pt")
-    with pytest.raises(DataError, match=match):
+    shutil.copytree(saved[0], folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["params"][key] = True
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(DataError, match=rf"config\.json was saved with {key}=True.*retrain"):
         load_matcher(folder, device="cpu")
-    assert load_matcher(saved_forest, device="cpu").stack_forest
+    config["params"][key] = False  # left off: loads as before
+    (folder / "config.json").write_text(json.dumps(config))
+    np.testing.assert_array_equal(load_matcher(folder, device="cpu").predict_proba(saved[1]), saved[2])

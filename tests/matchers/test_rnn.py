@@ -32,6 +32,27 @@ def test_learns_fodors(fitted_rnn, fodors_encoded):
     assert "valid_f1" in fitted_rnn.history[-1]
 
 
+def test_early_stopping_is_skorchs_and_restores_the_best_epoch(fitted_rnn, fodors_encoded):
+    """skorch's EarlyStopping(load_best=True) keeps the best validation epoch's weights."""
+    from skorch.callbacks import EarlyStopping
+
+    stopper = dict(fitted_rnn.callbacks_)["early_stopping"]
+    assert isinstance(stopper, EarlyStopping) and stopper.load_best and stopper.monitor == "valid_f1"
+    Xva, yva = fodors_encoded["valid"]
+    scores = fitted_rnn.history[:, "valid_f1"]
+    assert fitted_rnn.best_epoch_ == 1 + int(np.argmax(scores))
+    assert f1_score(yva, fitted_rnn.predict(Xva)) == pytest.approx(max(scores))
+
+
+def test_input_is_one_slicedict(fitted_rnn, fodors_encoded):
+    """The RNN pool type is the SliceDict PairEncoder returns; bare token arrays are refused."""
+    X, _ = fodors_encoded["test"]
+    assert isinstance(X, SliceDict) and sorted(X) == ["tokens"]
+    with pytest.raises(TypeError, match=r"SliceDict\(tokens=ids\)"):
+        fitted_rnn.predict_proba(X["tokens"])
+    np.testing.assert_array_equal(fitted_rnn.predict_proba(dict(X)), fitted_rnn.predict_proba(X))
+
+
 def test_interface_shapes_and_require(fitted_rnn, fodors_encoded):
     X, _ = fodors_encoded["test"]
     n, h = len(X), fitted_rnn.classifier_size
@@ -154,12 +175,35 @@ def test_load_rejects_other_files(tmp_path):
         RNNMatcher.load(tmp_path)
 
 
+def test_load_refuses_removed_options(fitted_rnn, tmp_path):
+    """A matcher saved with an option this version no longer has is refused with the fix."""
+    import json
+
+    fitted_rnn.save(tmp_path / "m")
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    cfg["params"]["stack_forest"] = False  # saved by an earlier version, option off: loads
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    assert RNNMatcher.load(tmp_path / "m", device="cpu").hidden_size == fitted_rnn.hidden_size
+    cfg["params"]["validation_fraction"] = 0.25  # a training option: it became a ValidSplit
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    split = RNNMatcher.load(tmp_path / "m", device="cpu").train_split
+    assert (split.cv, split.stratified, split.random_state) == (0.25, True, fitted_rnn.random_state)
+    cfg["params"]["stack_forest"] = True
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="stack_forest=True.*retrain"):
+        RNNMatcher.load(tmp_path / "m", device="cpu")
+
+
 # ---------------------------------------------------------------------------- determinism, sklearn
 def test_fixed_seed_is_deterministic_and_restores_rng(beer_encoded, tiny):
     X, y = beer_encoded
     state = torch.get_rng_state()
     a = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
     assert torch.equal(state, torch.get_rng_state())
+    # the fit's randomness comes from its seed alone, not from the global RNG
+    torch.manual_seed(123)
+    a2 = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), a2.predict_proba(X))
     b = RNNMatcher(max_epochs=2, random_state=5, embedding_dim=8, **tiny).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     c = RNNMatcher(max_epochs=2, random_state=6, embedding_dim=8, **tiny).fit(X, y)
@@ -168,9 +212,9 @@ def test_fixed_seed_is_deterministic_and_restores_rng(beer_encoded, tiny):
 
 def test_clone_and_params_untouched(beer_encoded, tiny):
     X, y = beer_encoded
-    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **{**tiny, "device": "auto"})
+    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **{**tiny, "device": None})
     m.fit(X, y)
-    assert m.device == "auto" and m.device_ in ("cpu", "cuda")
+    assert m.device is None and m.device_ in ("cpu", "cuda")
     c = clone(m)
     assert c.get_params()["hidden_size"] == m.hidden_size and not hasattr(c, "module_dims_")
 
@@ -186,11 +230,24 @@ def test_warm_start_continues(beer_encoded, tiny):
     assert m.module_ is not module
 
 
-def test_validation_fraction(beer_encoded, tiny):
+def test_valid_split_holdout(beer_encoded, tiny):
+    """A stratified hold-out of the training pairs is skorch's ValidSplit as train_split."""
+    from skorch.dataset import ValidSplit
+
     X, y = beer_encoded
-    m = RNNMatcher(max_epochs=2, validation_fraction=0.25, random_state=0, embedding_dim=8, **tiny).fit(X, y)
+    split = ValidSplit(0.25, stratified=True, random_state=0)
+    m = RNNMatcher(max_epochs=2, train_split=split, random_state=0, embedding_dim=8, **tiny).fit(X, y)
     assert "valid_f1" in m.history[-1]
-    assert sum(m.history[-1, "batches", :, "train_batch_size"]) == len(X) - int(np.ceil(0.25 * len(X)))
+    assert sum(m.history[-1, "batches", :, "train_batch_size"]) == len(y) - int(np.ceil(0.25 * len(y)))
+    # without validation data (train_split=None, or no X_valid) nothing is held out or stopped
+    m = RNNMatcher(max_epochs=2, train_split=None, random_state=0, embedding_dim=8, **tiny).fit(X, y)
+    assert "valid_f1" not in m.history[-1] and m.best_epoch_ == 2
+
+
+def test_device_auto_is_refused_clearly(beer_encoded, tiny):
+    X, y = beer_encoded
+    with pytest.raises(ValueError, match="device=None"):
+        RNNMatcher(max_epochs=1, **{**tiny, "device": "auto"}).fit(X, y)
 
 
 def test_gridsearch_over_pipeline(beer):
@@ -215,41 +272,39 @@ def test_hybrid_with_similarity_features(fodors_split, fodors_vectors, tiny):
     assert f1_score(yte, pipe.predict(fte)) > 0.6
     assert m.represent(Xte).shape == (len(fte), tiny["classifier_size"])
     with pytest.raises(ValueError, match="similarity features"):
-        m.predict_proba(Xte["tokens"])
+        m.predict_proba(SliceDict(tokens=Xte["tokens"]))
     # use_features=False ignores them; True requires them
     m2 = RNNMatcher(use_features=False, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
     assert m2.module_dims_["n_features"] == 0
-    # feature_skip: the features are part of the representation, so the output layer sees them
-    m3 = RNNMatcher(feature_skip=True, scale_features=False, max_epochs=1, random_state=0, embedding_dim=8,
-                    **tiny).fit(Xte, yte)
-    F = Xte["features"].shape[1]
-    H = m3.represent(Xte)
-    assert H.shape == (len(fte), tiny["classifier_size"] + F)
-    np.testing.assert_allclose(H[:, -F:], Xte["features"])
-    assert m3.gradient_embedding(Xte).shape == (len(fte), 2 * H.shape[1])
-    # scale_features (default): standardised with the training features' mean and std
-    m4 = RNNMatcher(feature_skip=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    # scale_features (default): standardised with the training features' mean and std (buffers)
     f = Xte["features"].astype(np.float64)
     std = np.where(f.std(0) > 0, f.std(0), 1.0)
-    np.testing.assert_allclose(m4.represent(Xte)[:, -F:], (f - f.mean(0)) / std, atol=1e-4)
+    m4 = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **tiny).fit(Xte, yte)
+    np.testing.assert_allclose(m4.module_.feature_center.numpy(), f.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m4.module_.feature_scale.numpy(), std, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="use_features=True"):
-        RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(Xte["tokens"], yte)
+        RNNMatcher(use_features=True, max_epochs=1, **tiny).fit(SliceDict(tokens=Xte["tokens"]), yte)
 
 
 # ---------------------------------------------------------------------------- bad input
 def test_bad_inputs(beer_encoded, beer, tiny):
     X, y = beer_encoded
+    T = X["tokens"]
     m = RNNMatcher(max_epochs=1, embedding_dim=8, **tiny)
     with pytest.raises(TypeError, match="PairEncoder"):
         m.fit(beer.split("train").to_frame(), y)
+    with pytest.raises(TypeError, match="SliceDict"):
+        m.fit(T, y)
+    with pytest.raises(ValueError, match="without 'tokens'"):
+        m.fit({"ids": T}, y)
     with pytest.raises(TypeError, match="integers"):
-        m.fit(X.astype(np.float32), y)
+        m.fit(SliceDict(tokens=T.astype(np.float32)), y)
     with pytest.raises(ValueError, match="shape"):
-        m.fit(X[:, :, 0], y)
+        m.fit(SliceDict(tokens=T[:, :, 0]), y)
     with pytest.raises(ValueError, match="even number"):
-        m.fit(X[:, :3], y)
+        m.fit(SliceDict(tokens=T[:, :3]), y)
     with pytest.raises(ValueError, match="negative"):
-        m.fit(X - 5, y)
+        m.fit(SliceDict(tokens=T - 5), y)
     with pytest.raises(ValueError, match="0 .non-match. and 1"):
         m.fit(X, y + 1)
     with pytest.raises(ValueError, match="one label per pair"):
@@ -269,7 +324,7 @@ def test_validation_set_checks(beer_encoded, tiny):
     with pytest.raises(ValueError, match="both X_valid and y_valid"):
         m.fit(X, y, X_valid=X[neg])
     with pytest.raises(ValueError, match="sequences per pair"):
-        m.fit(X, y, X_valid=X[neg][:, :2], y_valid=y[neg])
+        m.fit(X, y, X_valid=SliceDict(tokens=X["tokens"][neg][:, :2]), y_valid=y[neg])
     m.set_params(early_stopping="loss")
     m.fit(X, y, X_valid=X[neg], y_valid=y[neg])  # documented: loss-based selection works
     assert "valid_loss" in m.history[-1]
@@ -283,14 +338,15 @@ def test_predict_checks_and_unfitted(beer_encoded, tiny):
     with pytest.raises(NotFittedError):
         require(m, "representation", "test")
     m.fit(X, y)
+    T = X["tokens"]
     with pytest.raises(ValueError, match="sequences per pair"):
-        m.predict_proba(X[:, :4])
+        m.predict_proba(SliceDict(tokens=T[:, :4]))
     # another max_length is fine: L is free
-    assert m.predict_proba(X[:, :, :3]).shape == (len(X), 2)
+    assert m.predict_proba(SliceDict(tokens=T[:, :, :3])).shape == (len(y), 2)
     # ids beyond the embedding table are read as <unk>
-    big = X.copy()
+    big = T.copy()
     big[:, :, 0] = 10**6
-    assert np.isfinite(m.predict_proba(big)).all()
+    assert np.isfinite(m.predict_proba(SliceDict(tokens=big))).all()
 
 
 def test_empty_values_and_all_missing_attribute(beer, tiny):
@@ -300,10 +356,10 @@ def test_empty_values_and_all_missing_attribute(beer, tiny):
     frame.loc[:10, "right_Style"] = None
     enc = PairEncoder(max_length=6).fit(frame)
     X = enc.transform(frame)
-    assert (X[:, list(frame.columns).index("left_ABV")] == 0).all()
+    assert (X["tokens"][:, list(frame.columns).index("left_ABV")] == 0).all()
     m = RNNMatcher(max_epochs=1, embedding_dim=8, random_state=0, **tiny).fit(X, y)
     assert np.isfinite(m.predict_proba(X)).all()
-    empty = np.zeros_like(X[:3])
+    empty = SliceDict(tokens=np.zeros_like(X["tokens"][:3]))
     assert np.isfinite(m.represent(empty)).all()
 
 
@@ -322,69 +378,14 @@ def test_pool_inference_equals_batched_forward(fitted_rnn, fodors_encoded):
     """The inference path (each distinct value summarised once) gives what the plain batched
     forward pass over every attribute slot gives."""
     X, _ = fodors_encoded["test"]
-    X = np.concatenate([X, X[:40]])  # repeated pairs
+    X = SliceDict(tokens=np.concatenate([X["tokens"], X["tokens"][:40]]))  # repeated pairs
     fitted_rnn.module_.eval()
     with torch.no_grad():
-        h = fitted_rnn.module_.hidden(torch.as_tensor(X)).numpy()
+        h = fitted_rnn.module_.hidden(torch.as_tensor(X["tokens"])).numpy()
     P, H = fitted_rnn.predict_proba_and_represent(X)
     np.testing.assert_allclose(H, h, atol=1e-5)
     np.testing.assert_allclose(P, fitted_rnn.predict_proba(X), atol=1e-6)
     np.testing.assert_array_equal(H[-40:], H[:40])
-
-
-# ---------------------------------------------------------------------------- stacking
-def test_forest_layer_equals_sklearn_forest(fodors_split):
-    from sklearn.ensemble import RandomForestClassifier
-
-    from skrisk.matchers._modules import ForestLayer
-
-    (ftr, ytr), (fte, _) = fodors_split["train"], fodors_split["test"]
-    sim = SimilarityFeatures().fit(ftr)
-    Ftr, Fte = sim.transform(ftr), sim.transform(fte)
-    rf = RandomForestClassifier(n_estimators=20, random_state=0).fit(Ftr, ytr)
-    layer = ForestLayer()
-    with pytest.raises(RuntimeError, match="no trees"):
-        layer(torch.as_tensor(Fte))
-    layer.set_trees(rf.estimators_)
-    np.testing.assert_allclose(layer(torch.as_tensor(Fte)).numpy(), rf.predict_proba(Fte)[:, 1], atol=1e-6)
-    # the trees travel in the state dict (tensors only) into an empty layer
-    other = ForestLayer()
-    other.load_state_dict(layer.state_dict())
-    np.testing.assert_array_equal(other(torch.as_tensor(Fte)).numpy(), layer(torch.as_tensor(Fte)).numpy())
-
-
-def test_stack_forest(fodors_split, fodors_vectors, tiny, tmp_path):
-    from sklearn.ensemble import RandomForestClassifier
-
-    (ftr, ytr), (fva, yva), (fte, yte) = fodors_split["train"], fodors_split["valid"], fodors_split["test"]
-    enc = PairEncoder(max_length=8, vocabulary=fodors_vectors, features=SimilarityFeatures()).fit(ftr)
-    Xtr, Xva, Xte = enc.transform(ftr), enc.transform(fva), enc.transform(fte)
-    m = RNNMatcher(embeddings=fodors_vectors, stack_forest=True, max_epochs=3, random_state=0, **tiny)
-    m.fit(Xtr, ytr, X_valid=Xva, y_valid=yva)
-    H = m.represent(Xte)
-    assert H.shape == (len(yte), tiny["classifier_size"] + 1)
-    # the last representation value is the logit of the forest fitted on all training pairs
-    rf = RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=m.seed_).fit(Xtr["features"], ytr)
-    p = np.clip(rf.predict_proba(Xte["features"])[:, 1], 1e-3, 1 - 1e-3)
-    np.testing.assert_allclose(H[:, -1], np.log(p / (1 - p)), atol=1e-4)
-    assert f1_score(yte, m.predict(Xte)) > 0.8
-    m.save(tmp_path / "s")
-    loaded = RNNMatcher.load(tmp_path / "s", device="cpu")
-    np.testing.assert_array_equal(loaded.predict_proba(Xte), m.predict_proba(Xte))
-    # a forest needs features; a user's X may not carry a forest_proba of its own
-    with pytest.raises(ValueError, match="stack_forest=True needs similarity features"):
-        RNNMatcher(stack_forest=True, max_epochs=1, **tiny).fit(Xtr["tokens"], ytr)
-    with pytest.raises(ValueError, match="unknown keys"):
-        m.predict_proba(SliceDict(tokens=Xte["tokens"], features=Xte["features"], forest_proba=p))
-    # one match only: no folds, the out-of-fold probability is the positive rate (documented)
-    one = np.r_[np.flatnonzero(ytr == 1)[:1], np.flatnonzero(ytr == 0)[:30]]
-    m1 = RNNMatcher(stack_forest=True, max_epochs=1, random_state=0, embedding_dim=8, **tiny)
-    assert m1.fit(Xtr[one], ytr[one]).predict_proba(Xte).shape == (len(yte), 2)
-    # with validation_fraction the forest only sees the training part
-    m2 = RNNMatcher(stack_forest=True, validation_fraction=0.3, max_epochs=1, random_state=0, embedding_dim=8, **tiny)
-    m2.fit(Xtr, ytr)
-    n_fit = len(ytr) - int(np.ceil(0.3 * len(ytr)))
-    assert sum(m2.history[-1, "batches", :, "train_batch_size"]) == n_fit
 
 
 def test_bad_feature_inputs(fodors_encoded, fodors_split, tiny):
@@ -394,23 +395,18 @@ def test_bad_feature_inputs(fodors_encoded, fodors_split, tiny):
     m = RNNMatcher(max_epochs=1, embedding_dim=8, **tiny)
     bad = F.copy()
     bad[0, 0] = np.nan
+    T = X["tokens"]
     with pytest.raises(ValueError, match="finite"):
-        m.fit(SliceDict(tokens=X, features=bad), y)
+        m.fit(SliceDict(tokens=T, features=bad), y)
     with pytest.raises(ValueError, match="features must have shape"):
-        m.fit(SliceDict(tokens=X, features=F[:, 0]), y)
-    with pytest.raises(ValueError, match="stack_forest must be True or False"):
-        RNNMatcher(stack_forest="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=X, features=F), y)
-    m.fit(SliceDict(tokens=X, features=F), y)
+        m.fit(SliceDict(tokens=T, features=F[:, 0]), y)
+    with pytest.raises(ValueError, match="scale_features must be True or False"):
+        RNNMatcher(scale_features="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=T, features=F), y)
+    with pytest.raises(ValueError, match="unknown keys"):
+        m.fit(SliceDict(tokens=T, features=F, forest_proba=F[:, 0]), y)
+    m.fit(SliceDict(tokens=T, features=F), y)
     with pytest.raises(ValueError, match="similarity features"):
-        m.predict_proba(SliceDict(tokens=X, features=F[:, :3]))
-
-
-def test_validation_fraction_too_small(beer_encoded, tiny):
-    X, y = beer_encoded
-    keep = np.r_[np.flatnonzero(y == 1)[:1], np.flatnonzero(y == 0)[:20]]
-    m = RNNMatcher(max_epochs=1, validation_fraction=0.2, embedding_dim=8, **tiny)
-    with pytest.raises(ValueError, match="validation_fraction"):
-        m.fit(X[keep], y[keep])
+        m.predict_proba(SliceDict(tokens=T, features=F[:, :3]))
 
 
 def test_unseen_tokens_are_unk(fitted_rnn, fodors_split, fodors_vectors):
@@ -420,7 +416,7 @@ def test_unseen_tokens_are_unk(fitted_rnn, fodors_split, fodors_vectors):
     enc = PairEncoder(max_length=8, vocabulary=fodors_vectors).fit(frame)
     X = enc.transform(frame)
     col = list(frame.columns).index("left_name")
-    assert (X[:, col, :2] == 1).all()
+    assert (X["tokens"][:, col, :2] == 1).all()
     assert np.isfinite(fitted_rnn.predict_proba(X)).all()
 
 

@@ -11,7 +11,6 @@ for args in \
   "score --model hybrid --lr 3e-3" \
   "labels --model hybrid --lr 3e-3 --epochs 20 --patience 5" \
   "labels --model plain --lr 3e-3 --epochs 20 --patience 5" \
-  "labels --model hybrid --stack-forest --lr 3e-3 --epochs 20 --patience 5" \
   "labels --model hybrid --class-weight none --no-scale-features --lr 1e-3 --epochs 20 --patience 5" \
   "full --dataset dblp_scholar --model hybrid --lr 3e-3 --epochs 10 --patience 3" \
   "full --dataset abt_buy --model hybrid --lr 3e-3 --max-length 32 --epochs 10 --patience 3" \
