@@ -27,6 +27,7 @@ from ._rnn_data import (
     check_pool,
     resolve_device,
     rng_devices,
+    seed_devices,
     seed_from,
     validation_from_fit_params,
 )
@@ -323,7 +324,7 @@ class RNNMatcher(NeuralNetClassifier):
         generator (inside ``fork_rng``: the global torch RNG is not touched)."""
         seed = int(torch.randint(2**62, (1,), generator=self.generator_))
         with torch.random.fork_rng(devices=rng_devices(self.device_)):
-            torch.manual_seed(seed)
+            seed_devices(seed, self.device_)
             return super().train_step_single(batch, **fit_params)
 
     def infer(self, x, **fit_params):

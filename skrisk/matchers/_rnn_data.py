@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from skorch.dataset import Dataset
 
-__all__ = ["FIT_KEYS", "POOL_KEYS", "check_labels", "check_pool", "resolve_device", "seed_from",
-           "rng_devices", "validation_from_fit_params"]
+__all__ = ["FIT_KEYS", "POOL_KEYS", "check_labels", "check_pool", "resolve_device", "rng_devices",
+           "seed_devices", "seed_from", "validation_from_fit_params"]
 
 #: The fit parameters that carry the validation pairs (never passed to the module).
 FIT_KEYS = ("X_valid", "y_valid")
@@ -178,3 +178,16 @@ def rng_devices(device: str) -> list[int]:
     """The CUDA device indices whose RNG state ``torch.random.fork_rng`` must fork."""
     dev = torch.device(device)
     return [dev.index or 0] if dev.type == "cuda" else []
+
+
+def seed_devices(seed: int, device: str) -> None:
+    """Seed the CPU generator, and ``device``'s when it is a CUDA device, with ``seed``.
+
+    The cheap form of :func:`torch.manual_seed` (which also seeds every other backend), for a
+    call per training batch; meant to run inside :func:`torch.random.fork_rng` with
+    :func:`rng_devices`.
+    """
+    torch.default_generator.manual_seed(seed)
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.default_generators[dev.index or 0].manual_seed(seed)
