@@ -675,7 +675,26 @@ def block_api16(_: str, ctx: dict) -> str:
     return "\n".join(lines)
 
 
+def block_rnn_refactor(_: str, ctx: dict) -> str:
+    """Test F1 of the RNN matcher before and after issue #16's rewrite, per dataset and model, from
+    ``matcher/refactor16/{before,after}.jsonl`` (one line per matcher seed)."""
+    rows = []
+    for tag in ("before", "after"):
+        for r in _read_jsonl(RESULTS / "matcher" / "refactor16" / f"{tag}.jsonl"):
+            if "seed" in r and "test_f1" in r:
+                rows.append({**r, "tag": tag})
+    df = pd.DataFrame(rows).drop_duplicates(["tag", "dataset", "model", "seed"], keep="last")
+    lines = ["| dataset | model | seeds | test F1 before (mean ± std) | after | after - before |",
+             "|---|---|---|---|---|---|"]
+    for (dataset, model), g in df.groupby(["dataset", "model"], sort=False):
+        b, a = (g[g["tag"] == t]["test_f1"] for t in ("before", "after"))
+        lines.append(f"| {NAMES.get(dataset, dataset)} | {model} | {len(b)} / {len(a)} | {b.mean():.4f} ± {b.std(ddof=0):.4f} "
+                     f"| {a.mean():.4f} ± {a.std(ddof=0):.4f} | {a.mean() - b.mean():+.4f} |")
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[str, dict], str]] = {
+    "rnn_refactor": block_rnn_refactor,
     "api16": block_api16,
     "summary_table": block_summary_table,
     "paired_table": block_paired_table,
