@@ -4,6 +4,7 @@
 first use (they need torch and skorch), so ``import skrisk.matchers`` stays light.
 """
 
+from .._lazy import lazy_attributes
 from ._base import CAPABILITIES, MATCH_THRESHOLD, match_labels, require
 from ._feature import FeatureMatcher
 
@@ -27,15 +28,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        from importlib import import_module
-
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)
