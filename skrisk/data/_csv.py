@@ -14,7 +14,7 @@ from .._typing import RandomStateLike
 from ..exceptions import DataError
 from ._blocking import BlockingResult, BlockingRule, block
 from ._loaders import _duplicate_pairs, _ids, _parse_labels, _read_csv, read_table
-from ._pairs import UNLABELLED, PairDataset
+from ._pairs import UNLABELLED, PairDataset, unknown_ids
 
 __all__ = ["load_csv_tables"]
 
@@ -101,12 +101,12 @@ def _read_pair_file(
         }
     )
     for side, col, table, tfile in (("left", lc, left, files[0]), ("right", rc, right, files[1])):
-        known = out[f"{side}_id"].isin(table.index)
-        if not known.all():
-            row = int(np.flatnonzero(~known.to_numpy())[0])
+        bad = unknown_ids(out[f"{side}_id"], table)
+        if bad is not None:
+            row, count = bad
             raise DataError(
                 f"{path}: {col} {out[f'{side}_id'].iloc[row]!r} at row {row} (line {int(lines[row])}) "
-                f"is not an id of {tfile} ({int((~known).sum())} rows refer to missing records). Fix the "
+                f"is not an id of {tfile} ({count} rows refer to missing records). Fix the "
                 "id, or add the record to the table."
             )
     if "label" in df.columns:

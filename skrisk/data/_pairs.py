@@ -16,6 +16,17 @@ __all__ = ["PairDataset", "UNLABELLED"]
 UNLABELLED = -1
 
 
+def unknown_ids(ids: pd.Series, table: pd.DataFrame) -> tuple[int, int] | None:
+    """``(first row, count)`` of the ``ids`` that are not record ids of ``table``, or None.
+
+    The one check that pairs refer to existing records (pair files and pair frames alike).
+    """
+    known = ids.isin(table.index).to_numpy()
+    if known.all():
+        return None
+    return int(np.flatnonzero(~known)[0]), int((~known).sum())
+
+
 def _check_table(table: pd.DataFrame, side: str, source: str) -> pd.DataFrame:
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"{side} table from {source} must be a pandas DataFrame, got {type(table).__name__}.")
@@ -154,12 +165,12 @@ class PairDataset:
             pairs["split"].astype(str).to_numpy() if "split" in pairs.columns else "pool"
         )
         for side, table in (("left", self.left), ("right", self.right)):
-            known = out[f"{side}_id"].isin(table.index)
-            if not known.all():
-                row = int(np.flatnonzero(~known.to_numpy())[0])
+            bad = unknown_ids(out[f"{side}_id"], table)
+            if bad is not None:
+                row, count = bad
                 raise DataError(
                     f"Pairs of {self.name}: {side}_id {out[f'{side}_id'].iloc[row]!r} at row {row} "
-                    f"is not an id of the {side} table ({(~known).sum()} such pairs). Fix the id "
+                    f"is not an id of the {side} table ({count} such pairs). Fix the id "
                     "or add the record to the table."
                 )
         return out
