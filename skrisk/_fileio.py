@@ -22,7 +22,15 @@ from typing import Callable
 
 from .exceptions import SkriskError
 
-__all__ = ["FolderInUseError", "FolderLock", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "read_jsonl"]
+__all__ = [
+    "FolderInUseError",
+    "FolderLock",
+    "append_durably",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "fsync_dir",
+    "read_jsonl",
+]
 
 
 class FolderInUseError(SkriskError, RuntimeError):
@@ -103,6 +111,30 @@ def atomic_write_text(
     """Replace ``path`` by ``text`` atomically (see :func:`atomic_write_bytes`); no newline
     translation."""
     atomic_write_bytes(path, text.encode(encoding), on_error=on_error)
+
+
+def append_durably(fd: int, data: bytes) -> None:
+    """Append ``data`` to the file open (``O_APPEND``) on ``fd`` and ``fsync`` it, or leave no trace.
+
+    The one append of skrisk's append-only files (the labelling journal, the run records). When
+    the write or the ``fsync`` fails (disk full, I/O error), the file is cut back to its size
+    before the call and the ``OSError`` is raised again; if even the cut fails, the error carries
+    it as ``cut_failed`` (the caller must then refuse further appends).
+    """
+    size = os.fstat(fd).st_size
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    except OSError as exc:
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        except OSError as cut:
+            exc.cut_failed = cut  # type: ignore[attr-defined]
+        raise
 
 
 class FolderLock:

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.metrics import f1_score, precision_score, recall_score
 from sklearn.utils import check_random_state
 
-from .._fileio import read_jsonl
+from .._fileio import append_durably, read_jsonl
 from .._rows import num_rows, take_rows
 from ..active import ActiveLearner, unpack_query
 from ..exceptions import DataError, SkriskError
@@ -314,19 +314,9 @@ def _append(path: Path, record: dict) -> None:
     except OSError as exc:
         raise _write_error(path, exc) from exc
     try:
-        size = os.fstat(fd).st_size
-        try:
-            view = memoryview(line)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-        except OSError as exc:
-            try:
-                os.ftruncate(fd, size)
-            except OSError:
-                pass  # a torn line left behind is cut off by the next resume
-            raise _write_error(path, exc) from exc
+        append_durably(fd, line)  # a torn line left behind (cut failed) is cut off by the next resume
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
     finally:
         os.close(fd)
 

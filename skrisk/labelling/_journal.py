@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .._fileio import atomic_write_text as _atomic_write_text
-from .._fileio import read_jsonl
+from .._fileio import append_durably, read_jsonl
 from ..exceptions import DataError, SkriskError
 
 __all__ = [
@@ -190,28 +190,13 @@ class Journal:
         record = {"seq": self.next_seq, "t": _now(), "event": event, **fields}
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
-            size = os.fstat(fd).st_size
+            append_durably(fd, data)
         except OSError as exc:
-            raise _write_error(self.path, exc) from exc
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-        except OSError as exc:
-            self._undo_append(size)
+            if getattr(exc, "cut_failed", None) is not None:  # the failed append is still there
+                self._broken = exc.cut_failed
             raise _write_error(self.path, exc) from exc
         self.events.append(record)
         return record
-
-    def _undo_append(self, size: int) -> None:
-        """Cut a failed append off the file; if even that fails, refuse every later append."""
-        try:
-            os.ftruncate(self._fd, size)  # type: ignore[arg-type]
-            os.fsync(self._fd)  # type: ignore[arg-type]
-        except OSError as exc:
-            self._broken = exc
 
     def close(self) -> None:
         """Close the file (everything appended is already on disk)."""
