@@ -49,6 +49,8 @@ def _holds_features(X: Any) -> bool:
     """Whether :func:`risk_features` can read ``X`` as it is (a mapping or a numeric matrix)."""
     if isinstance(X, Mapping) or sp.issparse(X):
         return True
+    if isinstance(X, pd.DataFrame):  # look at the dtypes, not at a converted copy of the frame
+        return all(pd.api.types.is_numeric_dtype(t) for t in X.dtypes)
     try:
         return np.asarray(X).dtype.kind in "biuf"
     except (TypeError, ValueError):  # pragma: no cover - ragged input
