@@ -18,7 +18,8 @@ from skrisk.exceptions import DataError, EmptyPoolError
 from skrisk.kmedoids import WeightedKMedoids, weighted_fastpam
 from skrisk.matchers import FeatureMatcher
 from skrisk.risk import LearnRiskEstimator
-from skrisk.strategies import STRATEGIES, RiskSampler
+from _paper_strategies import STRATEGIES
+from skrisk.strategies import RiskSampler
 from skrisk.strategies._selection import checked_proba
 
 CPU = "cpu"
