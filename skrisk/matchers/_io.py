@@ -263,7 +263,7 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
     path : str or path-like
         The folder.
     device : str or None, default=None
-        Device of the loaded matcher (None: CUDA when available, else CPU).
+        Device of the loaded matcher (None or "auto": CUDA when available, else CPU).
 
     Returns
     -------
@@ -283,8 +283,8 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
     """
     from ..data._embeddings import WordVectors
     from ..data._tokenize import Vocabulary
+    from .._device import resolve_device
     from ._rnn import RNNMatcher
-    from ._rnn_data import resolve_device
 
     folder = Path(path)
     cfg_path, w_path = folder / "config.json", folder / "weights.pt"
