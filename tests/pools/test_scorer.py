@@ -140,3 +140,27 @@ def test_invalid_probabilities_are_refused(febrl):
     scorer = ChunkScorer(febrl.ds.left, febrl.ds.right, features=febrl.sf, matcher=Broken())
     with pytest.raises(DataError, match="invalid probabilities .* first at row 2"):
         scorer.score(febrl.pool.iloc[:5])
+
+
+def test_rnn_matcher_through_its_pipeline(febrl):
+    """make_rnn_pipeline's PairEncoder + RNNMatcher gets pair frames; one pass gives both."""
+    import torch
+
+    from skrisk.matchers import make_rnn_pipeline
+
+    pipe = make_rnn_pipeline(max_length=8, hidden_size=8, classifier_size=16, max_epochs=1,
+                             train_split=None, verbose=0, random_state=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 1-epoch toy fit: threads only add contention
+    try:
+        pipe.fit(febrl.train.to_frame(), febrl.train.y)
+    finally:
+        torch.set_num_threads(threads)
+    scorer = ChunkScorer(febrl.ds.left, febrl.ds.right, features=febrl.sf, matcher=pipe)
+    chunk = febrl.pool.iloc[:64]
+    out = scorer.score(chunk, representation=True)
+    sub = PairDataset.from_frames(febrl.ds.left, febrl.ds.right, chunk).to_frame()
+    np.testing.assert_allclose(out.proba, pipe.predict_proba(sub)[:, 1], rtol=1e-5, atol=1e-6)
+    H = pipe[-1].represent(pipe[:-1].transform(sub))
+    np.testing.assert_allclose(out.representation, H, rtol=1e-5, atol=1e-6)
+    assert out.representation.shape == (64, 16)
