@@ -72,7 +72,7 @@ _RNN_WEIGHTS = "rnn/weights.pt"
 _ENTRIES = frozenset({_META, _SKOPS, _RNN_CONFIG, _RNN_WEIGHTS})
 #: Uncompressed bytes a model file may hold in all (checked before anything is read).
 MAX_MODEL_BYTES = 4 * 2**30
-_MATCHER_KINDS = ("sklearn", "rnn", "rnn_pipeline")
+_MATCHER_KINDS = ("sklearn", "rnn_pipeline")
 _TASKS = ("link", "dedup")
 _RESAVE = "save the model again with this skrisk (MatchModel.save, or label one more round in the session)"
 
@@ -132,17 +132,19 @@ class MatchModel:
         The attribute columns the model reads, in the order its features were fitted on (the
         pair frame has ``left_<a>`` then ``right_<a>`` columns, see
         :meth:`~skrisk.data.PairDataset.to_frame`).
+    features : SimilarityFeatures
+        The fitted similarity features of pair frames (``left_<a>``/``right_<a>`` columns): the
+        input of LearnRisk's rules and, unless the matcher takes pair frames, of the matcher.
     matcher : classifier
-        The fitted matcher: a :class:`~skrisk.matchers.FeatureMatcher`, an
-        :class:`~skrisk.matchers.RNNMatcher`, a ``Pipeline`` whose last step is an RNNMatcher
-        (e.g. :func:`~skrisk.matchers.make_rnn_pipeline`), or any fitted scikit-learn classifier
-        or pipeline with ``predict_proba``.
-    features : transformer or None, default=None
-        Fitted pair-frame transformer (e.g. :class:`~skrisk.data.SimilarityFeatures`) whose
-        output is the matcher's input. None: the matcher takes the pair frame itself.
+        The fitted matcher, on the similarity features (a
+        :class:`~skrisk.matchers.FeatureMatcher`, any scikit-learn classifier or pipeline) or on
+        pair frames (a pipeline such as :func:`~skrisk.matchers.make_rnn_pipeline`'s
+        ``PairEncoder`` + :class:`~skrisk.matchers.RNNMatcher`, which is saved as JSON + torch
+        weights); see :class:`~skrisk.pools.ChunkScorer`, which scores with the model.
     risk_model : LearnRisk or None, default=None
-        Fitted around ``matcher`` on the matcher's input. None: the risk is the matcher's
-        uncertainty ``min(p, 1 - p)`` (as LearnRisk's own fallback).
+        Fitted around ``matcher``, its rules on the similarity features. None: no risk
+        (:func:`~skrisk.matching.match` then reports the matcher's uncertainty ``min(p, 1 - p)``,
+        LearnRisk's own fallback).
     threshold : float, default=MATCH_THRESHOLD
         A pair is a match when its probability is greater than this.
     task : {"link", "dedup"}, default="link"
@@ -166,14 +168,14 @@ class MatchModel:
     >>> ds = PairDataset.from_frames(t, t, [("1", "2", 1), ("3", "4", 1), ("1", "3", 0), ("2", "4", 0)])
     >>> sf = SimilarityFeatures().fit(ds.to_frame())
     >>> m = FeatureMatcher(random_state=0).fit(sf.transform(ds.to_frame()), ds.y)
-    >>> model = MatchModel(["name"], m, features=sf)
-    >>> model.predict_proba(ds.to_frame()).shape
+    >>> model = MatchModel(["name"], sf, m)
+    >>> model.scorer(t, t).score(ds.pairs).proba.shape
     (4,)
     """
 
     attributes: list[str]
+    features: Any
     matcher: Any
-    features: Any = None
     risk_model: Any = None
     threshold: float = MATCH_THRESHOLD
     task: str = "link"
@@ -198,13 +200,22 @@ class MatchModel:
             raise DataError(f"{where}: id_column is {self.id_column!r}, not a column name.")
         if not hasattr(self.matcher, "predict_proba"):
             raise DataError(f"{where}: the matcher {type(self.matcher).__name__} has no predict_proba.")
-        expected = [f"left_{a}" for a in attrs] + [f"right_{a}" for a in attrs]
-        first = self.features if self.features is not None else self.matcher
-        seen = getattr(first, "feature_names_in_", None)
-        if seen is not None and [str(c) for c in seen] != expected:
+        if _is_rnn(self.matcher):
             raise DataError(
-                f"{where}: the {'feature transformer' if self.features is not None else 'matcher'} was "
-                f"fitted on the columns {[str(c) for c in seen][:8]}, but the model's attributes "
+                f"{where}: a bare RNNMatcher takes encoded pairs; give it with its encoder as one "
+                "Pipeline on pair frames (skrisk.matchers.make_rnn_pipeline)."
+            )
+        if self.features is None or not hasattr(self.features, "transform"):
+            raise DataError(
+                f"{where}: features must be the fitted SimilarityFeatures of the pairs (LearnRisk's "
+                f"rules read them), got {type(self.features).__name__}."
+            )
+        expected = [f"left_{a}" for a in attrs] + [f"right_{a}" for a in attrs]
+        seen = getattr(self.features, "feature_names_in_", None)
+        if seen is None or [str(c) for c in seen] != expected:
+            raise DataError(
+                f"{where}: the similarity features were fitted on the columns "
+                f"{None if seen is None else [str(c) for c in seen][:8]}, but the model's attributes "
                 f"{list(attrs)} give {expected[:8]}: the parts come from different tasks; {_RESAVE}."
             )
         if self.risk_model is not None and not hasattr(self.risk_model, "_distribution"):
@@ -224,38 +235,25 @@ class MatchModel:
             )
 
     # ------------------------------------------------------------------ scoring
-    def matcher_input(self, frame: pd.DataFrame) -> Any:
-        """The matcher's input for a pair frame (``left_<a>``/``right_<a>`` text columns)."""
-        return frame if self.features is None else self.features.transform(frame)
-
-    def proba_of(self, X: Any) -> np.ndarray:
-        """Match probabilities of pairs given as matcher input ``X`` (shape ``(n_pairs,)``)."""
-        return np.asarray(self.matcher.predict_proba(X), dtype=np.float64)[:, 1]
-
-    def risk_of(self, X: Any, proba: np.ndarray) -> np.ndarray:
-        """Risk of the matcher's labels of pairs ``X`` whose probabilities ``proba`` are known."""
-        if self.risk_model is None:
-            return np.minimum(proba, 1.0 - proba)
-        return np.asarray(self.risk_model._distribution(X, proba).risk, dtype=np.float64)
-
-    def predict_proba(self, frame: pd.DataFrame) -> np.ndarray:
-        """Match probability of every pair of a pair frame.
+    def scorer(self, left: pd.DataFrame, right: pd.DataFrame | None = None) -> Any:
+        """A :class:`~skrisk.pools.ChunkScorer` of pairs of these tables with this model.
 
         Parameters
         ----------
-        frame : pandas.DataFrame
-            :meth:`~skrisk.data.PairDataset.to_frame` of the pairs.
+        left : pandas.DataFrame
+            Records indexed by id, with the model's attributes.
+        right : pandas.DataFrame or None, default=None
+            The other table (linkage); None: pairs within ``left`` (dedup).
 
         Returns
         -------
-        ndarray of float64, shape (n_pairs,)
+        ChunkScorer
+            ``scorer.score(pairs)`` gives the probabilities and risks of a chunk of pairs.
         """
-        return self.proba_of(self.matcher_input(frame))
+        from ..pools import ChunkScorer
 
-    def predict_risk(self, frame: pd.DataFrame) -> np.ndarray:
-        """Risk (higher = the matcher's label is more likely wrong) of every pair of a pair frame."""
-        X = self.matcher_input(frame)
-        return self.risk_of(X, self.proba_of(X))
+        return ChunkScorer(left, right, features=self.features, matcher=self.matcher,
+                           risk_model=self.risk_model, threshold=float(self.threshold))
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike) -> Path:
@@ -305,9 +303,7 @@ class MatchModel:
         from sklearn.pipeline import Pipeline
 
         matcher, kind, rnn = self.matcher, "sklearn", None
-        if _is_rnn(matcher):
-            matcher, kind, rnn = None, "rnn", matcher
-        elif isinstance(matcher, Pipeline) and _is_rnn(matcher.steps[-1][1]):
+        if isinstance(matcher, Pipeline) and _is_rnn(matcher.steps[-1][1]):
             head = copy.copy(matcher)
             head.steps = list(matcher.steps[:-1]) + [(matcher.steps[-1][0], "passthrough")]
             matcher, kind, rnn = head, "rnn_pipeline", matcher.steps[-1][1]
@@ -478,20 +474,17 @@ def load_model(
 
         rnn = rnn_from_parts(entries[_RNN_CONFIG], entries[_RNN_WEIGHTS], file / _RNN_CONFIG,
                              file / _RNN_WEIGHTS, device)
-        if kind == "rnn":
-            matcher = rnn
-        else:
-            from sklearn.pipeline import Pipeline
+        from sklearn.pipeline import Pipeline
 
-            if not isinstance(matcher, Pipeline):
-                raise _bad(file, "matcher_kind is 'rnn_pipeline' but the stored matcher is not a Pipeline")
-            matcher.steps[-1] = (matcher.steps[-1][0], rnn)
+        if not isinstance(matcher, Pipeline):
+            raise _bad(file, "matcher_kind is 'rnn_pipeline' but the stored matcher is not a Pipeline")
+        matcher.steps[-1] = (matcher.steps[-1][0], rnn)
     risk = parts["risk_model"]
     if risk is not None:
         risk.estimator = matcher
         risk.estimator_ = matcher
     model = MatchModel(
-        attributes=list(meta["attributes"]), matcher=matcher, features=parts["features"], risk_model=risk,
+        attributes=list(meta["attributes"]), features=parts["features"], matcher=matcher, risk_model=risk,
         threshold=float(meta["threshold"]), task=meta["task"], blocking=meta.get("blocking"),
         id_column=meta["id_column"], versions=dict(meta.get("versions") or {}),
     )

@@ -38,9 +38,9 @@ def feature_model(data):
     m = FeatureMatcher(random_state=0).fit(F, tr.y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        risk = LearnRisk(m, cv="prefit", epochs=10, random_state=0)
+        risk = LearnRisk(m, cv=3, epochs=10, random_state=0)
         risk._fit(F, tr.y, None, None, fitted=m, who="test")
-    return MatchModel(tr.attributes, m, features=sf, risk_model=risk, threshold=0.4,
+    return MatchModel(tr.attributes, sf, m, risk_model=risk, threshold=0.4,
                       blocking=[("standard", "city"), ("tokens", ["name"], {"top_k": 3})])
 
 
@@ -48,9 +48,11 @@ def test_feature_model_round_trip(feature_model, data, tmp_path):
     _, te = data
     path = feature_model.save(tmp_path / "m.skrisk")
     loaded = load_model(path)
-    frame = te.to_frame()
-    np.testing.assert_array_equal(loaded.predict_proba(frame), feature_model.predict_proba(frame))
-    np.testing.assert_allclose(loaded.predict_risk(frame), feature_model.predict_risk(frame))
+    before = feature_model.scorer(te.left, te.right).score(te.pairs)
+    after = loaded.scorer(te.left, te.right).score(te.pairs)
+    np.testing.assert_array_equal(after.proba, before.proba)
+    np.testing.assert_allclose(after.risk, before.risk)
+    assert loaded.risk_model.risk_model_ is not None
     assert loaded.threshold == 0.4 and loaded.task == "link" and loaded.attributes == te.attributes
     assert loaded.blocking == [["standard", ["city"], {}], ["tokens", ["name"], {"top_k": 3}]]
     assert loaded.risk_model.estimator_ is loaded.matcher
@@ -63,36 +65,40 @@ def test_pipeline_round_trip(data, tmp_path):
     from sklearn.preprocessing import StandardScaler
 
     tr, te = data
-    pipe = make_pipeline(SimilarityFeatures(), StandardScaler(), LogisticRegression()).fit(tr.to_frame(), tr.y)
-    model = MatchModel(tr.attributes, pipe)
+    sf = SimilarityFeatures().fit(tr.to_frame())
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(sf.transform(tr.to_frame()), tr.y)
+    model = MatchModel(tr.attributes, sf, pipe)
     loaded = load_model(model.save(tmp_path / "p.skrisk"))
-    frame = te.to_frame()
-    np.testing.assert_array_equal(loaded.predict_proba(frame), model.predict_proba(frame))
-    # no risk model: the risk is the matcher's uncertainty
-    p = loaded.predict_proba(frame)
-    np.testing.assert_array_equal(loaded.predict_risk(frame), np.minimum(p, 1 - p))
+    before = model.scorer(te.left, te.right).score(te.pairs)
+    after = loaded.scorer(te.left, te.right).score(te.pairs)
+    np.testing.assert_array_equal(after.proba, before.proba)
+    assert after.risk is None
 
 
-@pytest.mark.parametrize("as_pipeline", [False, True])
-def test_rnn_round_trip(data, tmp_path, as_pipeline):
+def test_rnn_pipeline_round_trip(data, tmp_path):
     tr, te = data
     torch.set_num_threads(1)
-    params = dict(hidden_size=4, classifier_size=8, embedding_dim=8, max_epochs=1, batch_size=64,
-                  device="cpu", random_state=0)
-    if as_pipeline:
-        matcher = make_rnn_pipeline(max_length=6, features=SimilarityFeatures(), **params).fit(tr.to_frame(), tr.y)
-        model = MatchModel(tr.attributes, matcher)
-    else:
-        enc = PairEncoder(max_length=6).fit(tr.to_frame())
-        matcher = RNNMatcher(**params).fit(enc.transform(tr.to_frame()), tr.y)
-        model = MatchModel(tr.attributes, matcher, features=enc)
+    sf = SimilarityFeatures().fit(tr.to_frame())
+    matcher = make_rnn_pipeline(max_length=6, features=SimilarityFeatures(), hidden_size=4, classifier_size=8,
+                                embedding_dim=8, max_epochs=1, batch_size=64, device="cpu",
+                                random_state=0).fit(tr.to_frame(), tr.y)
+    model = MatchModel(tr.attributes, sf, matcher)
     path = model.save(tmp_path / "r.skrisk")
     assert {"rnn/config.json", "rnn/weights.pt"} <= set(zipfile.ZipFile(path).namelist())
     loaded = load_model(path, device="cpu")
-    frame = te.to_frame()
-    np.testing.assert_allclose(loaded.predict_proba(frame), model.predict_proba(frame), rtol=0, atol=1e-6)
-    if as_pipeline:  # the fitted in-memory pipeline is untouched by saving
-        assert isinstance(matcher.steps[-1][1], RNNMatcher)
+    before = model.scorer(te.left, te.right).score(te.pairs)
+    after = loaded.scorer(te.left, te.right).score(te.pairs)
+    np.testing.assert_allclose(after.proba, before.proba, rtol=0, atol=1e-6)
+    assert isinstance(matcher.steps[-1][1], RNNMatcher)  # the in-memory pipeline is untouched by saving
+
+
+def test_bare_rnn_matcher_is_refused_with_the_fix(data):
+    tr, _ = data
+    enc = PairEncoder(max_length=4).fit(tr.to_frame())
+    m = RNNMatcher(hidden_size=4, classifier_size=8, embedding_dim=8, max_epochs=1, device="cpu",
+                   random_state=0).fit(enc.transform(tr.to_frame()), tr.y)
+    with pytest.raises(DataError, match="make_rnn_pipeline"):
+        MatchModel(tr.attributes, SimilarityFeatures().fit(tr.to_frame()), m).check()
 
 
 class _RunsCode:
@@ -114,10 +120,10 @@ def test_pickle_file_is_refused(tmp_path):
 def test_pickle_inside_the_weights_is_refused(data, tmp_path):
     """A model file whose RNN weights entry is a pickle carrying code."""
     tr, _ = data
-    enc = PairEncoder(max_length=4).fit(tr.to_frame())
-    m = RNNMatcher(hidden_size=4, classifier_size=8, embedding_dim=8, max_epochs=1, device="cpu",
-                   random_state=0).fit(enc.transform(tr.to_frame()), tr.y)
-    good = MatchModel(tr.attributes, m, features=enc).save(tmp_path / "good.skrisk")
+    sf = SimilarityFeatures().fit(tr.to_frame())
+    m = make_rnn_pipeline(max_length=4, hidden_size=4, classifier_size=8, embedding_dim=8, max_epochs=1,
+                          device="cpu", random_state=0).fit(tr.to_frame(), tr.y)
+    good = MatchModel(tr.attributes, sf, m).save(tmp_path / "good.skrisk")
     bad = tmp_path / "bad.skrisk"
     with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
         for name in src.namelist():
