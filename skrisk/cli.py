@@ -1,4 +1,4 @@
-"""The ``skrisk`` command: ``demo``, ``run`` and ``label``.
+"""The ``skrisk`` command: ``demo``, ``run``, ``label`` and ``match``.
 
 Exit codes: 0 success, 2 bad input or a failed write (the message names the problem and the fix),
 130 interrupted with Ctrl-C (everything answered so far is saved). ``--debug`` (before or after the
@@ -11,7 +11,7 @@ import argparse
 import errno
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .risk._defaults import DEFAULT_EPOCHS
 
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     p.add_argument("--version", action="version", version=f"skrisk {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{demo,run,label}")
+    sub = p.add_subparsers(dest="command", metavar="{demo,run,label,match}")
 
     d = sub.add_parser(
         "demo",
@@ -130,7 +130,123 @@ def build_parser() -> argparse.ArgumentParser:
                           "labels.csv is kept as a backup)")
     lab.add_argument("--export", action="store_true",
                      help="only write labels.csv and predicted_matches.csv into the session folder")
+    _add_match_parser(sub, common)
     return p
+
+
+# ---------------------------------------------------------------------------- skrisk match
+def _probability(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {v}")
+    return v
+
+
+def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
+    """The blocking flags of names.md (``--blocking``, ``--block-on``, ``--block-threshold``, ``--block-top-k``)."""
+    parser.add_argument("--blocking", choices=("tokens", "standard", "sorted_neighbourhood"),
+                        help="blocking method (default: the model's own blocking)")
+    parser.add_argument("--block-on", metavar="COL[,COL]",
+                        help="attribute(s) to block on (default: all attributes for tokens; required for "
+                             "standard and sorted_neighbourhood)")
+    parser.add_argument("--block-threshold", type=_probability, metavar="FLOAT",
+                        help="tokens: the least TF-IDF cosine of a candidate pair (default 0)")
+    parser.add_argument("--block-top-k", type=_positive, metavar="INT",
+                        help="tokens: nearest records kept per record (default 10)")
+
+
+def _blocking_rules(args: argparse.Namespace, attributes: Sequence[str]) -> list | None:
+    """One blocking rule from the flags, or None when no flag was given (the model's rules)."""
+    from .exceptions import DataError
+
+    given = [f for f in ("blocking", "block_on", "block_threshold", "block_top_k") if getattr(args, f) is not None]
+    if not given:
+        return None
+    method = args.blocking or "tokens"
+    if method != "tokens" and (args.block_threshold is not None or args.block_top_k is not None):
+        raise DataError(f"--block-threshold and --block-top-k apply to --blocking tokens, not {method}.")
+    cols = [c.strip() for c in args.block_on.split(",") if c.strip()] if args.block_on else list(attributes)
+    unknown = [c for c in cols if c not in attributes]
+    if unknown or not cols:
+        raise DataError(
+            f"--block-on names {unknown or 'no column'}, not an attribute of the model: choose from "
+            f"{list(attributes)} (comma-separated)."
+        )
+    if method == "sorted_neighbourhood" and len(cols) != 1:
+        raise DataError(f"--blocking sorted_neighbourhood sorts on one column: give one --block-on, not {cols}.")
+    if method != "tokens" and not args.block_on:
+        raise DataError(f"--blocking {method} needs --block-on COL: the column(s) records must agree on.")
+    params: dict = {}
+    if method == "tokens":
+        if args.block_top_k is not None:
+            params["top_k"] = args.block_top_k
+        if args.block_threshold is not None:
+            params["min_similarity"] = args.block_threshold
+    return [(method, cols, params)]
+
+
+def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    m = sub.add_parser(
+        "match",
+        parents=[common],
+        help="match new records with a saved model: matches.csv and entities.csv",
+        description=(
+            "Block new tables with a saved model (a model file, or the session folder of skrisk label, "
+            "which saves its model after every round), score every candidate pair in chunks, and write "
+            "matches.csv (left_id, right_id, probability, risk[, reasons]: the pairs above the model's "
+            "threshold) and entities.csv (entity_id, side, record_id, entity_size, suspicious) into "
+            "--out. Both files are written only once everything is computed, each replaced atomically."
+        ),
+    )
+    m.add_argument("--model", required=True, help="model file (model.skrisk) or labelling session folder")
+    m.add_argument("--left", required=True,
+                   help="table CSV of new records (a dedup model deduplicates it; a linkage model needs --right)")
+    m.add_argument("--right", help="the other table CSV (linkage; for a dedup model, matched together with --left)")
+    m.add_argument("--out", required=True, help="output folder (created when missing)")
+    m.add_argument("--reasons", action="store_true", help="add the top three reasons of each match's risk")
+    m.add_argument("--one-to-one", action="store_true",
+                   help="linkage of two duplicate-free tables: each record in at most one match of an entity")
+    m.add_argument("--id-column", default=None, help="id column of the tables (default: the model's, usually id)")
+    m.add_argument("--encoding", default="utf-8", help="text encoding of the CSV files (default utf-8)")
+    m.add_argument("--chunk-size", type=_positive, default=100_000,
+                   help="candidate pairs scored at a time (bounds the memory; default 100000)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_blocking_flags(m)
+
+
+def _cmd_match(args: argparse.Namespace) -> int:
+    from ._fileio import atomic_write_text
+    from ._safetext import spreadsheet_safe_frame
+    from .data import read_table
+    from .matching import load_model, match
+
+    _check_out_folder(args.out, "--out")
+    model = load_model(args.model)
+    id_column = args.id_column or model.id_column
+    left = read_table(args.left, id_column=id_column, encoding=args.encoding)
+    right = None if args.right is None else read_table(args.right, id_column=id_column, encoding=args.encoding)
+    rules = _blocking_rules(args, model.attributes)
+    result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
+                   progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
+                   names=(str(args.left), str(args.right)))
+    b = result.blocking
+    pc = ("cannot be known without labels" if b is None or b.pair_completeness is None
+          else f"{b.pair_completeness:.3f}")
+    print(f"{result.n_candidates} candidate pairs (pair completeness {pc}); {len(result.matches)} above the "
+          f"threshold {model.threshold:g}; {result.entities.n_entities} entities.", flush=True)
+    out = Path(args.out).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    matches = result.matches.copy()
+    for col in ("probability", "risk"):
+        matches[col] = matches[col].round(6)
+    # written after all the work, each file atomically: a killed run leaves no half-written file
+    atomic_write_text(out / "matches.csv", spreadsheet_safe_frame(matches).to_csv(index=False))
+    atomic_write_text(out / "entities.csv", spreadsheet_safe_frame(result.entities.to_frame()).to_csv(index=False))
+    print(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}.", flush=True)
+    return EXIT_OK
 
 
 def _fail(message: str) -> int:
@@ -267,6 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_demo(args)
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "match":
+            return _cmd_match(args)
         return _cmd_label(args)
     except KeyboardInterrupt:
         where = f" Everything answered is saved in {args.session}; run the same command to resume." \
