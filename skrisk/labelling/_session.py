@@ -269,6 +269,7 @@ class LabellingSession:
                 "new session folder."
             )
         self._features: np.ndarray | None = None
+        self._similarity: Any = None  # the fitted SimilarityFeatures (set with the features)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -514,6 +515,7 @@ class LabellingSession:
             self._print(f"Computing similarity features of {len(self.keys)} pairs...")
             sf = SimilarityFeatures()
             self._features = np.asarray(sf.fit_transform(self.dataset.to_frame()), dtype=np.float64)
+            self._similarity = sf  # the fitted features go into the saved model
             self._feature_names = [str(n) for n in sf.get_feature_names_out()]
         return self._features
 
@@ -619,6 +621,7 @@ class LabellingSession:
             picked, risks = sampler(learner, F[pool], n_instances=min(cfg.batch, len(pool)),
                                     random_state=_round_seed(cfg.seed, round_no, 2))
         risk_model = sampler.last_query_.risk_model
+        self._save_model(matcher, risk_model)
         fallback = risk_model is None
         chosen = F[pool[picked]]
         proba = matcher.predict_proba(chosen)[:, 1]
@@ -644,6 +647,24 @@ class LabellingSession:
         notes = [str(w.message) for w in caught if not fallback or "LearnRisk" not in str(w.message)]
         return {"phase": "risk", "round": round_no, "n_labels": int(len(y_lab)), "items": items,
                 "notes": notes[:3]}
+
+    def _save_model(self, matcher: Any, risk_model: Any) -> Path:
+        """Save the model of this round (:data:`~skrisk.matching.MODEL_FILE`, atomically) for ``skrisk match``."""
+        from ..matching import MODEL_FILE, MatchModel
+        from ..matchers._base import MATCH_THRESHOLD
+
+        manifest = self._manifest or {}
+        model = MatchModel(
+            attributes=list(self.dataset.attributes), features=self._similarity, matcher=matcher,
+            risk_model=risk_model, threshold=float(manifest.get("threshold", MATCH_THRESHOLD)),
+            task=getattr(self.dataset, "task", "link"), blocking=manifest.get("blocking"),
+            id_column=manifest.get("id_column", "id"),
+        )
+        path = self.folder / MODEL_FILE
+        try:
+            return model.save(path)
+        except OSError as exc:
+            raise _write_error(path, exc) from exc
 
     # ------------------------------------------------------------------ showing pairs
     def _render(self, key: tuple[str, str], position: tuple[int, int, str]) -> list[str]:
