@@ -95,3 +95,32 @@ def test_a_killed_run_leaves_the_old_matches(saved, febrl_split, tmp_path, capsy
     monkeypatch.setattr(fileio.os, "replace", real_replace)
     assert (out / "matches.csv").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["entities.csv", "matches.csv"]
+
+
+def test_blocking_flags(saved, febrl_split, tmp_path, capsys):
+    _, new, _ = febrl_split
+    left = _csv(tmp_path / "new.csv", new.iloc[:300])
+    code, err = _run(capsys, "--model", saved, "--left", left, "--out", tmp_path / "o1", "--block-on", "phone")
+    assert code == 2 and "--block-on names ['phone']" in err and "given_name" in err
+    code, err = _run(capsys, "--model", saved, "--left", left, "--out", tmp_path / "o2", "--blocking", "standard")
+    assert code == 2 and "needs --block-on" in err
+    code, err = _run(capsys, "--model", saved, "--left", left, "--out", tmp_path / "o3", "--blocking", "standard",
+                     "--block-on", "surname", "--block-top-k", "3")
+    assert code == 2 and "apply to --blocking tokens" in err
+    assert not any((tmp_path / o).exists() for o in ("o1", "o2", "o3"))
+    code = main(["match", "--no-progress", "--model", str(saved), "--left", str(left), "--out", str(tmp_path / "o4"),
+                 "--blocking", "standard", "--block-on", "surname"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "pair completeness cannot be known without labels" in printed
+    m = pd.read_csv(tmp_path / "o4" / "matches.csv", dtype=str)
+    sur = new["surname"]
+    assert (sur.loc[m["left_id"]].to_numpy() == sur.loc[m["right_id"]].to_numpy()).all()  # standard on surname
+
+
+def test_missing_model(tmp_path, capsys):
+    (tmp_path / "a.csv").write_text("id,name\n1,x\n")
+    code, err = _run(capsys, "--model", tmp_path / "nope", "--left", tmp_path / "a.csv", "--out", tmp_path / "o")
+    assert code == 2 and "nope" in err
+    (tmp_path / "sess").mkdir()
+    code, err = _run(capsys, "--model", tmp_path / "sess", "--left", tmp_path / "a.csv", "--out", tmp_path / "o")
+    assert code == 2 and "holds no model.skrisk" in err and "after at least one training round" in err
