@@ -145,10 +145,17 @@ def _normalise_rules(rules: object, left: pd.DataFrame, right: pd.DataFrame) -> 
         params = dict(rule[2]) if len(rule) == 3 else {}
         if method not in BLOCKING_METHODS:
             raise ValueError(f"Unknown blocking method {method!r}: choose from {list(BLOCKING_METHODS)}.")
+        if cols is None:  # every shared attribute
+            cols = [c for c in left.columns if c in right.columns]
         cols = [cols] if isinstance(cols, str) else list(cols)
         if not cols:
             raise ValueError(f"Blocking rule {rule!r} names no column.")
         missing = [c for c in cols if c not in left.columns or c not in right.columns]
+        if missing and left is right:
+            raise DataError(
+                f"Blocking rule {rule!r}: column(s) {missing} are not in the table, whose columns are "
+                f"{list(left.columns)}. Block on those names."
+            )
         if missing:
             raise DataError(
                 f"Blocking rule {rule!r}: column(s) {missing} are not in both tables (left has "
@@ -355,7 +362,7 @@ def block(
         ``left_id < right_id`` (string order), never a record with itself.
     rules : rule or list of rules, default=None
         A rule is ``(method, columns)`` or ``(method, columns, params)`` with ``method`` one of
-        :data:`BLOCKING_METHODS`:
+        :data:`BLOCKING_METHODS` (``columns=None``: every shared attribute):
 
         - ``("standard", cols)``: the normalised values of all ``cols`` are equal;
         - ``("sorted_neighbourhood", col, {"window": 5})``: within ``window`` (odd) positions of
