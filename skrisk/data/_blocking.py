@@ -1,13 +1,13 @@
-"""Blocking: candidate record pairs from two tables (or within one), with pair completeness and reduction ratio.
+"""Blocking: candidate record pairs between two tables or within one, with completeness and reduction ratio.
 
 Three methods, combined by union (on one table, each unordered pair of distinct records once):
 
 - ``"standard"``: records agree exactly on the key column(s) (recordlinkage ``Index.block``);
 - ``"sorted_neighbourhood"``: records close in the sorted order of one key column
   (recordlinkage ``Index.sortedneighbourhood``);
-- ``"tokens"``: for every record, the ``top_k`` most similar records of the other table by the
-  cosine of word TF-IDF vectors of the chosen columns (sparse products in row chunks, so memory
-  stays bounded).
+- ``"tokens"``: for every record, the ``top_k`` most similar records of the other table (on one
+  table: the most similar *other* records) by the cosine of word TF-IDF vectors of the chosen
+  columns (sparse products in row chunks, so memory stays bounded).
 """
 
 from __future__ import annotations
@@ -375,7 +375,8 @@ def block(
         Records with a missing key take no part in ``standard``/``sorted_neighbourhood``. ``None``
         means one ``tokens`` rule over all shared columns.
     true_links : MultiIndex, DataFrame or iterable of (left_id, right_id), optional
-        The known matching pairs (on one table, in either order). When given, the result reports pair completeness and its pairs
+        The known matching pairs (on one table, in either order). When given, the result
+        reports pair completeness and its pairs
         carry a ``label`` column.
 
     Returns

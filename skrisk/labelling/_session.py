@@ -909,7 +909,8 @@ def blocking_report(result: Any) -> str:
     """
     what = "within one table" if getattr(result, "task", "link") == "dedup" else "between the two tables"
     rules = ", ".join(result.rule_sizes) or "default"
-    line = f"Blocking ({rules}) {what}: {len(result.pairs)} candidate pairs (reduction ratio {result.reduction_ratio:.4f}); "
+    line = (f"Blocking ({rules}) {what}: {len(result.pairs)} candidate pairs (reduction ratio "
+            f"{result.reduction_ratio:.4f}); ")
     if result.pair_completeness is None:
         return line + ("pair completeness (the share of true matches kept) cannot be known without labels: give "
                        "known matches to measure it, or loosen the blocking if matches seem missing.")

@@ -143,7 +143,13 @@ def test_similarity_symmetric_on_real_dedup_pairs():
     swapped = pd.DataFrame(np.hstack([frame.iloc[:, half:].to_numpy(), frame.iloc[:, :half].to_numpy()]),
                            columns=frame.columns)
     sf = SimilarityFeatures().fit(frame)
-    np.testing.assert_array_equal(sf.transform(frame), sf.transform(swapped))
+    X, X_swapped = sf.transform(frame), sf.transform(swapped)
+    np.testing.assert_array_equal(X, X_swapped)
+    # so the FeatureMatcher's probability of (a, b) is that of (b, a)
+    from skrisk.matchers import FeatureMatcher
+
+    matcher = FeatureMatcher(random_state=0).fit(X, sub.y)
+    np.testing.assert_array_equal(matcher.predict_proba(X), matcher.predict_proba(X_swapped))
 
 
 # ------------------------------------------------------------------ the two test tasks
