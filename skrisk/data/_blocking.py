@@ -96,6 +96,23 @@ class BlockingResult:
             **{f"rule[{k}]": v for k, v in self.rule_sizes.items()},
         }
 
+    def report(self) -> str:
+        """One line for a person: the number of candidate pairs and the pair completeness.
+
+        Pair completeness (the share of true matches that blocking kept) needs known matches
+        (``true_links``); without them the line says that it cannot be known.
+        """
+        what = "within one table" if self.task == "dedup" else "between the two tables"
+        rules = ", ".join(self.rule_sizes) or "no rule"
+        line = (f"Blocking ({rules}) {what}: {len(self.pairs)} candidate pairs (reduction ratio "
+                f"{self.reduction_ratio:.4f}); ")
+        if self.pair_completeness is None or self.n_true_links is None:
+            return line + ("pair completeness (the share of true matches kept) cannot be known without labels: "
+                           "give known matches to measure it, or loosen the blocking if matches seem missing.")
+        kept = int(round(self.pair_completeness * self.n_true_links))
+        return line + (f"pair completeness {self.pair_completeness:.4f} ({kept} of {self.n_true_links} known "
+                       "matches kept).")
+
     def __repr__(self) -> str:
         pc = "n/a" if self.pair_completeness is None else f"{self.pair_completeness:.4f}"
         return (

@@ -546,7 +546,7 @@ class LabellingSession:
         dataset, blocked = load_csv_tables(left, right, pairs_csv=pairs, id_column=id_column, split=None,
                                            encoding=encoding, blocking=blocking, return_blocking=True)
         if blocked is not None:
-            print(visible(blocking_report(blocked)), file=out, flush=True)
+            print(visible(blocked.report()), file=out, flush=True)
         if len(dataset) == 0:  # pragma: no cover - load_csv_tables raises first
             raise DataError("There is no candidate pair to label: give --pairs, or tables that share values.")
         cand = dataset.pairs[["left_id", "right_id"]].copy()
@@ -899,24 +899,6 @@ class LabellingSession:
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
-
-
-def blocking_report(result: Any) -> str:
-    """One line on a blocking: the number of candidate pairs and the pair completeness.
-
-    Pair completeness (the share of true matches that blocking kept) needs known matches; without
-    them the line says that it cannot be known.
-    """
-    what = "within one table" if getattr(result, "task", "link") == "dedup" else "between the two tables"
-    rules = ", ".join(result.rule_sizes) or "default"
-    line = (f"Blocking ({rules}) {what}: {len(result.pairs)} candidate pairs (reduction ratio "
-            f"{result.reduction_ratio:.4f}); ")
-    if result.pair_completeness is None:
-        return line + ("pair completeness (the share of true matches kept) cannot be known without labels: give "
-                       "known matches to measure it, or loosen the blocking if matches seem missing.")
-    kept = int(round(result.pair_completeness * result.n_true_links))
-    return line + (f"pair completeness {result.pair_completeness:.4f} ({kept} of {result.n_true_links} known "
-                   "matches kept).")
 
 
 def _unquote(value: str) -> str:

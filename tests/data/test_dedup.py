@@ -113,6 +113,9 @@ def test_block_one_table_true_links_in_either_order(people):
     assert res.n_true_links == 3 and res.pair_completeness == pytest.approx(2 / 3)
     lab = dict(zip(_keys(res.pairs), res.pairs["label"]))
     assert lab[("p2", "p5")] == 1 and lab[("p1", "p3")] == 1 and lab[("p5", "p6")] == 0
+    assert res.report().endswith("pair completeness 0.6667 (2 of 3 known matches kept).")
+    assert "within one table: 4 candidate pairs" in res.report()
+    assert "cannot be known without labels" in block(people, None, ("standard", "city")).report()
     with pytest.raises(DataError, match="pairs record 'p3' with itself"):
         block(people, None, ("standard", "city"), true_links=[("p3", "p3")])
     with pytest.raises(DataError, match="single record"):
