@@ -1,13 +1,13 @@
-"""Blocking: candidate record pairs from two tables (or within one), with pair completeness and reduction ratio.
+"""Blocking: candidate record pairs between two tables or within one, with completeness and reduction ratio.
 
 Three methods, combined by union (on one table, each unordered pair of distinct records once):
 
 - ``"standard"``: records agree exactly on the key column(s) (recordlinkage ``Index.block``);
 - ``"sorted_neighbourhood"``: records close in the sorted order of one key column
   (recordlinkage ``Index.sortedneighbourhood``);
-- ``"tokens"``: for every record, the ``top_k`` most similar records of the other table by the
-  cosine of word TF-IDF vectors of the chosen columns (sparse products in row chunks, so memory
-  stays bounded).
+- ``"tokens"``: for every record, the ``top_k`` most similar records of the other table (on one
+  table: the most similar *other* records) by the cosine of word TF-IDF vectors of the chosen
+  columns (sparse products in row chunks, so memory stays bounded).
 """
 
 from __future__ import annotations
@@ -96,6 +96,23 @@ class BlockingResult:
             **{f"rule[{k}]": v for k, v in self.rule_sizes.items()},
         }
 
+    def report(self) -> str:
+        """One line for a person: the number of candidate pairs and the pair completeness.
+
+        Pair completeness (the share of true matches that blocking kept) needs known matches
+        (``true_links``); without them the line says that it cannot be known.
+        """
+        what = "within one table" if self.task == "dedup" else "between the two tables"
+        rules = ", ".join(self.rule_sizes) or "no rule"
+        line = (f"Blocking ({rules}) {what}: {len(self.pairs)} candidate pairs (reduction ratio "
+                f"{self.reduction_ratio:.4f}); ")
+        if self.pair_completeness is None or self.n_true_links is None:
+            return line + ("pair completeness (the share of true matches kept) cannot be known without labels: "
+                           "give known matches to measure it, or loosen the blocking if matches seem missing.")
+        kept = int(round(self.pair_completeness * self.n_true_links))
+        return line + (f"pair completeness {self.pair_completeness:.4f} ({kept} of {self.n_true_links} known "
+                       "matches kept).")
+
     def __repr__(self) -> str:
         pc = "n/a" if self.pair_completeness is None else f"{self.pair_completeness:.4f}"
         return (
@@ -145,10 +162,17 @@ def _normalise_rules(rules: object, left: pd.DataFrame, right: pd.DataFrame) -> 
         params = dict(rule[2]) if len(rule) == 3 else {}
         if method not in BLOCKING_METHODS:
             raise ValueError(f"Unknown blocking method {method!r}: choose from {list(BLOCKING_METHODS)}.")
+        if cols is None:  # every shared attribute
+            cols = [c for c in left.columns if c in right.columns]
         cols = [cols] if isinstance(cols, str) else list(cols)
         if not cols:
             raise ValueError(f"Blocking rule {rule!r} names no column.")
         missing = [c for c in cols if c not in left.columns or c not in right.columns]
+        if missing and left is right:
+            raise DataError(
+                f"Blocking rule {rule!r}: column(s) {missing} are not in the table, whose columns are "
+                f"{list(left.columns)}. Block on those names."
+            )
         if missing:
             raise DataError(
                 f"Blocking rule {rule!r}: column(s) {missing} are not in both tables (left has "
@@ -355,7 +379,7 @@ def block(
         ``left_id < right_id`` (string order), never a record with itself.
     rules : rule or list of rules, default=None
         A rule is ``(method, columns)`` or ``(method, columns, params)`` with ``method`` one of
-        :data:`BLOCKING_METHODS`:
+        :data:`BLOCKING_METHODS` (``columns=None``: every shared attribute):
 
         - ``("standard", cols)``: the normalised values of all ``cols`` are equal;
         - ``("sorted_neighbourhood", col, {"window": 5})``: within ``window`` (odd) positions of
@@ -368,7 +392,8 @@ def block(
         Records with a missing key take no part in ``standard``/``sorted_neighbourhood``. ``None``
         means one ``tokens`` rule over all shared columns.
     true_links : MultiIndex, DataFrame or iterable of (left_id, right_id), optional
-        The known matching pairs (on one table, in either order). When given, the result reports pair completeness and its pairs
+        The known matching pairs (on one table, in either order). When given, the result
+        reports pair completeness and its pairs
         carry a ``label`` column.
 
     Returns

@@ -124,7 +124,9 @@ def _check_matches(matches: object, task: str, threshold: float) -> pd.DataFrame
     for col in ("left_id", "right_id"):
         bad = np.flatnonzero(pd.isna(out[col]).to_numpy())
         if len(bad):
-            raise DataError(f"matches: {col} is missing at row {int(bad[0])} ({len(bad)} in all): every pair needs both ids.")
+            raise DataError(
+                f"matches: {col} is missing at row {int(bad[0])} ({len(bad)} in all): every pair needs both ids."
+            )
         out[col] = out[col].astype(str)
     p = pd.to_numeric(matches["probability"], errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(p) | (p < 0) | (p > 1))

@@ -111,7 +111,8 @@ def _jsonable_rules(rules: object) -> list | None:
     for rule in rules:  # type: ignore[union-attr]
         if not isinstance(rule, (tuple, list)) or len(rule) not in (2, 3) or not isinstance(rule[0], str):
             raise TypeError(f"A blocking rule is (method, columns[, params]), got {rule!r}.")
-        cols = [rule[1]] if isinstance(rule[1], str) else [str(c) for c in rule[1]]
+        # columns None: every attribute of the model
+        cols = None if rule[1] is None else [rule[1]] if isinstance(rule[1], str) else [str(c) for c in rule[1]]
         params = dict(rule[2]) if len(rule) == 3 else {}
         for k, v in params.items():
             if not isinstance(v, (bool, int, float, str, type(None))):

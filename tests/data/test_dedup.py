@@ -113,6 +113,9 @@ def test_block_one_table_true_links_in_either_order(people):
     assert res.n_true_links == 3 and res.pair_completeness == pytest.approx(2 / 3)
     lab = dict(zip(_keys(res.pairs), res.pairs["label"]))
     assert lab[("p2", "p5")] == 1 and lab[("p1", "p3")] == 1 and lab[("p5", "p6")] == 0
+    assert res.report().endswith("pair completeness 0.6667 (2 of 3 known matches kept).")
+    assert "within one table: 4 candidate pairs" in res.report()
+    assert "cannot be known without labels" in block(people, None, ("standard", "city")).report()
     with pytest.raises(DataError, match="pairs record 'p3' with itself"):
         block(people, None, ("standard", "city"), true_links=[("p3", "p3")])
     with pytest.raises(DataError, match="single record"):
@@ -143,7 +146,13 @@ def test_similarity_symmetric_on_real_dedup_pairs():
     swapped = pd.DataFrame(np.hstack([frame.iloc[:, half:].to_numpy(), frame.iloc[:, :half].to_numpy()]),
                            columns=frame.columns)
     sf = SimilarityFeatures().fit(frame)
-    np.testing.assert_array_equal(sf.transform(frame), sf.transform(swapped))
+    X, X_swapped = sf.transform(frame), sf.transform(swapped)
+    np.testing.assert_array_equal(X, X_swapped)
+    # so the FeatureMatcher's probability of (a, b) is that of (b, a)
+    from skrisk.matchers import FeatureMatcher
+
+    matcher = FeatureMatcher(random_state=0).fit(X, sub.y)
+    np.testing.assert_array_equal(matcher.predict_proba(X), matcher.predict_proba(X_swapped))
 
 
 # ------------------------------------------------------------------ the two test tasks
