@@ -267,11 +267,13 @@ def _cmd_match(args: argparse.Namespace) -> int:
     result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
                    progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
                    names=(str(args.left), str(args.right)))
-    b = result.blocking
-    pc = ("cannot be known without labels" if b is None or b.pair_completeness is None
-          else f"{b.pair_completeness:.3f}")
-    print(f"{result.n_candidates} candidate pairs (pair completeness {pc}); {len(result.matches)} above the "
-          f"threshold {model.threshold:g}; {result.entities.n_entities} entities.", flush=True)
+    from ._safetext import visible
+
+    print(visible(result.blocking.report()), flush=True)
+    n_sus = result.entities.suspicious["entity_id"].nunique()
+    print(f"{len(result.matches)} of {result.n_candidates} candidate pairs are matches (probability above "
+          f"{model.threshold:g}); {result.entities.n_entities} entities, {n_sus} suspicious (see the "
+          "suspicious column of entities.csv).", flush=True)
     out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     matches = result.matches.copy()
