@@ -1,23 +1,25 @@
 """The saved complete model: everything needed to score new record pairs, in one file.
 
 A :class:`MatchModel` holds the attributes, the task (``"link"`` or ``"dedup"``), the blocking
-rules, the fitted pair-feature transformer, the matcher, the fitted :class:`~skrisk.LearnRisk`
+rules, the fitted similarity features, the matcher, the fitted :class:`~skrisk.LearnRisk`
 (or None), the match threshold and the versions that wrote it. :meth:`MatchModel.save` writes
 it as one zip file (``model.skrisk``) whose entries are
 
 * ``model.json``: format, format version, attributes, task, blocking rules, id column,
   threshold, versions and what kind of matcher the file holds (JSON);
-* ``estimators.skops``: the scikit-learn objects (feature transformer, matcher or the part of a
-  pipeline before an RNN matcher, LearnRisk without its copy of the matcher), written by
+* ``estimators.skops``: the scikit-learn objects (similarity features, the matcher or, for a
+  pipeline ending in an RNN matcher, its steps before it, LearnRisk without its copy of the
+  matcher), written by
   :func:`skops.io.dumps` and read by :func:`skops.io.loads` with an explicit list of trusted
   types (:data:`TRUSTED_TYPES`; never ``trusted=True``): no pickle, nothing in the file runs;
-* ``rnn/config.json`` and ``rnn/weights.pt``: an :class:`~skrisk.matchers.RNNMatcher` in the
-  format of :func:`~skrisk.matchers.save_matcher` (JSON, and tensors read with
+* ``rnn/config.json`` and ``rnn/weights.pt``: the :class:`~skrisk.matchers.RNNMatcher` that ends
+  the matcher pipeline, in the format of :func:`~skrisk.matchers.save_matcher` (JSON, and tensors read with
   ``torch.load(..., weights_only=True)``), because skops does not persist torch modules.
 
 :func:`load_model` refuses any other entry, a file that is not a zip archive (a pickle is named
 as such), a newer format version, untrusted types, and a file whose parts disagree (the
-feature transformer was fitted on other attributes than the file says).
+similarity features were fitted on other attributes than the file says). A file unpacks to at
+most :data:`MAX_MODEL_BYTES`.
 """
 
 from __future__ import annotations
