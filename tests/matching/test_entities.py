@@ -198,3 +198,13 @@ def test_entities_on_febrl_truth():
     s = cluster_scores(ent, true)
     # blocking lost a few links (pair completeness < 1): almost, not all, entities come back exactly
     assert s["bcubed_precision"] == 1.0 and s["recall"] > 0.98 and s["precision"] > 0.98
+
+
+def test_non_match_inside_needs_a_confident_non_match():
+    # a-b-c joined by matches; (a, c) scored 0.4: a doubt, not a confident non-match
+    m = _m([("a", "b", 0.9), ("b", "c", 0.9), ("a", "c", 0.4)])
+    assert cluster_entities(m).suspicious.empty
+    sus = cluster_entities(m, non_match_below=0.45).suspicious
+    assert sus["reason"].item().startswith("non-match inside: (a, c) has probability 0.400 <= 0.45")
+    with pytest.raises(ValueError, match="non_match_below must be a number from 0 to threshold"):
+        cluster_entities(m, non_match_below=0.7)
