@@ -6,12 +6,13 @@
 """
 
 from ._journal import ANSWERS, Journal, SessionState, SessionWriteError, atomic_write_text, read_events, replay
-from ._session import LabellingSession, SessionConfig, export_session
+from ._session import LabellingSession, Question, SessionConfig, export_session
 
 __all__ = [
     "ANSWERS",
     "Journal",
     "LabellingSession",
+    "Question",
     "SessionConfig",
     "SessionState",
     "SessionWriteError",

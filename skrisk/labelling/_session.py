@@ -34,9 +34,9 @@ from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_
 from ..exceptions import DataError
 from ..matchers._base import match_labels
 from ..risk._defaults import DEFAULT_EPOCHS
-from ._journal import Journal, SessionState, _write_error, atomic_write_text, replay
+from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, replay
 
-__all__ = ["LabellingSession", "SessionConfig", "export_session"]
+__all__ = ["LabellingSession", "Question", "SessionConfig", "export_session"]
 
 MANIFEST = "session.json"
 JOURNAL = "journal.jsonl"
@@ -208,6 +208,46 @@ def _fit(text: str, width: int) -> str:
         kept.append(ch)
         used += w
     return "".join(kept) + " " * (width - used)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One pair the session asks about (:meth:`LabellingSession.next_question`).
+
+    Attributes
+    ----------
+    left_id, right_id : str
+        The pair.
+    number, total : int
+        Its place in its batch (1-based) and the batch's size.
+    phase : str
+        The batch's phase: ``"initial"`` (starting pairs picked by similarity) or ``"risk"``
+        (picked by risk sampling); other phases may be added (e.g. ``"audit"``).
+    title : str
+        The phase in words, as the console shows it.
+    round : int or None
+        The batch's round number (0-based).
+    item : dict
+        What the batch stored about the pair (``probability``, ``prediction``, ``risk``,
+        ``reasons``, ``explanation``, ...).
+    reask : bool
+        Whether it is asked again after an undo.
+    """
+
+    left_id: str
+    right_id: str
+    number: int
+    total: int
+    phase: str
+    title: str
+    round: int | None
+    item: dict
+    reask: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(left_id, right_id)``."""
+        return (self.left_id, self.right_id)
 
 
 class LabellingSession:
@@ -729,6 +769,102 @@ class LabellingSession:
                 continue
             return ans
 
+    # ------------------------------------------------------------------ the step API
+    def next_question(self) -> Question | None:
+        """The next pair to ask about, choosing (and journaling) a new batch when none is pending.
+
+        The one question loop of skrisk: the console (:meth:`run`) and the Jupyter labeller
+        (:class:`~skrisk.labelling.JupyterLabeller`) both ask what this returns and record the
+        answer with :meth:`answer`, so a session moves freely between the two.
+
+        Returns
+        -------
+        Question or None
+            None when every candidate pair is answered (or asked and undecided: nothing is left).
+        """
+        while True:
+            pending = self.state.pending()
+            if pending:
+                return self._question(pending[0])
+            batch = self._next_batch()
+            if batch is None:
+                return None
+            ev = self.journal.append("batch", **batch)
+            self.state.apply(ev)
+            for note in batch.get("notes", []):
+                self._print(f"note: {note}")
+
+    def _question(self, key: tuple[str, str]) -> Question:
+        batch = self._batch_of(key)
+        batch_keys = [(str(i["left_id"]), str(i["right_id"])) for i in batch["items"]] if batch else [key]
+        k = batch_keys.index(key) + 1 if key in batch_keys else 1
+        kind = batch["phase"] if batch else "risk"
+        title = (
+            f"Starting pairs (round {batch['round'] + 1})" if batch and kind == "initial"
+            else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
+        )
+        reask = key in self.state.reask
+        if reask:
+            title += " [asked again after undo]"
+        return Question(
+            left_id=key[0], right_id=key[1], number=k, total=len(batch_keys), phase=kind, title=title,
+            round=batch["round"] if batch else None, item=dict(self.state.items.get(key, {})), reask=reask,
+        )
+
+    def answer(self, key: tuple[str, str], answer: str) -> dict:
+        """Record the answer to a pair that is waiting for one (see :meth:`next_question`).
+
+        Parameters
+        ----------
+        key : (left_id, right_id)
+            The pair; it must be pending (asked and unanswered), else :class:`DataError`.
+        answer : {"yes", "no", "unsure"}
+
+        Returns
+        -------
+        dict
+            The journal event (already on disk).
+        """
+        key = (str(key[0]), str(key[1]))
+        if answer not in ANSWERS:
+            raise DataError(f"Unknown answer {answer!r}: give one of {', '.join(ANSWERS)}.")
+        if key not in self.state.pending():
+            raise DataError(
+                f"Pair {key} is not waiting for an answer (answered already, or never asked): answer "
+                "the pair next_question() returns."
+            )
+        batch = self._batch_of(key)
+        ev = self.journal.append(
+            "answer", left_id=key[0], right_id=key[1], answer=answer, round=batch["round"] if batch else None,
+        )
+        self.state.apply(ev)
+        return ev
+
+    def undo(self) -> dict | None:
+        """Undo the last answer in force (journaled); the pair is asked again next.
+
+        Returns
+        -------
+        dict or None
+            The answer event that was undone, or None when there is nothing to undo.
+        """
+        last = self.state.last_answer()
+        if last is None:
+            return None
+        ev = self.journal.append(
+            "undo", target=int(last["seq"]), left_id=last["left_id"], right_id=last["right_id"]
+        )
+        self.state.apply(ev)
+        return last
+
+    def done_text(self) -> list[str]:
+        """The lines said when every candidate pair is answered."""
+        out = [f"Every candidate pair is answered ({len(self.state.answers)} answers)."]
+        if len(set(self.labels().values())) < 2:
+            out.append("The labels hold a single class: no matcher can be trained from them.")
+        return out
+
+    # ------------------------------------------------------------------ the console loop
     def run(self) -> str:
         """Ask questions until the user quits, stdin ends or every candidate is answered.
 
@@ -739,31 +875,11 @@ class LabellingSession:
         ``KeyboardInterrupt`` propagates (everything answered is already on disk).
         """
         while True:
-            pending = self.state.pending()
-            if not pending:
-                batch = self._next_batch()
-                if batch is None:
-                    labels = self.labels()
-                    self._print(f"Every candidate pair is answered ({len(self.state.answers)} answers).")
-                    if len(set(labels.values())) < 2:
-                        self._print("The labels hold a single class: no matcher can be trained from them.")
-                    return "done"
-                ev = self.journal.append("batch", **batch)
-                self.state.apply(ev)
-                for note in batch.get("notes", []):
-                    self._print(f"note: {note}")
-                continue
-            key = pending[0]
-            batch = self._batch_of(key)
-            batch_keys = [(str(i["left_id"]), str(i["right_id"])) for i in batch["items"]] if batch else [key]
-            k = batch_keys.index(key) + 1 if key in batch_keys else 1
-            phase = (
-                f"Starting pairs (round {batch['round'] + 1})" if batch and batch["phase"] == "initial"
-                else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
-            )
-            if key in self.state.reask:
-                phase += " [asked again after undo]"
-            self._print("", *self._render(key, (k, len(batch_keys), phase)))
+            q = self.next_question()
+            if q is None:
+                self._print(*self.done_text())
+                return "done"
+            self._print("", *self._render(q.key, (q.number, q.total, q.title)))
             try:
                 ans = self._read()
             except EOFError:
@@ -776,21 +892,13 @@ class LabellingSession:
                 self.export()
                 continue
             if ans == "undo":
-                last = self.state.last_answer()
+                last = self.undo()
                 if last is None:
                     self._print("Nothing to undo.")
-                    continue
-                ev = self.journal.append(
-                    "undo", target=int(last["seq"]), left_id=last["left_id"], right_id=last["right_id"]
-                )
-                self.state.apply(ev)
-                self._print(f"Undone: your {last['answer']!r} for pair ({last['left_id']}, {last['right_id']}).")
+                else:
+                    self._print(f"Undone: your {last['answer']!r} for pair ({last['left_id']}, {last['right_id']}).")
                 continue
-            ev = self.journal.append(
-                "answer", left_id=key[0], right_id=key[1], answer=ans,
-                round=batch["round"] if batch else None,
-            )
-            self.state.apply(ev)
+            self.answer(q.key, ans)
 
     def _batch_of(self, key: tuple[str, str]) -> dict | None:
         for b in reversed(self.state.batches):
