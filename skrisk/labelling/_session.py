@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import warnings
@@ -49,15 +48,17 @@ _MAX_CELL = 2000  # characters of one cell shown in the console (the rest is sum
 
 _HELP = (
     "Answers: y = same entity (match), n = different entities, u = unsure (kept, not used for "
-    "training, not asked again), z = undo the last answer, e = export labels.csv and "
+    "training, not asked again), z = undo the last answer, r = all the reasons, f = the records "
+    "whole (long values are cut to fit the screen), e = export labels.csv and "
     "predicted_matches.csv now, q = quit (everything answered is saved; run the same command to "
     "resume)."
 )
-_PROMPT = "Same entity? [y]es [n]o [u]nsure [z] undo [e]xport [q]uit [h]elp: "
+_PROMPT = "Same entity? [y]es [n]o [u]nsure [z]undo [r]easons [f]ull [q]uit [h]elp: "
 _ANSWER_WORDS = {
     "y": "yes", "yes": "yes", "n": "no", "no": "no", "u": "unsure", "unsure": "unsure",
     "z": "undo", "undo": "undo", "q": "quit", "quit": "quit", "exit": "quit",
     "e": "export", "export": "export", "h": "help", "help": "help", "?": "help",
+    "r": "reasons", "reasons": "reasons", "f": "full", "full": "full",
 }
 
 
@@ -557,16 +558,6 @@ class LabellingSession:
             self._feature_names = [str(n) for n in sf.get_feature_names_out()]
         return self._features
 
-    def _named(self, text: str) -> str:
-        """Rule texts name features ``x<j>`` (LearnRisk sees an array): use the feature names."""
-        names = getattr(self, "_feature_names", [])
-
-        def repl(m: re.Match) -> str:
-            j = int(m.group(1))
-            return names[j] if j < len(names) else m.group(0)
-
-        return re.sub(r"\bx(\d+)\b", repl, text)
-
     def labels(self) -> dict[tuple[str, str], int]:
         """Training labels in force: given ones, then the yes/no answers (answers win)."""
         return {**self.given, **self.state.labels()}
@@ -650,7 +641,7 @@ class LabellingSession:
         # labelled pairs (a forest is always right on the pairs it was fitted on)
         sampler = RiskSampler(
             risk_params={"epochs": cfg.epochs}, random_state=_round_seed(cfg.seed, round_no, 1),
-            device="cpu",
+            device="cpu", feature_names=self._feature_names,
         )
         matcher = FeatureMatcher(random_state=cfg.seed)
         learner = ActiveLearner(matcher, sampler, X_training=F[lab_pos], y_training=y_lab)
@@ -672,13 +663,21 @@ class LabellingSession:
                     f"The risk is the matcher's uncertainty min(p, 1 - p) = {risk:.3f}, spread over "
                     "the pairs by weighted k-medoids."
                 )
+                reasons = []
             else:
-                why = self._named(str(risk_model.explain(chosen, j)))
+                values = {a: (lv, rv) for a, lv, rv in self.record_values((left_id, right_id))}
+                exp = risk_model.explain(chosen, j, pairs=values)
+                why = str(exp)
+                reasons = [
+                    {"text": r.text, "direction": r.direction, "weight": round(r.weight, 4),
+                     "feature": r.feature, "rule": r.rules[0] if r.rules else ""}
+                    for r in exp.reasons
+                ]
             items.append(
                 {
                     "left_id": left_id, "right_id": right_id, "probability": round(float(p), 4),
                     "prediction": int(match_labels([p])[0]), "risk": round(float(risk), 4),
-                    "explanation": why,
+                    "explanation": why, "reasons": reasons,
                 }
             )
         notes = [str(w.message) for w in caught if not fallback or "LearnRisk" not in str(w.message)]
@@ -686,70 +685,176 @@ class LabellingSession:
                 "notes": notes[:3]}
 
     # ------------------------------------------------------------------ showing pairs
-    def _render(self, key: tuple[str, str], position: tuple[int, int, str]) -> list[str]:
+    def record_values(self, key: tuple[str, str]) -> list[tuple[str, str, str]]:
+        """``(attribute, left value, right value)`` of a pair, cells as compared (whitespace runs as
+        one space, missing as ``""``); not escaped: every display escapes them its own way."""
+        ds = self.dataset
+        lrec, rrec = ds.left.loc[key[0]], ds.right.loc[key[1]]
+        return [(str(a), _cell(lrec[a]), _cell(rrec[a])) for a in ds.attributes]
+
+    def _counts_text(self) -> str:
+        counts = self.state.counts()
+        n_yes = counts["yes"] + sum(v == 1 for k, v in self.given.items() if k not in self.state.answers)
+        n_no = counts["no"] + sum(v == 0 for k, v in self.given.items() if k not in self.state.answers)
+        return f"so far: {n_yes} match(es), {n_no} non-match(es), {counts['unsure']} unsure"
+
+    def _screen(self) -> tuple[int, int]:
+        """Terminal columns (20-140) and lines (at least 20; 40 when unknown, e.g. piped).
+
+        A terminal's own size wins over ``COLUMNS`` / ``LINES`` (often stale: a shell exports
+        them once, then the window is resized); output that is not a terminal reads them.
+        """
+        size = None
+        try:
+            if self.out.isatty():
+                size = os.get_terminal_size(self.out.fileno())
+        except (AttributeError, OSError, ValueError):
+            size = None
+        if size is None or size.columns <= 0 or size.lines <= 0:
+            size = shutil.get_terminal_size((100, 40))
+        return max(20, min(size.columns, 140)), max(20, size.lines)
+
+    def _render(self, key: tuple[str, str], position: tuple[int, int, str], *, full: bool = False) -> list[str]:
         """The lines showing one pair; no line is wider than the terminal, no cell can drive it.
+
+        The question fits the terminal's height (40 lines when unknown) together with the prompt:
+        long cells are wrapped and cut to their share of the lines (the cut says how many
+        characters are hidden; ``f`` shows the records whole), and at most three reasons are shown
+        (``r`` shows them all). With ``full=True`` every cell is shown whole (up to ``_MAX_CELL``
+        characters) and every reason.
 
         Every text from the tables (ids, attribute names, cells, explanations) goes through
         :func:`~skrisk._safetext.visible`; widths are counted in terminal columns (wide CJK
         characters take two). Terminals narrower than 72 columns get one value per line.
         """
         item = self.state.items.get(key, {})
-        width = max(20, min(shutil.get_terminal_size((100, 24)).columns, 140))
+        width, height = self._screen()
         narrow = width < 72
-        ds = self.dataset
-        lrec, rrec = ds.left.loc[key[0]], ds.right.loc[key[1]]
-        attrs = ds.attributes
-        names = [visible(a) for a in attrs]
-        aw = min(max(len("attribute"), *(display_width(a) for a in names)), 24)
+        values = self.record_values(key)
+        names = [visible(a) for a, _, _ in values]
+        aw = min(max(len("attribute"), *(display_width(a) for a in names)), 24) if names else len("attribute")
         cw = max(16, (width - aw - 7) // 2)
-        counts = self.state.counts()
-        n_yes = counts["yes"] + sum(v == 1 for k, v in self.given.items() if k not in self.state.answers)
-        n_no = counts["no"] + sum(v == 0 for k, v in self.given.items() if k not in self.state.answers)
         k, n, phase = position
-        lines = [
+        head = [
             "=" * width,
-            f"{phase}, question {k} of {n}   |   so far: {n_yes} match(es), {n_no} non-match(es), "
-            f"{counts['unsure']} unsure",
+            f"{phase}, question {k} of {n} | {self._counts_text()}",
             "-" * width,
         ]
 
-        def row(a: str, lv: str, rv: str, mark: str) -> list[str]:
+        def cell_lines(v: str, w: int) -> list[str]:
+            return wrap_to_width(_shown(v), w) if v else [""]
+
+        def cut(lines: list[str], keep: int, w: int, v: str) -> list[str]:
+            """The first ``keep`` lines; a cut ends with how many characters are hidden."""
+            if len(lines) <= keep:
+                return lines
+            kept = lines[:keep]
+            hidden = len(v) - sum(len(t) + 1 for t in kept)  # each line break took one space
+            tag = f" [... {max(hidden, 1)} more characters]"
+            last = kept[-1]
+            while last and display_width(last + tag) > w:
+                last = last[:-1]
+            kept[-1] = (last + tag) if display_width(last + tag) <= w else tag.strip()[:w]
+            return kept
+
+        def row(a: str, lv: list[str], rv: list[str], mark: str) -> list[str]:
             if narrow:
                 out = [f"{mark} {a}"]
-                for side, v in (("L", lv), ("R", rv)):
-                    parts = wrap_to_width(v, width - 5)
+                for side, parts in (("L", lv), ("R", rv)):
                     out += [f"  {side}: {parts[0]}"] + [f"     {t}" for t in parts[1:]]
                 return out
-            lw = wrap_to_width(lv, cw)
-            rw = wrap_to_width(rv, cw)
             out = []
-            for t, (x, y) in enumerate(zip_longest(lw, rw, fillvalue="")):
+            for t, (x, y) in enumerate(zip_longest(lv, rv, fillvalue="")):
                 out.append(f"{_fit(a if t == 0 else '', aw)} {mark if t == 0 else ' '} {_fit(x, cw)} | {y}")
             return out
 
-        lines += row("attribute", f"left record {visible(key[0])}", f"right record {visible(key[1])}", " ")
-        lines.append("-" * width)
-        for a, shown_name in zip(attrs, names):
-            lv, rv = _cell(lrec[a]), _cell(rrec[a])
+        lines_id = row("attribute", [f"left record {visible(key[0])}"], [f"right record {visible(key[1])}"], " ")
+        vw = width - 5 if narrow else cw
+        wrapped = []
+        for a, lv, rv in values:
             mark = "=" if lv.lower() == rv.lower() and lv else ("?" if not lv or not rv else "~")
-            lines += row(shown_name, _shown(lv), _shown(rv), mark)
-        lines.append("-" * width)
-        lines.append("(= same value, ~ different, ? missing on one side)")
+            wrapped.append((a, lv, rv, mark, cell_lines(lv, vw), cell_lines(rv, vw)))
+
+        # the tail: prediction, risk and the reasons
+        tail: list[str] = []
         if "probability" in item:
             verdict = "MATCH" if item["prediction"] == 1 else "NON-MATCH"
-            lines.append(
-                f"Matcher says {verdict} with p(match) = {item['probability']:.3f}; "
-                f"risk that this label is wrong = {item['risk']:.3f}"
-            )
-            lines.append("Why risk sampling picked it (LearnRisk):")
-        for t in str(item.get("explanation", "")).splitlines():
-            lines += [("  " if j == 0 else "      ") + w
-                      for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
-        out: list[str] = []
-        for line in lines:  # a last guard: nothing wider than the terminal
-            line = visible(line)
-            out += [line] if display_width(line) <= width else wrap_to_width(line, width)
-        return out
+            tail.append(f"Matcher says {verdict} with p(match) = {item['probability']:.3f}; "
+                        f"risk that this label is wrong = {item['risk']:.3f}")
+        reasons = item.get("reasons")
+        if isinstance(reasons, list) and reasons:
+            shown_r = reasons if full else reasons[:3]
+            more = "" if full or len(reasons) <= 3 else f"; [r] shows all {len(reasons)}"
+            tail.append(f"Why risk sampling picked it (LearnRisk, strongest reasons first{more}):")
+            for r in shown_r:
+                txt = visible(f"{r.get('text', '')} (suggests {r.get('direction', '?')})")
+                parts = wrap_to_width(txt, width - 4)
+                if not full and len(parts) > 2:
+                    parts = parts[:2]
+                    parts[1] = _fit(parts[1], width - 8).rstrip() + " ..."
+                tail += [("  - " if j == 0 else "    ") + w for j, w in enumerate(parts)]
+        else:
+            expl = [t for t in str(item.get("explanation", "")).splitlines() if t.strip()]
+            if expl and "probability" in item:
+                tail.append("Why risk sampling picked it (LearnRisk):")
+            if expl and not full:
+                expl_lines = []
+                for t in expl:
+                    expl_lines += wrap_to_width(visible(t), width - 6)
+                if len(expl_lines) > 4:
+                    expl_lines = expl_lines[:3] + ["[r] shows the whole explanation"]
+                tail += ["  " + t for t in expl_lines]
+            else:
+                for t in expl:
+                    tail += [("  " if j == 0 else "      ") + w
+                             for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
+        legend = "(= same value, ~ different, ? missing on one side"
+        legend += ")" if full else "; [f] shows long values whole)"
+        def guard(lines: list[str]) -> list[str]:  # nothing wider than the terminal
+            out: list[str] = []
+            for line in lines:
+                line = visible(line)
+                out += [line] if display_width(line) <= width else wrap_to_width(line, width)
+            return out
+
+        head, tail, legend_lines = guard(head), guard(tail), guard([legend])
+        prompt_lines = -(-display_width(_PROMPT) // width)
+        # the blank line before, the rules around the records, the legend and the prompt
+        fixed = 1 + len(head) + len(lines_id) + 2 + len(legend_lines) + len(tail) + prompt_lines
+        body: list[str] = []
+        if full:
+            for a, _, _, mark, lw, rw in wrapped:
+                body += row(visible(a), lw, rw, mark)
+        else:
+            budget = max(height - fixed, 1)
+            least = 3 if narrow else 1  # lines an attribute takes at the least (narrow: name, L, R)
+            n_fit = len(wrapped) if len(wrapped) * least <= budget else max(0, (budget - 1) // least)
+            shown_rows = wrapped[:n_fit]
+            if narrow:  # value lines of both sides, one line each at the least
+                need = [len(lw) + len(rw) for *_, lw, rw in shown_rows]
+                alloc = [2] * len(shown_rows)
+            else:
+                need = [max(len(lw), len(rw)) for *_, lw, rw in shown_rows]
+                alloc = [1] * len(shown_rows)
+            spare = budget - least * len(shown_rows)
+            grew = True
+            while spare > 0 and grew:  # water-filling: one more line to every row that needs it
+                grew = False
+                for i in range(len(shown_rows)):
+                    if spare > 0 and alloc[i] < need[i]:
+                        alloc[i] += 1
+                        spare -= 1
+                        grew = True
+            for (a, lv, rv, mark, lw, rw), m in zip(shown_rows, alloc):
+                if narrow:
+                    kl = max(1, min(len(lw), m - min(len(rw), m // 2)))
+                    kr = max(1, m - kl)
+                    body += row(visible(a), cut(lw, kl, vw, lv), cut(rw, kr, vw, rv), mark)
+                else:
+                    body += row(visible(a), cut(lw, m, vw, lv), cut(rw, m, vw, rv), mark)
+            if n_fit < len(wrapped):
+                body.append(f"... {len(wrapped) - n_fit} more attribute(s): [f] shows them")
+        return guard(head + lines_id + ["-" * width] + body + ["-" * width] + legend_lines + tail)
 
     # ------------------------------------------------------------------ the loop
     def _read(self) -> str:
@@ -864,6 +969,28 @@ class LabellingSession:
             out.append("The labels hold a single class: no matcher can be trained from them.")
         return out
 
+    def _reasons_text(self, q: Question) -> list[str]:
+        """Every reason of a question and the full explanation (the console's ``r``)."""
+        width, _ = self._screen()
+        item = q.item
+        lines = []
+        reasons = item.get("reasons")
+        if isinstance(reasons, list) and reasons:
+            lines.append(f"All {len(reasons)} reason(s), strongest first (+ raises the risk, - supports the matcher):")
+            for r in reasons:
+                sign = "+" if float(r.get("weight", 0)) > 0 else "-"
+                txt = f"{sign} {r.get('text', '')} (suggests {r.get('direction', '?')})"
+                if r.get("rule"):
+                    txt += f"  [rule: {r['rule']}]"
+                lines += [("  " if j == 0 else "    ") + w for j, w in enumerate(wrap_to_width(visible(txt), width - 4))]
+        expl = str(item.get("explanation", "")).strip()
+        if expl and not reasons:
+            for t in expl.splitlines():
+                lines += [("  " if j == 0 else "      ") + w for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
+        if not lines:
+            lines.append("No reasons for this pair: it was picked before the matcher was trained.")
+        return lines
+
     # ------------------------------------------------------------------ the console loop
     def run(self) -> str:
         """Ask questions until the user quits, stdin ends or every candidate is answered.
@@ -879,9 +1006,17 @@ class LabellingSession:
             if q is None:
                 self._print(*self.done_text())
                 return "done"
-            self._print("", *self._render(q.key, (q.number, q.total, q.title)))
+            position = (q.number, q.total, q.title)
+            self._print("", *self._render(q.key, position))
             try:
-                ans = self._read()
+                while True:
+                    ans = self._read()
+                    if ans == "reasons":
+                        self._print("", *self._reasons_text(q))
+                    elif ans == "full":
+                        self._print("", *self._render(q.key, position, full=True))
+                    else:
+                        break
             except EOFError:
                 self._print("", "End of input: the session is saved; run the same command to resume.")
                 return "eof"

@@ -100,7 +100,8 @@ def _side_missing(attr: str, left: str, right: str) -> str:
 
 
 def describe_feature(
-    name: str, value: float, left: Any = None, right: Any = None, *, have_values: bool | None = None
+    name: str, value: float, left: Any = None, right: Any = None, *, have_values: bool | None = None,
+    low: bool = False,
 ) -> str:
     """One sentence about one similarity feature of one pair.
 
@@ -115,6 +116,8 @@ def describe_feature(
         quote values. Without them the sentence rests on ``value`` alone.
     have_values : bool, optional
         Whether ``left`` / ``right`` were given (default: either is not None).
+    low : bool, default=False
+        The rule tests for a low similarity (``<=``): the sentence says "only".
 
     Returns
     -------
@@ -169,20 +172,21 @@ def describe_feature(
             return f"{pl} are equal: {_quoted(lv)}" if have else f"{pl} are equal"
         tail = f": {_quoted(lv)} vs {_quoted(rv)}" if have else ""
         return f"{pl} differ by {v:.0%}{tail}"
+    only = "only " if low else ""
     if metric == "jaccard" and have:
         lw, rw = set(_WORD_RE.findall(lv.lower())), set(_WORD_RE.findall(rv.lower()))
         if lw | rw:
-            text = f"{pl} share {len(lw & rw)} of {len(lw | rw)} words"
+            text = f"{pl} share {only}{len(lw & rw)} of {len(lw | rw)} words"
         else:
-            text = f"{pl} share {v:.0%} of their words"
+            text = f"{pl} share {only}{v:.0%} of their words"
     else:
         text = {
-            "jaccard": f"{pl} share {v:.0%} of their words",
-            "jaccard_3gram": f"{pl} share {v:.0%} of their 3-letter pieces",
-            "levenshtein": f"{pl} are {v:.0%} alike letter by letter",
-            "jaro_winkler": f"{pl} are {v:.0%} alike in spelling (Jaro-Winkler)",
-            "tfidf_cosine": f"{pl} agree {v:.0%} on their rarer words (TF-IDF cosine)",
-            "monge_elkan": f"{pl} are {v:.0%} alike word by word (Monge-Elkan)",
+            "jaccard": f"{pl} share {only}{v:.0%} of their words",
+            "jaccard_3gram": f"{pl} share {only}{v:.0%} of their 3-letter pieces",
+            "levenshtein": f"{pl} are {only}{v:.0%} alike letter by letter",
+            "jaro_winkler": f"{pl} are {only}{v:.0%} alike in spelling (Jaro-Winkler)",
+            "tfidf_cosine": f"{pl} agree {only}{v:.0%} on their rarer words (TF-IDF cosine)",
+            "monge_elkan": f"{pl} are {only}{v:.0%} alike word by word (Monge-Elkan)",
         }.get(metric, f"{name} = {v:.3g}")
     if have and lv and rv and max(len(lv), len(rv)) <= _SHORT_VALUE:
         text += f": {lv} vs {rv}"
@@ -328,19 +332,21 @@ def build_reasons(
             nm = feature_names[cond.feature] if feature_names is not None and cond.feature < len(feature_names) else cond.name
             if nm not in names:
                 names.append(nm)
-        by_feature = {}
+        by_feature: dict[str, int] = {}
+        low: dict[str, bool] = {}
         for cond in best.conditions:
             nm = feature_names[cond.feature] if feature_names is not None and cond.feature < len(feature_names) else cond.name
             by_feature.setdefault(nm, cond.feature)
+            low[nm] = low.get(nm, True) and cond.op == "<="
         parts = []
         for nm in names:
             attr, _ = split_feature_name(nm)
             lr = vals.get(attr) if attr is not None else None
             val = x[by_feature[nm]] if by_feature[nm] < x.size else float("nan")
             if lr is None:
-                parts.append(describe_feature(nm, val))
+                parts.append(describe_feature(nm, val, low=low[nm]))
             else:
-                parts.append(describe_feature(nm, val, lr[0], lr[1], have_values=True))
+                parts.append(describe_feature(nm, val, lr[0], lr[1], have_values=True, low=low[nm]))
         uniq_parts = list(dict.fromkeys(parts))
         attr0, _ = split_feature_name(names[0])
         lr0 = vals.get(attr0) if attr0 is not None else None
