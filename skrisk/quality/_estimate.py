@@ -6,17 +6,21 @@ the pairs, TP = sum d y, FP = sum d (1 - y) and FN = sum (1 - d) y (``d`` the ma
 known probability ``q_i``; the Hansen-Hurwitz weight ``w_i = 1 / (N q_i)`` makes
 ``sum_j w_j f(j) / n`` an unbiased estimate of the mean of any ``f`` over the ``N`` pairs, so the
 weighted totals, and therefore the ratio estimates of precision, recall and F1, are consistent
-whatever the sampling design. Drawing in proportion to LearnRisk's risk (or to the matcher's
-uncertainty ``sqrt(p (1 - p))``) spends the labels where the matcher errs; a uniform floor
-``epsilon / N`` in every ``q_i`` bounds every weight by ``1 / epsilon``.
+whatever the sampling design. :func:`audit_sample` aims the draws the way OASIS does (the
+instrumental distribution that minimises the F1 estimate's asymptotic variance), with the
+probability that a pair is a match taken from LearnRisk's risk (``"risk"``) or from the matcher's
+score (``"score"``); a uniform floor ``epsilon / N`` in every ``q_i`` bounds every weight by
+``1 / epsilon``.
 
 Each of the three measures is a weighted proportion: precision the share of true matches among
 the predicted ones (weights ``w d``), recall the share of predicted among the true matches
 (weights ``w y``), and F1 = 2 TP / (2 TP + FP + FN) the share of "both" among units weighted
 ``w (d + y)``. Its interval is a Wilson score interval at the effective sample size given by the
-linearised (delta-method) variance of the with-replacement ratio estimator (Kish's effective size
-when every audited pair in the domain agrees). ``benchmarks/bench_quality.py`` measures its
-coverage.
+linearised (delta-method) variance of the with-replacement ratio estimator. When every audited
+pair of the domain agrees (an estimate of 0 or 1), that variance is 0; the effective size is then
+the domain's weight counted in units of the mean weight of the draws where the unseen outcome
+could occur (at most Kish's effective size), so a rare, heavily weighted kind of error that the
+audit missed still widens the interval. ``benchmarks/bench_quality.py`` measures the coverage.
 
 References
 ----------
@@ -232,6 +236,14 @@ def _check_confidence(confidence: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------- sampling
+def _f1_instrumental(d: npt.NDArray[np.bool_], pi: FloatArray) -> FloatArray:
+    """Square root of each pair's expected squared influence on the F1 ratio estimate."""
+    denom = float(d.sum() + pi.sum())
+    f = 2 * float(pi[d].sum()) / denom if denom > 0 else 0.5
+    f = min(max(f, 0.05), 0.95)  # a guess of F1; keeps both kinds of pair in the sample
+    return np.where(d, np.sqrt(pi * (2 - 2 * f) ** 2 + (1 - pi) * f**2), f * np.sqrt(pi))
+
+
 def audit_sample(
     proba: npt.ArrayLike,
     *,
@@ -243,10 +255,21 @@ def audit_sample(
 ) -> AuditSample:
     """Draw ``n`` audit pairs with replacement by importance sampling.
 
-    Pair ``i`` is drawn with probability ``q_i = (1 - floor) s_i / sum(s) + floor / N`` where
-    ``s`` is the risk (``method="risk"``), the matcher's uncertainty ``sqrt(p (1 - p))``
-    (``"score"``) or constant (``"uniform"``, where ``q_i = 1 / N``). When every ``s_i`` is 0 the
-    sample is uniform.
+    Pair ``i`` is drawn with probability ``q_i = (1 - floor) s_i / sum(s) + floor / N``. For
+    ``"risk"`` and ``"score"``, ``s`` is the OASIS-style instrumental distribution that minimises
+    the asymptotic variance of the F1 estimate (Marchant and Rubinstein, 2017): with ``pi_i`` the
+    probability that pair ``i`` is a match, ``d_i`` the matcher's decision (``p > 0.5``) and
+    ``F`` the F1 expected under ``pi``,
+
+    * ``s_i = sqrt(pi_i (2 - 2F)^2 + (1 - pi_i) F^2)`` for a predicted match,
+    * ``s_i = F sqrt(pi_i)`` for a predicted non-match.
+
+    ``"risk"`` takes ``pi`` from the risk that the matcher's label is wrong (``pi = 1 - risk``
+    for a predicted match, ``risk`` for a predicted non-match); ``"score"`` takes the matcher's
+    own probability ``pi = p``. So both spend the audit where an answer moves the estimate:
+    predicted matches (precision), and predicted non-matches likely to be matches (recall);
+    a sample in proportion to the uncertainty alone would rarely audit a confident match.
+    ``"uniform"`` has ``q_i = 1 / N``. When every ``s_i`` is 0 the sample is uniform.
 
     Parameters
     ----------
@@ -283,14 +306,17 @@ def audit_sample(
     N = len(p)
     if N == 0:
         raise DataError("proba is empty: there is no candidate pair to audit.")
+    s = np.ones(N)
     if method == "risk":
         if risk is None:
             raise ValueError('method="risk" needs the risk of every pair: pass risk=..., or method="score".')
         s = _vector(risk, "risk", low=0)
         if len(s) != N:
             raise DataError(f"risk has {len(s)} values but proba has {N}: give one per candidate pair.")
-    elif method == "score":
-        s = np.sqrt(p * (1.0 - p))
+    if method != "uniform":
+        d = p > MATCH_THRESHOLD
+        pi = p if method == "score" else np.clip(np.where(d, 1.0 - s, s), 0.0, 1.0)
+        s = _f1_instrumental(d, pi)
     else:
         s = np.ones(N)
     total = s.sum()
@@ -316,26 +342,36 @@ def _wilson(p: float, n_eff: float, z: float) -> tuple[float, float]:
     return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
 
 
-def _proportion(v: FloatArray, s: FloatArray, z: float) -> tuple[float, tuple[float, float]]:
-    """Ratio estimate ``sum v s / sum v`` over all draws (``v = 0`` outside the domain) and its interval."""
+def _proportion(v: FloatArray, s: FloatArray, z: float, w_odd: float) -> tuple[float, tuple[float, float]]:
+    """Ratio estimate ``sum v s / sum v`` over all draws (``v = 0`` outside the domain) and its interval.
+
+    ``w_odd`` is the weight a draw of the outcome not seen would have: when every draw in the
+    domain agrees (estimate 0 or 1), the interval counts the domain's weight in units of it.
+    """
     total = v.sum()
     if total <= 0:
         return float("nan"), (0.0, 1.0)
     est = float((v * s).sum() / total)
     n = len(v)
-    kish = total**2 / float((v * v).sum())
     var = float((v * v * (s - est) ** 2).sum()) / total**2
     if n > 1:
         var *= n / (n - 1)
-    n_eff = est * (1 - est) / var if var > 0 and 0 < est < 1 else kish
+    if var > 0 and 0 < est < 1:
+        n_eff = est * (1 - est) / var
+    else:
+        n_eff = min(total**2 / float((v * v).sum()), total / w_odd)
     return est, _wilson(est, n_eff, z)
 
 
 def _estimate(y: FloatArray, d: FloatArray, w: FloatArray, threshold: float, confidence: float) -> QualityEstimate:
     z = float(norm.ppf(0.5 + confidence / 2))
-    prec, prec_i = _proportion(w * d, y, z)
-    rec, rec_i = _proportion(w * y, d, z)
-    f1, f1_i = _proportion(w * (d + y), d * y, z)
+
+    def mean_w(mask: npt.NDArray[np.bool_]) -> float:  # the weight of a draw where the odd outcome may be
+        return float(w[mask].mean()) if mask.any() else float(w.max(initial=1.0))
+
+    prec, prec_i = _proportion(w * d, y, z, mean_w(d == 1))
+    rec, rec_i = _proportion(w * y, d, z, mean_w(d == 0))
+    f1, f1_i = _proportion(w * (d + y), d * y, z, mean_w(np.ones(len(w), dtype=bool)))
     return QualityEstimate(
         precision=prec, recall=rec, f1=f1, precision_interval=prec_i, recall_interval=rec_i,
         f1_interval=f1_i, n_audit=int(len(y)), n_matches=int(y.sum()), threshold=float(threshold),

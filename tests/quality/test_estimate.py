@@ -127,8 +127,18 @@ def test_bad_sampling_arguments():
         audit_sample(p, n=3, method="oasis")
     with pytest.raises(DataError, match=r"proba\[2\]"):
         audit_sample([0.1, 0.2, np.nan], n=3, method="score")
-    s = audit_sample(p, risk=np.zeros(10), n=4, random_state=0)  # no risk anywhere: uniform
+    # no predicted match and no risk anywhere: nothing to aim at, the sample is uniform
+    s = audit_sample(np.linspace(0, 0.4, 10), risk=np.zeros(10), n=4, random_state=0)
     assert np.allclose(s.weights, 1.0)
+
+
+def test_audits_aim_at_predicted_matches_and_likely_missed_matches():
+    p = np.array([0.99, 0.9, 0.6, 0.4, 0.01, 0.01])
+    risk = np.array([0.01, 0.1, 0.4, 0.4, 0.01, 0.5])  # the last pair: probably a missed match
+    s = audit_sample(p, risk=risk, n=20000, method="risk", floor=0.1, random_state=0)
+    share = np.bincount(s.positions, minlength=6) / 20000
+    assert share[0] > share[4] * 3 and share[5] > share[4] * 3  # a confident match is audited too
+    assert np.allclose(share.sum(), 1) and s.weights.max() <= 1 / 0.1 + 1e-9
 
 
 def test_choose_threshold_targets():
