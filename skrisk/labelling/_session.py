@@ -31,9 +31,10 @@ from .. import __version__
 from .._fileio import FolderLock
 from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
 from ..exceptions import DataError
-from ..matchers._base import match_labels
+from ..matchers._base import MATCH_THRESHOLD, match_labels
 from ..risk._defaults import DEFAULT_EPOCHS
 from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, replay
+from ._status import AUDIT_HELP, audit_batch, audit_keys, export_threshold, round_status, status_lines
 
 __all__ = ["LabellingSession", "Question", "SessionConfig", "export_session"]
 
@@ -51,7 +52,7 @@ _HELP = (
     "training, not asked again), z = undo the last answer, r = all the reasons, f = the records "
     "whole (long values are cut to fit the screen), e = export labels.csv and "
     "predicted_matches.csv now, q = quit (everything answered is saved; run the same command to "
-    "resume)."
+    "resume). " + AUDIT_HELP
 )
 _PROMPT = "Same entity? [y]es [n]o [u]nsure [z]undo [r]easons [f]ull [q]uit [h]elp: "
 _ANSWER_WORDS = {
@@ -79,6 +80,9 @@ class SessionConfig:
         Seeds the matcher, LearnRisk, the pool subsets and tie-breaks.
     epochs : int
         LearnRisk training epochs per round.
+    audit : int
+        Audit pairs drawn after each risk round (0: none); their answers estimate precision and
+        recall and are never used for training (see :mod:`skrisk.labelling._status`).
     """
 
     batch: int = 10
@@ -86,6 +90,7 @@ class SessionConfig:
     max_pool: int = 3000
     seed: int = 0
     epochs: int = DEFAULT_EPOCHS
+    audit: int = 5
 
     def check(self) -> None:
         """Raise :class:`DataError` (a ``ValueError``) naming the first invalid parameter."""
@@ -95,6 +100,9 @@ class SessionConfig:
                 raise DataError(f"{name} must be a positive integer, got {v!r}.")
         if self.n_initial < 2:
             raise DataError(f"n_initial must be at least 2 (one match, one non-match), got {self.n_initial}.")
+        a = self.audit
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or a < 0:
+            raise DataError(f"audit must be a non-negative integer (0 turns audits off), got {a!r}.")
         s = self.seed
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s <= _MAX_SEED:
             raise DataError(f"seed must be an integer from 0 to {_MAX_SEED}, got {s!r}: pass such a --seed.")
@@ -156,8 +164,11 @@ def _read_manifest(path: Path) -> dict:
             raise bad(f'"inputs" has no valid "{side}" entry (with "path" and "sha256")')
     params = manifest.get("params")
     fields = SessionConfig.__dataclass_fields__
-    if not isinstance(params, dict) or not all(isinstance(params.get(k), int) for k in fields):
-        raise bad('"params" lacks one of the integers ' + ", ".join(fields))
+    optional = ("audit",)  # added later: older sessions lack it and get the default
+    if not isinstance(params, dict) or not all(
+        isinstance(params.get(k), int) for k in fields if k not in optional or k in params
+    ):
+        raise bad('"params" lacks one of the integers ' + ", ".join(k for k in fields if k not in optional))
     if not isinstance(manifest.get("id_column", "id"), str):
         raise bad('"id_column" is not a text')
     manifest.setdefault("id_column", "id")
@@ -223,7 +234,8 @@ class Question:
         Its place in its batch (1-based) and the batch's size.
     phase : str
         The batch's phase: ``"initial"`` (starting pairs picked by similarity) or ``"risk"``
-        (picked by risk sampling); other phases may be added (e.g. ``"audit"``).
+        (picked by risk sampling) or ``"audit"`` (drawn to estimate the matcher's quality; never
+        used for training).
     title : str
         The phase in words, as the console shows it.
     round : int or None
@@ -439,7 +451,7 @@ class LabellingSession:
                     )
             params = dict(manifest["params"])
             for k, v in (overrides or {}).items():
-                if v is not None and k in ("batch", "max_pool", "epochs"):
+                if v is not None and k in ("batch", "max_pool", "epochs", "audit"):
                     params[k] = v
             cfg = SessionConfig(**{k: params[k] for k in SessionConfig.__dataclass_fields__ if k in params})
             try:
@@ -526,7 +538,7 @@ class LabellingSession:
             "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
             "params": {
                 "batch": cfg.batch, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
-                "seed": cfg.seed, "epochs": cfg.epochs,
+                "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit,
             },
         }
         atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
@@ -559,8 +571,9 @@ class LabellingSession:
         return self._features
 
     def labels(self) -> dict[tuple[str, str], int]:
-        """Training labels in force: given ones, then the yes/no answers (answers win)."""
-        return {**self.given, **self.state.labels()}
+        """Training labels in force: given ones, then the yes/no answers (answers win); never audit answers."""
+        audit = audit_keys(self)
+        return {**self.given, **{k: v for k, v in self.state.labels().items() if k not in audit}}
 
     def _asked(self) -> set[tuple[str, str]]:
         return set(self.given) | set(self.state.answers) | set(self.state.reask)
@@ -575,6 +588,9 @@ class LabellingSession:
 
     # ------------------------------------------------------------------ choosing pairs
     def _next_batch(self) -> dict | None:
+        owed = audit_batch(self)  # the audit drawn with the last risk round, once that round is answered
+        if owed is not None:
+            return owed
         labels = self.labels()
         n_yes = sum(v == 1 for v in labels.values())
         n_no = len(labels) - n_yes
@@ -651,6 +667,13 @@ class LabellingSession:
                                     random_state=_round_seed(cfg.seed, round_no, 2))
         risk_model = sampler.last_query_.risk_model
         fallback = risk_model is None
+        proba_all = matcher.predict_proba(F)[:, 1]
+        risk_all = np.minimum(proba_all, 1 - proba_all) if fallback else risk_model.predict_risk(F)
+        status, draws = round_status(self, proba_all, np.asarray(risk_all, dtype=np.float64),
+                                     np.asarray(sampler.last_query_.risk, dtype=np.float64), len(free),
+                                     round_no, _round_seed(cfg.seed, round_no, 3))
+        status["lines"] = status_lines(self, status)  # kept for status_text() (the Jupyter labeller)
+        self._print(*status["lines"])
         chosen = F[pool[picked]]
         proba = matcher.predict_proba(chosen)[:, 1]
         items = []
@@ -682,7 +705,7 @@ class LabellingSession:
             )
         notes = [str(w.message) for w in caught if not fallback or "LearnRisk" not in str(w.message)]
         return {"phase": "risk", "round": round_no, "n_labels": int(len(y_lab)), "items": items,
-                "notes": notes[:3]}
+                "notes": notes[:3], "status": status, "audit_draws": draws}
 
     # ------------------------------------------------------------------ showing pairs
     def record_values(self, key: tuple[str, str]) -> list[tuple[str, str, str]]:
@@ -906,6 +929,7 @@ class LabellingSession:
         kind = batch["phase"] if batch else "risk"
         title = (
             f"Starting pairs (round {batch['round'] + 1})" if batch and kind == "initial"
+            else f"Audit after round {batch['round'] + 1} (not used for training)" if batch and kind == "audit"
             else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
         )
         reask = key in self.state.reask
@@ -961,6 +985,16 @@ class LabellingSession:
         )
         self.state.apply(ev)
         return last
+
+    def status_text(self) -> list[str]:
+        """The estimate, the chosen threshold and the stopping advice of the latest risk round, as
+        printed after its training (empty before the first risk round)."""
+        for b in reversed(self.state.batches):
+            st = b.get("status")
+            if b.get("phase") == "risk" and isinstance(st, dict):
+                lines = st.get("lines")
+                return [str(t) for t in lines] if isinstance(lines, list) else []
+        return []
 
     def done_text(self) -> list[str]:
         """The lines said when every candidate pair is answered."""
@@ -1110,11 +1144,14 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
 
     ``labels.csv``: one row per answer in force (and per pre-labelled candidate): ``left_id``,
     ``right_id``, ``label`` (1, 0, empty for unsure), ``answer`` (yes/no/unsure/given),
-    ``answered_at``, then ``left_<attr>``/``right_<attr>`` values.
+    ``answered_at``, ``purpose`` (``training``, ``audit`` or ``given``), then
+    ``left_<attr>``/``right_<attr>`` values.
 
-    ``predicted_matches.csv``: every candidate that is a match, by label (``source`` =
-    ``labelled``) or by the matcher trained on all labels (``source`` = ``predicted``,
-    ``probability`` > 0.5), sorted by probability; pairs labelled "no" are never listed.
+    ``predicted_matches.csv``: every candidate that is a match, by an answer (``source`` =
+    ``labelled``, audit answers included) or by the matcher trained on all training labels
+    (``source`` = ``predicted``, ``probability`` above the threshold chosen for the best F1
+    estimated from the audit answers, 0.5 while there are too few), sorted by probability; pairs
+    answered "no" are never listed.
 
     Every text cell is neutralised against spreadsheet formula injection
     (:func:`~skrisk._safetext.spreadsheet_safe`: a leading ``'`` before ``=``, ``+``, ``-``, ``@``,
@@ -1123,15 +1160,19 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     file is kept as ``labels.before-<time>.csv``).
     """
     ds, st = session.dataset, session.state
+    audit = audit_keys(session)
     rows = []
     for k, v in session.given.items():
         if k not in st.answers:
-            rows.append({"left_id": k[0], "right_id": k[1], "label": v, "answer": "given", "answered_at": ""})
+            rows.append({"left_id": k[0], "right_id": k[1], "label": v, "answer": "given", "answered_at": "",
+                         "purpose": "given"})
     for ev in st.answered_events():
         lab = {"yes": 1, "no": 0}.get(ev["answer"])
+        key = (str(ev["left_id"]), str(ev["right_id"]))
         rows.append({"left_id": ev["left_id"], "right_id": ev["right_id"], "label": lab,
-                     "answer": ev["answer"], "answered_at": ev.get("t", "")})
-    labels_df = pd.DataFrame(rows, columns=["left_id", "right_id", "label", "answer", "answered_at"])
+                     "answer": ev["answer"], "answered_at": ev.get("t", ""),
+                     "purpose": "audit" if key in audit else "training"})
+    labels_df = pd.DataFrame(rows, columns=["left_id", "right_id", "label", "answer", "answered_at", "purpose"])
     labels_df["label"] = labels_df["label"].astype("Int64")
     if len(labels_df):
         lrec = ds.left.loc[labels_df["left_id"]].reset_index(drop=True).add_prefix("left_")
@@ -1149,10 +1190,15 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
         known = lab_arr >= 0
         matcher = FeatureMatcher(random_state=session.config.seed).fit(F[known], lab_arr[known])
         proba = matcher.predict_proba(F)[:, 1]
+        threshold, note = export_threshold(session, proba)
+        note = f" ({note})"
     else:
+        threshold = MATCH_THRESHOLD
         note = " (only labelled matches: the labels hold one class, no matcher was trained)"
-    source = np.where(lab_arr == 1, "labelled", "predicted")
-    is_match = (lab_arr == 1) | ((lab_arr == -1) & (match_labels(proba) == 1))
+    answers = {**session.given, **st.labels()}  # training and audit answers alike
+    ans_arr = np.array([answers.get(k, -1) for k in keys])
+    source = np.where(ans_arr == 1, "labelled", "predicted")
+    is_match = (ans_arr == 1) | ((ans_arr == -1) & (match_labels(proba, threshold) == 1))
     pred = pd.DataFrame(
         {
             "left_id": [k[0] for k in keys],

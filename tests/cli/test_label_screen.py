@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 WIDTH, HEIGHT = 80, 40
-N_ANSWERS = 20  # 6 starting pairs, then risk sampling rounds of 10 (LearnRisk trained in round 2)
+N_ANSWERS = 26  # 6 starting pairs, risk sampling rounds of 10, 5 audit pairs after each (LearnRisk from round 2)
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install tmux)")
 
@@ -90,7 +90,7 @@ def test_every_question_with_reasons_and_both_records_fits_in_40_lines(abt_buy_t
            "--session sess")
     tmux = Tmux(folder, cmd)
     try:
-        prev, risk_questions, with_reasons = (), 0, 0
+        prev, risk_questions, with_reasons, audits = (), 0, 0, 0
         for _ in range(N_ANSWERS):
             screen = tmux.wait_prompt(prev)
             prev = tuple(ln for ln in screen if ln.strip())
@@ -103,6 +103,7 @@ def test_every_question_with_reasons_and_both_records_fits_in_40_lines(abt_buy_t
             right_id = ids[0].split("right record")[1].split()[0]
             for attr in ("name", "description", "price"):
                 assert any(ln.startswith(attr) for ln in q), f"{attr} is not on screen:\n" + "\n".join(q)
+            audits += any(ln.startswith("Audit after round") for ln in q)
             if any(ln.startswith("Matcher says") for ln in q):
                 risk_questions += 1
                 why = [i for i, ln in enumerate(q) if ln.startswith("Why risk sampling picked it")]
@@ -121,7 +122,7 @@ def test_every_question_with_reasons_and_both_records_fits_in_40_lines(abt_buy_t
                         prev = tuple(ln for ln in screen if ln.strip())
                         assert not any("more characters]" in ln for ln in screen[-HEIGHT // 2:])
             tmux.send("y" if (left_id, right_id) in gold else "n", "Enter")
-        assert risk_questions >= 4 and with_reasons >= 1
+        assert risk_questions >= 4 and with_reasons >= 1 and audits >= 1
         tmux.send("q", "Enter")
     finally:
         tmux.close()

@@ -58,6 +58,9 @@ def test_console_then_widget_then_console_keeps_every_answer_once(fz_tables, tmp
         assert risk_q is not None
         if "probability" in risk_q.item:  # a risk sampling question shows the matcher's verdict
             assert "Matcher says" in labeller.verdict.value
+        # a risk round was trained in the notebook: its estimate and stopping state are on show
+        assert "Stopping rule 1" in labeller.status.value and "Stopping rule 2" in labeller.status.value
+        assert labeller.session.status_text() and "Estimate" in labeller.status.value
     finally:
         labeller.close()
     assert all(b.disabled for b in labeller.buttons.values())
