@@ -222,6 +222,23 @@ def _fit(text: str, width: int) -> str:
     return "".join(kept) + " " * (width - used)
 
 
+def item_reasons(item: dict) -> list[dict]:
+    """The reasons a batch item stores, read defensively (a journal is a file a person may edit):
+    each a dict with ``text``, ``direction``, ``weight`` (float) and ``rule`` (texts)."""
+    raw = item.get("reasons") if isinstance(item, dict) else None
+    out = []
+    for r in raw if isinstance(raw, list) else []:
+        if not isinstance(r, dict) or not str(r.get("text", "")).strip():
+            continue
+        try:
+            weight = float(r.get("weight", 0.0))
+        except (TypeError, ValueError):
+            weight = 0.0
+        out.append({"text": str(r["text"]), "direction": str(r.get("direction", "?")),
+                    "weight": weight if weight == weight else 0.0, "rule": str(r.get("rule", "") or "")})
+    return out
+
+
 @dataclass(frozen=True)
 class Question:
     """One pair the session asks about (:meth:`LabellingSession.next_question`).
@@ -804,13 +821,13 @@ class LabellingSession:
             verdict = "MATCH" if item["prediction"] == 1 else "NON-MATCH"
             tail.append(f"Matcher says {verdict} with p(match) = {item['probability']:.3f}; "
                         f"risk that this label is wrong = {item['risk']:.3f}")
-        reasons = item.get("reasons")
-        if isinstance(reasons, list) and reasons:
+        reasons = item_reasons(item)
+        if reasons:
             shown_r = reasons if full else reasons[:3]
             more = "" if full or len(reasons) <= 3 else f"; [r] shows all {len(reasons)}"
             tail.append(f"Why risk sampling picked it (LearnRisk, strongest reasons first{more}):")
             for r in shown_r:
-                txt = visible(f"{r.get('text', '')} (suggests {r.get('direction', '?')})")
+                txt = visible(f"{r['text']} (suggests {r['direction']})")
                 parts = wrap_to_width(txt, width - 4)
                 if not full and len(parts) > 2:
                     parts = parts[:2]
@@ -1008,13 +1025,13 @@ class LabellingSession:
         width, _ = self._screen()
         item = q.item
         lines = []
-        reasons = item.get("reasons")
-        if isinstance(reasons, list) and reasons:
+        reasons = item_reasons(item)
+        if reasons:
             lines.append(f"All {len(reasons)} reason(s), strongest first (+ raises the risk, - supports the matcher):")
             for r in reasons:
-                sign = "+" if float(r.get("weight", 0)) > 0 else "-"
-                txt = f"{sign} {r.get('text', '')} (suggests {r.get('direction', '?')})"
-                if r.get("rule"):
+                sign = "+" if r["weight"] > 0 else "-"
+                txt = f"{sign} {r['text']} (suggests {r['direction']})"
+                if r["rule"]:
                     txt += f"  [rule: {r['rule']}]"
                 lines += [("  " if j == 0 else "    ") + w for j, w in enumerate(wrap_to_width(visible(txt), width - 4))]
         expl = str(item.get("explanation", "")).strip()

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from .._safetext import visible
-from ._session import LabellingSession, Question, _shown
+from ._session import LabellingSession, Question, _shown, item_reasons
 
 __all__ = ["JupyterLabeller"]
 
@@ -234,17 +234,16 @@ class JupyterLabeller:
             word = "MATCH" if item.get("prediction") == 1 else "NON-MATCH"
             verdict = (f"Matcher says <b>{word}</b> with p(match) = {float(item['probability']):.3f}; "
                        f"risk that this label is wrong = <b>{float(item['risk']):.3f}</b>")
-        reasons = item.get("reasons")
-        if isinstance(reasons, list) and reasons:
+        reasons = item_reasons(item)
+        if reasons:
             def li(r: dict) -> str:
-                sign = "+" if float(r.get("weight", 0)) > 0 else "&minus;"
-                return (f"<li>{sign} {_esc(r.get('text', ''))} <i>(suggests {_esc(r.get('direction', '?'))})</i>"
-                        f"</li>")
+                sign = "+" if r["weight"] > 0 else "&minus;"
+                return f"<li>{sign} {_esc(r['text'])} <i>(suggests {_esc(r['direction'])})</i></li>"
 
             top = "<b>Why it was picked</b> (strongest reasons first; + raises the risk):<ul>"
             top += "".join(li(r) for r in reasons[:3]) + "</ul>"
             full = "<ul>" + "".join(
-                li(r)[:-5] + f" <code>{_esc(r.get('rule', ''))}</code></li>" for r in reasons
+                li(r)[:-5] + f" <code>{_esc(r['rule'])}</code></li>" for r in reasons
             ) + "</ul>"
             return verdict, top, full
         expl = str(item.get("explanation", "")).strip()

@@ -157,3 +157,28 @@ def test_a_long_cell_is_cut_to_fit_the_screen_and_f_shows_it_whole(tmp_path, mon
     whole = first[first.index("Same entity?"):]
     assert "word200 " in whole  # f: the whole value (its first 2000 characters, then a count)
     assert all(len(ln) <= WIDTH for ln in first.splitlines() if not ln.startswith("Same entity?"))
+
+
+def test_reasons_edited_in_the_journal_are_shown_as_text_or_skipped(tmp_path, monkeypatch, capsys):
+    import json
+
+    from skrisk.labelling import JupyterLabeller
+
+    _long_cell_session(tmp_path, monkeypatch, capsys, ["q"])  # one question asked, the batch journaled
+    journal = tmp_path / "s" / "journal.jsonl"
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    batch = next(e for e in events if e["event"] == "batch")
+    batch["items"][0]["reasons"] = [
+        "junk", None, {"text": 5, "weight": "heavy"}, {"text": "", "weight": 1},
+        {"text": "names are the same: blue cafe", "direction": "match", "weight": -0.2, "rule": "<b>r</b>"},
+    ]
+    journal.write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = _long_cell_session(tmp_path, monkeypatch, capsys, ["r", "q"])
+    assert "- 5 (suggests ?)" in out and "- names are the same: blue cafe (suggests match)" in out
+    assert "All 2 reason(s)" in out and "junk" not in out
+    labeller = JupyterLabeller(tmp_path / "s")
+    try:
+        assert "names are the same: blue cafe" in labeller.reasons.value
+        assert "&lt;b&gt;r&lt;/b&gt;" in labeller.all_reasons.value and "<b>r</b>" not in labeller.all_reasons.value
+    finally:
+        labeller.close()
