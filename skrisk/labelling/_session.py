@@ -825,7 +825,7 @@ class LabellingSession:
         if reasons:
             shown_r = reasons if full else reasons[:3]
             more = "" if full or len(reasons) <= 3 else f"; [r] shows all {len(reasons)}"
-            tail.append(f"Why risk sampling picked it (LearnRisk, strongest reasons first{more}):")
+            tail.append(f"Why risk sampling picked it (strongest first{more}):")
             for r in shown_r:
                 txt = visible(f"{r['text']} (suggests {r['direction']})")
                 parts = wrap_to_width(txt, width - 4)
