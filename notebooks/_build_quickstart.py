@@ -170,8 +170,8 @@ probability itself. `explain(X, i, pairs=...)` turns the rules that fire for a p
 from the two records' values ("surnames share 1 of 2 words"), and they are ranked by their
 contribution to the risk (how far each moves LearnRisk's estimate of the match probability away
 from the matcher's label). `short_text()` is what `skrisk label` shows beside the two records;
-`str()` adds every reason with its rule (feature names, never `x13`). Below: the pair of the
-next batch with the most reasons.
+`str()` adds every reason with its rule (feature names, never `x13`). Below: among the next
+batch and the 30 riskiest pairs of the pool, the pair with the most reasons.
 """),
     ("code", """
 positions, rows = learner.query(X[unlabelled], n_instances=BATCH)
@@ -180,8 +180,9 @@ if risk_model is None:  # see section 8: LearnRisk had no mistakes to learn from
     print("No LearnRisk model this round: the risk was the matcher's uncertainty.")
 else:
     records = ds.subset(unlabelled).to_frame()  # the pairs' values, in the order of X[unlabelled]
-    why = {p: risk_model.explain(X[unlabelled], p, pairs=records) for p in positions}
-    top = max(positions, key=lambda p: len(why[p].reasons))  # the batch's pair with the most reasons
+    riskiest = np.argsort(-sampler.last_query_.risk)[:30]  # risk of every pool pair, this round
+    why = {p: risk_model.explain(X[unlabelled], p, pairs=records) for p in np.union1d(positions, riskiest)}
+    top = max(why, key=lambda p: len(why[p].reasons))  # the pair with the most reasons
     pair = records.iloc[[top]]
     sides = {side: [pair[f"{side}_{a}"].iloc[0] for a in ATTRIBUTES] for side in ("left", "right")}
     print(pd.DataFrame(sides, index=ATTRIBUTES), end="\\n\\n")
@@ -344,6 +345,7 @@ def main() -> int:
     finally:
         if env_quick is not None:
             os.environ["SKRISK_NOTEBOOK_QUICK"] = env_quick
+    nb["metadata"].pop("widgets", None)  # the widgets' saved state (40 KB) shows nothing without a kernel
     nbf.write(nb, NOTEBOOK)
     print(f"wrote {NOTEBOOK} ({NOTEBOOK.stat().st_size / 1024:.0f} KiB)")
     return 0

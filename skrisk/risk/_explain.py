@@ -62,10 +62,10 @@ def split_feature_name(name: str) -> tuple[str | None, str | None]:
 
 
 def _plural(attr: str) -> str:
-    """A readable plural of an attribute name ("title" -> "titles"; odd names are quoted)."""
+    """A readable plural of an attribute name ("title" -> "titles", "address_1" -> "address_1 values")."""
     a = attr.replace("_", " ").strip()
     if not a or not re.fullmatch(r"[A-Za-z][A-Za-z ]*", a):
-        return f"the '{attr}' values"
+        return f"{attr} values"
     if re.search(r"(s|x|z|ch|sh)$", a):
         return a + "es"
     if re.search(r"[^aeiou]y$", a):

@@ -46,7 +46,7 @@ def test_sentences_without_the_records_rest_on_the_value():
 def test_long_values_are_quoted_in_part_and_odd_names_stay_readable():
     text = describe_feature("descr_num_diff", 1.0, "model " + "x1 " * 30, "model y2")
     assert len(text) < 120
-    assert describe_feature("addr_1_levenshtein", 0.5) == "the 'addr_1' values are 50% alike letter by letter"
+    assert describe_feature("addr_1_levenshtein", 0.5) == "addr_1 values are 50% alike letter by letter"
     assert split_feature_name("addr_1_jaccard_3gram") == ("addr_1", "jaccard_3gram")
 
 
