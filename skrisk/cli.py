@@ -30,6 +30,16 @@ def _positive(text: str) -> int:
     return v
 
 
+def _non_negative(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
+    return v
+
+
 def _unit_float(text: str) -> float:
     try:
         v = float(text)
@@ -196,6 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--initial", type=_positive, help="labels gathered before training (default 6)")
     lab.add_argument("--max-pool", type=_positive,
                      help="unlabelled pairs considered per round (default 3000; bounds the time per round)")
+    lab.add_argument("--audit", type=_non_negative, default=None,
+                     help="audit pairs asked after each risk-sampling round (default 5; 0: none). Drawn at "
+                          "random, more often where a wrong prediction is likely, they estimate precision "
+                          "and recall (shown after each round, with the threshold for the best F1 that "
+                          "exports use, and the stopping rules' advice); never used for training")
     lab.add_argument("--seed", type=int, default=None,
                      help="random seed of a new session, 0 to 4294967295 (default 0)")
     lab.add_argument("--encoding", default=None,
@@ -388,12 +403,12 @@ def _cmd_label(args: argparse.Namespace) -> int:
                   "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
             folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs, force=args.force,
-            overrides={"n_instances": args.batch, "max_pool": args.max_pool},
+            overrides={"n_instances": args.batch, "max_pool": args.max_pool, "audit": args.audit},
         )
     else:
         cfg = SessionConfig()
         for attr, val in (("n_instances", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
-                          ("seed", args.seed)):
+                          ("seed", args.seed), ("audit", args.audit)):
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(

@@ -249,7 +249,7 @@ def test_bad_seed_is_refused_before_anything_is_written(seed, tmp_path, monkeypa
 def test_large_seed_session_runs_risk_rounds_resumes_and_exports(tmp_path, monkeypatch, capsys):
     args = write_tables(tmp_path / "t")
     session = tmp_path / "s"
-    argv = [*args, "--session", str(session), "--seed", "600000", "--initial", "2", "--batch", "2"]
+    argv = [*args, "--session", str(session), "--seed", "600000", "--initial", "2", "--batch", "2", "--audit", "0"]
     rc, cap = label(monkeypatch, capsys, argv, ["y", "n", "y", "q"])
     assert rc == 0, cap.err
     assert "Risk sampling round 2" in cap.out  # a second risk round was chosen with this seed
