@@ -3,6 +3,10 @@
 - :class:`ChunkScorer` / :class:`ScoredChunk`: features -> matcher probabilities -> risk
   (-> representation) of one chunk of ``(left_id, right_id)`` pairs, vectorised (the one
   per-chunk scoring of the package).
+- :class:`PairSource`: a pool read chunk by chunk (a DataFrame, a Parquet file or dataset, an
+  iterable of DataFrame chunks), every chunk's columns checked.
+- :func:`stream_query` -> :class:`PoolQuery`: risk sampling over a streamed pool in memory bounded
+  by the chunk and batch sizes (a running top-k of the riskiest pairs, then the kernel).
 
 Names are imported on first use, so ``import skrisk.pools`` is light.
 """
@@ -14,13 +18,23 @@ from .._lazy import lazy_attributes
 __all__ = [
     "ChunkScorer",
     "PAIR_COLUMNS",
+    "PairSource",
+    "PoolQuery",
     "ScoredChunk",
+    "SourceChunk",
+    "lipschitz_weights",
+    "stream_query",
 ]
 
 _LAZY = {
     "ChunkScorer": "._scorer",
     "PAIR_COLUMNS": "._scorer",
     "ScoredChunk": "._scorer",
+    "PairSource": "._source",
+    "SourceChunk": "._source",
+    "PoolQuery": "._select",
+    "lipschitz_weights": "._select",
+    "stream_query": "._stream",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

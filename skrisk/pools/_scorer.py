@@ -272,7 +272,9 @@ class ChunkScorer:
         return "features"
 
     # ------------------------------------------------------------------ scoring
-    def _positions(self, chunk: Any, where: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    def _positions(
+        self, chunk: Any, where: str, rows: np.ndarray | None = None
+    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         if not isinstance(chunk, pd.DataFrame):
             raise TypeError(
                 f"{where} must be a pandas DataFrame with columns {list(PAIR_COLUMNS)}, got "
@@ -298,8 +300,9 @@ class ChunkScorer:
                 row = int(np.flatnonzero(bad)[0])
                 table = "table" if self.task == "dedup" else f"{side} table"
                 what = "is missing" if na[row] else f"{ids[row]!r} is not an id of the {table}"
+                at = f"row {row}" if rows is None else f"pool row {int(rows[row])}"
                 raise DataError(
-                    f"{where}: {col} {what} at row {row} ({int(bad.sum())} such pairs). Fix the id, "
+                    f"{where}: {col} {what} at {at} ({int(bad.sum())} such pairs). Fix the id, "
                     "or add the record to the table."
                 )
             out.append(ids)
@@ -338,8 +341,12 @@ class ChunkScorer:
         """
         return self._score(chunk, representation=representation, where="ChunkScorer.score: the chunk")
 
-    def _score(self, chunk: Any, *, representation: bool, where: str) -> ScoredChunk:
-        pairs, lpos, rpos = self._positions(chunk, where)
+    def _score(
+        self, chunk: Any, *, representation: bool, where: str, rows: np.ndarray | None = None
+    ) -> ScoredChunk:
+        """:meth:`score`; ``where`` names the chunk and ``rows`` its rows' pool positions in
+        messages."""
+        pairs, lpos, rpos = self._positions(chunk, where, rows)
         n = len(pairs)
         frame = self._pair_frame(lpos, rpos)
         F = np.asarray(self.features.transform(frame), dtype=np.float64) if n else np.zeros((0, 0))
