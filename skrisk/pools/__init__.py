@@ -7,6 +7,9 @@
   iterable of DataFrame chunks), every chunk's columns checked.
 - :func:`stream_query` -> :class:`PoolQuery`: risk sampling over a streamed pool in memory bounded
   by the chunk and batch sizes (a running top-k of the riskiest pairs, then the kernel).
+- :func:`dask_query`: the same query over a Dask DataFrame (partitions scored on the workers,
+  the riskiest pairs gathered, the kernel on the client); :func:`dask_block`: token or exact-key
+  blocking of large tables on Dask. Both need the extra ``skrisk[dask]``.
 
 Names are imported on first use, so ``import skrisk.pools`` is light.
 """
@@ -22,6 +25,9 @@ __all__ = [
     "PoolQuery",
     "ScoredChunk",
     "SourceChunk",
+    "WorkerLostError",
+    "dask_block",
+    "dask_query",
     "lipschitz_weights",
     "stream_query",
 ]
@@ -35,6 +41,9 @@ _LAZY = {
     "PoolQuery": "._select",
     "lipschitz_weights": "._select",
     "stream_query": "._stream",
+    "WorkerLostError": "._dask",
+    "dask_block": "._dask",
+    "dask_query": "._dask",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

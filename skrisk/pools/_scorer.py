@@ -273,7 +273,7 @@ class ChunkScorer:
 
     # ------------------------------------------------------------------ scoring
     def _positions(
-        self, chunk: Any, where: str, rows: np.ndarray | None = None
+        self, chunk: Any, where: str, rows: np.ndarray | None = None, row_word: str = "pool row"
     ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         if not isinstance(chunk, pd.DataFrame):
             raise TypeError(
@@ -300,7 +300,7 @@ class ChunkScorer:
                 row = int(np.flatnonzero(bad)[0])
                 table = "table" if self.task == "dedup" else f"{side} table"
                 what = "is missing" if na[row] else f"{ids[row]!r} is not an id of the {table}"
-                at = f"row {row}" if rows is None else f"pool row {int(rows[row])}"
+                at = f"row {row}" if rows is None else f"{row_word} {int(rows[row])}"
                 raise DataError(
                     f"{where}: {col} {what} at {at} ({int(bad.sum())} such pairs). Fix the id, "
                     "or add the record to the table."
@@ -342,11 +342,12 @@ class ChunkScorer:
         return self._score(chunk, representation=representation, where="ChunkScorer.score: the chunk")
 
     def _score(
-        self, chunk: Any, *, representation: bool, where: str, rows: np.ndarray | None = None
+        self, chunk: Any, *, representation: bool, where: str, rows: np.ndarray | None = None,
+        row_word: str = "pool row",
     ) -> ScoredChunk:
-        """:meth:`score`; ``where`` names the chunk and ``rows`` its rows' pool positions in
-        messages."""
-        pairs, lpos, rpos = self._positions(chunk, where, rows)
+        """:meth:`score`; ``where`` names the chunk and ``rows`` its rows' numbers (``row_word``
+        says what they count) in messages."""
+        pairs, lpos, rpos = self._positions(chunk, where, rows, row_word)
         n = len(pairs)
         frame = self._pair_frame(lpos, rpos)
         F = np.asarray(self.features.transform(frame), dtype=np.float64) if n else np.zeros((0, 0))
