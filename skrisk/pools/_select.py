@@ -10,15 +10,17 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import torch
 
-from .._device import resolve_device
 from .._typing import RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
-from ..kmedoids import KMedoidsResult, weighted_fastpam
 from ._scorer import PAIR_COLUMNS, ChunkScorer, ScoredChunk
+
+if TYPE_CHECKING:  # torch is imported where the kernel runs (on the client), not on the workers
+    from ..kmedoids import KMedoidsResult
 
 __all__ = ["PoolQuery", "lipschitz_weights"]
 
@@ -63,7 +65,7 @@ class PoolQuery:
     n_pairs: int
     n_filtered: dict[str, int]
     n_candidates: int
-    kmedoids: KMedoidsResult
+    kmedoids: "KMedoidsResult"
     timings: dict[str, float] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -266,11 +268,15 @@ def choose_batch(
     device: str,
     random_state: RandomStateLike,
     timings: dict[str, float],
-) -> tuple[np.ndarray, KMedoidsResult]:
+) -> tuple[np.ndarray, "KMedoidsResult"]:
     """Risk sampling's batch among the candidates (in key order): positions into ``cands``,
     riskiest first, and the kernel's result."""
     import time
 
+    import torch
+
+    from .._device import resolve_device
+    from ..kmedoids import weighted_fastpam
     from ..strategies._selection import min_distances
 
     t = time.perf_counter()
