@@ -96,13 +96,16 @@ def setup(dataset: str = "dblp_scholar", n_labelled: int = 100, seed: int = 0) -
     scorer = ChunkScorer(ds.left, ds.right, features=sf, matcher=matcher, risk_model=risk)
     return {
         "scorer": scorer, "labelled": lab.pairs[["left_id", "right_id"]],
-        "left_ids": ds.left.index.to_numpy(dtype=object), "right_ids": ds.right.index.to_numpy(dtype=object),
+        "left_ids": ds.left.index.to_numpy(dtype=object),
+        "right_ids": ds.right.index.to_numpy(dtype=object),
         "setup_s": time.perf_counter() - t, "dataset": dataset, "n_labelled": len(pos),
         "n_features": int(len(sf.get_feature_names_out())),
     }
 
 
-def random_chunk(number: int, size: int, left_ids: np.ndarray, right_ids: np.ndarray, seed: int) -> pd.DataFrame:
+def random_chunk(
+    number: int, size: int, left_ids: np.ndarray, right_ids: np.ndarray, seed: int
+) -> pd.DataFrame:
     """Chunk ``number`` of the random pool: ``size`` pairs from ``RandomState(seed + number)``."""
     rng = np.random.RandomState(seed + number)
     return pd.DataFrame({"left_id": left_ids[rng.randint(len(left_ids), size=size)],

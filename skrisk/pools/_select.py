@@ -129,7 +129,8 @@ def check_query_params(n_instances: Any, preselect: Any, weighting: str, distanc
     if weighting not in _WEIGHTINGS:
         raise ValueError(f"weighting must be one of {list(_WEIGHTINGS)}, got {weighting!r}.")
     if distance_floor != "auto" and (
-        isinstance(distance_floor, bool) or not isinstance(distance_floor, numbers.Real) or distance_floor < 0
+        isinstance(distance_floor, bool) or not isinstance(distance_floor, numbers.Real)
+        or distance_floor < 0
     ):
         raise ValueError(f"distance_floor must be 'auto' or a distance >= 0, got {distance_floor!r}.")
     return max(int(n_instances), int(math.ceil(float(preselect) * int(n_instances))))
@@ -244,7 +245,9 @@ def top_positions(risk: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
     return idx[order[:m]]
 
 
-def labelled_representation(scorer: ChunkScorer, labelled: Any, who: str) -> tuple[pd.DataFrame | None, np.ndarray]:
+def labelled_representation(
+    scorer: ChunkScorer, labelled: Any, who: str
+) -> tuple[pd.DataFrame | None, np.ndarray]:
     """The labelled pairs (checked) and their representations."""
     if labelled is None:
         return None, np.empty((0, 0), dtype=np.float32)
