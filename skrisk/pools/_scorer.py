@@ -188,14 +188,18 @@ class ChunkScorer:
     ) -> None:
         self.task = "dedup" if right is None or right is left else "link"
         right = left if right is None else right
-        if not isinstance(threshold, numbers.Real) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) \
+                or not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}.")
         if matcher_input not in _MATCHER_INPUTS:
-            raise ValueError(f"matcher_input must be one of {list(_MATCHER_INPUTS)}, got {matcher_input!r}.")
+            raise ValueError(
+                f"matcher_input must be one of {list(_MATCHER_INPUTS)}, got {matcher_input!r}."
+            )
         if not hasattr(features, "transform") or not hasattr(features, "n_features_in_"):
             raise NotFittedError(
                 "ChunkScorer needs fitted similarity features (SimilarityFeatures().fit(pair_frame)), "
-                f"got {type(features).__name__}{'' if hasattr(features, 'transform') else ' (no transform)'}."
+                f"got {type(features).__name__}"
+                f"{'' if hasattr(features, 'transform') else ' (no transform)'}."
             )
         if not callable(getattr(matcher, "predict_proba", None)):
             raise TypeError(
@@ -272,7 +276,9 @@ class ChunkScorer:
         return "features"
 
     # ------------------------------------------------------------------ scoring
-    def _positions(self, chunk: Any, where: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    def _positions(
+        self, chunk: Any, where: str, rows: np.ndarray | None = None, row_word: str = "pool row"
+    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         if not isinstance(chunk, pd.DataFrame):
             raise TypeError(
                 f"{where} must be a pandas DataFrame with columns {list(PAIR_COLUMNS)}, got "
@@ -298,8 +304,9 @@ class ChunkScorer:
                 row = int(np.flatnonzero(bad)[0])
                 table = "table" if self.task == "dedup" else f"{side} table"
                 what = "is missing" if na[row] else f"{ids[row]!r} is not an id of the {table}"
+                at = f"row {row}" if rows is None else f"{row_word} {int(rows[row])}"
                 raise DataError(
-                    f"{where}: {col} {what} at row {row} ({int(bad.sum())} such pairs). Fix the id, "
+                    f"{where}: {col} {what} at {at} ({int(bad.sum())} such pairs). Fix the id, "
                     "or add the record to the table."
                 )
             out.append(ids)
@@ -338,8 +345,13 @@ class ChunkScorer:
         """
         return self._score(chunk, representation=representation, where="ChunkScorer.score: the chunk")
 
-    def _score(self, chunk: Any, *, representation: bool, where: str) -> ScoredChunk:
-        pairs, lpos, rpos = self._positions(chunk, where)
+    def _score(
+        self, chunk: Any, *, representation: bool, where: str, rows: np.ndarray | None = None,
+        row_word: str = "pool row",
+    ) -> ScoredChunk:
+        """:meth:`score`; ``where`` names the chunk and ``rows`` its rows' numbers (``row_word``
+        says what they count) in messages."""
+        pairs, lpos, rpos = self._positions(chunk, where, rows, row_word)
         n = len(pairs)
         frame = self._pair_frame(lpos, rpos)
         F = np.asarray(self.features.transform(frame), dtype=np.float64) if n else np.zeros((0, 0))
