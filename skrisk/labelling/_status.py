@@ -11,7 +11,8 @@ The session calls this module from few places:
   ``batch`` event of phase ``"audit"`` (the pairs whose label is not known yet);
 * :func:`audit_keys` tells which answered pairs are audit answers: they are journaled and exported
   like every answer, and never used for training;
-* :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``.
+* :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``;
+  :func:`current_threshold` is the one chosen at the last round (for a saved model).
 
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
@@ -37,6 +38,7 @@ __all__ = [
     "MIN_AUDIT",
     "audit_batch",
     "audit_keys",
+    "current_threshold",
     "export_threshold",
     "round_status",
     "status_lines",
@@ -279,3 +281,15 @@ def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[fl
     c = choose_threshold(y, p, w, target="f1")
     return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for the best F1 estimated from "
                          f"{len(y)} audit answers")
+
+
+def current_threshold(session: "LabellingSession") -> float:
+    """The threshold chosen at the last risk round (what a saved model should carry), else 0.5."""
+    for b in reversed(session.state.batches):
+        st = b.get("status")
+        if b.get("phase") == "risk" and isinstance(st, dict):
+            t = st.get("threshold")
+            if isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t <= 1:
+                return float(t)
+            break
+    return MATCH_THRESHOLD

@@ -156,3 +156,11 @@ def test_old_manifest_without_audit_resumes_with_the_default(audited, fz_tables,
 def test_bad_audit_option_is_refused(tmp_path):
     with pytest.raises(DataError, match="audit must be a non-negative integer"):
         SessionConfig(audit=-1).check()
+
+
+def test_current_threshold_is_the_last_rounds_choice(audited):
+    from skrisk.labelling._status import current_threshold
+
+    folder, s, *_ = audited
+    last = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"][-1]
+    assert current_threshold(s) == last["threshold"]
