@@ -223,9 +223,11 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
             v, (lo, hi) = est[m], est[f"{m}_interval"]
             return f"{name} ?" if v is None else f"{name} {v:.2f} ({lo:.2f}-{hi:.2f})"
 
+        rough = " (rough: under 30 audit answers, errors the risk misses may not be seen yet)" if (
+            est["n_audit"] < 30) else ""
         lines.append(
             f"Estimated on all candidate pairs from {est['n_audit']} audit answers (90 % intervals): "
-            f"{one('precision', 'precision')}, {one('recall', 'recall')}, {one('f1', 'F1')}."
+            f"{one('precision', 'precision')}, {one('recall', 'recall')}, {one('f1', 'F1')}{rough}."
         )
         te = status.get("threshold_estimate")
         if te is not None:

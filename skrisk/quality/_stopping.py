@@ -177,14 +177,15 @@ class RiskPlateau:
 
     The expected number is the summed risk of the unlabelled pool (LearnRisk's risk, or the
     matcher's uncertainty): ``mean(risk) * n_pool`` when the risk is known on a subset of the
-    pool. The rule fires once it has not fallen by more than ``tol`` (relative) in each of the
-    last ``window`` rounds.
+    pool. The rule fires once it has changed by at most ``tol`` (relative, up or down) in each of
+    the last ``window`` rounds: a total that still falls means the labels still teach the
+    matcher, and one that jumps up means the risk model is still unsettled.
 
     Parameters
     ----------
     window : int, default=3
     tol : float, default=0.02
-        The relative fall ``(previous - current) / previous`` at or below which a round counts
+        The relative change ``|previous - current| / previous`` at or below which a round counts
         as flat.
 
     Attributes
@@ -244,11 +245,11 @@ class RiskPlateau:
 
     def _flat(self, window: int, tol: float) -> bool:
         f = self._falls()
-        return len(f) >= window and all(x <= tol for x in f[-window:])
+        return len(f) >= window and all(abs(x) <= tol for x in f[-window:])
 
     @property
     def should_stop(self) -> bool:
-        """Whether each of the last ``window`` relative falls is at most ``tol``."""
+        """Whether each of the last ``window`` relative changes is at most ``tol``."""
         return self._flat(self.window, self.tol)
 
     def state_text(self) -> str:
@@ -262,5 +263,5 @@ class RiskPlateau:
         if len(f) < self.window:
             return f"{head}: {t[-1]:.1f}{change}; {len(f)} of the {self.window} rounds it compares: go on."
         verdict = "recommends stopping" if self.should_stop else "go on"
-        return (f"{head}: {t[-1]:.1f}{change}; fell by at most {self.tol:.0%} in each of the last "
+        return (f"{head}: {t[-1]:.1f}{change}; changed by at most {self.tol:.0%} in each of the last "
                 f"{self.window} rounds: {'yes' if self.should_stop else 'no'}: {verdict}.")
