@@ -1,4 +1,4 @@
-"""The ``skrisk`` command: ``demo``, ``run`` and ``label``.
+"""The ``skrisk`` command: ``demo``, ``run``, ``label`` and ``match``.
 
 Exit codes: 0 success, 2 bad input or a failed write (the message names the problem and the fix),
 130 interrupted with Ctrl-C (everything answered so far is saved). ``--debug`` (before or after the
@@ -11,7 +11,7 @@ import argparse
 import errno
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .risk._defaults import DEFAULT_EPOCHS
 
@@ -40,6 +40,79 @@ def _non_negative(text: str) -> int:
     return v
 
 
+def _unit_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 (inclusive) to 1 (exclusive), got {text}")
+    return v
+
+
+#: The blocking options shared by ``skrisk label`` and ``skrisk match``.
+BLOCKING_FLAGS = ("--blocking", "--block-on", "--block-threshold", "--block-top-k")
+
+
+def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the blocking options (:data:`BLOCKING_FLAGS`) to a subcommand's parser."""
+    g = parser.add_argument_group(
+        "blocking", "how candidate pairs are made (default: tokens over all attributes, top 10 per record)"
+    )
+    g.add_argument("--blocking", choices=("tokens", "standard", "sorted_neighbourhood"), default=None,
+                   help="tokens: each record's --block-top-k most similar records by TF-IDF cosine of the "
+                        "words of --block-on; standard: the --block-on values are equal; sorted_neighbourhood: "
+                        "neighbours (window 5) in the sorted order of one --block-on column (default: tokens)")
+    g.add_argument("--block-on", metavar="COL[,COL]", default=None,
+                   help="attribute(s) to block on, comma-separated (default for tokens: all attributes)")
+    g.add_argument("--block-threshold", metavar="FLOAT", type=_unit_float, default=None,
+                   help="tokens: keep a pair only when the cosine exceeds this (default 0)")
+    g.add_argument("--block-top-k", metavar="INT", type=_positive, default=None,
+                   help="tokens: most similar records kept per record (default 10)")
+
+
+def _blocking_given(args: argparse.Namespace) -> list[str]:
+    """The blocking options given on the command line."""
+    return [f for f in BLOCKING_FLAGS if getattr(args, f[2:].replace("-", "_"), None) is not None]
+
+
+def _blocking_rules(args: argparse.Namespace) -> list[tuple[str, list[str] | None, dict]] | None:
+    """Blocking rules from the blocking options; ``None`` when none was given (the default rule).
+
+    Raises :class:`~skrisk.exceptions.DataError` (a usage error, exit 2) for options that do not
+    fit the method.
+    """
+    from .exceptions import DataError
+
+    if not _blocking_given(args):
+        return None
+    method = args.blocking or "tokens"
+    cols = None
+    if args.block_on is not None:
+        cols = [c.strip() for c in args.block_on.split(",")]
+        if not cols or any(not c for c in cols):
+            raise DataError(f"--block-on {args.block_on!r} names an empty column: list attribute names "
+                            "separated by commas, e.g. --block-on name,city.")
+    if method != "tokens":
+        extra = [f for f, v in (("--block-threshold", args.block_threshold), ("--block-top-k", args.block_top_k))
+                 if v is not None]
+        if extra:
+            raise DataError(f"{' and '.join(extra)} apply to --blocking tokens only, not to --blocking {method}: "
+                            "leave them out, or use --blocking tokens.")
+        if cols is None:
+            raise DataError(f"--blocking {method} needs --block-on COL (the attribute whose values are compared).")
+        if method == "sorted_neighbourhood" and len(cols) != 1:
+            raise DataError(f"--blocking sorted_neighbourhood sorts on one column, got --block-on {args.block_on}: "
+                            "give one attribute.")
+        return [(method, cols, {})]
+    params: dict = {}
+    if args.block_threshold is not None:
+        params["min_similarity"] = args.block_threshold
+    if args.block_top_k is not None:
+        params["top_k"] = args.block_top_k
+    return [("tokens", cols, params)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``skrisk`` command."""
     from . import __version__
@@ -53,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     p.add_argument("--version", action="version", version=f"skrisk {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{demo,run,label}")
+    sub = p.add_subparsers(dest="command", metavar="{demo,run,label,match}")
 
     d = sub.add_parser(
         "demo",
@@ -112,9 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser(
         "label",
         parents=[common],
-        help="interactive labelling session over two CSV tables",
+        help="interactive labelling session over two CSV tables (or one, to deduplicate it)",
         description=(
-            "Label record pairs of two CSV tables in the console. The tables are blocked (or "
+            "Label record pairs of two CSV tables (--left, --right), or of one table to deduplicate "
+            "(--table), in the console. The tables are blocked (or "
             "--pairs gives the candidates); a few pairs of high and low similarity come first, "
             "then a matcher is trained and risk sampling picks each batch. Every answer is saved "
             "in --session before the next question; run the same command to resume. Answers: "
@@ -123,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lab.add_argument("--left", help="left table CSV (an id column plus attribute columns)")
     lab.add_argument("--right", help="right table CSV (same attribute columns)")
+    lab.add_argument("--table", help="one table CSV to deduplicate (instead of --left/--right): each pair of "
+                                     "distinct records is a candidate at most once")
     lab.add_argument("--pairs", help="candidate pairs CSV (left_id,right_id[,label]); default: blocking")
     lab.add_argument("--session", required=True, help="session folder (created, or resumed when it exists)")
     lab.add_argument("--id-column", default=None, help="id column of both tables (default: id)")
@@ -145,7 +221,84 @@ def build_parser() -> argparse.ArgumentParser:
                           "labels.csv is kept as a backup)")
     lab.add_argument("--export", action="store_true",
                      help="only write labels.csv and predicted_matches.csv into the session folder")
+    _add_blocking_flags(lab)
+    _add_match_parser(sub, common)
     return p
+
+
+# ---------------------------------------------------------------------------- skrisk match
+def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    m = sub.add_parser(
+        "match",
+        parents=[common],
+        help="match new records with a saved model: matches.csv and entities.csv",
+        description=(
+            "Block new tables with a saved model (a model file, or the session folder of skrisk label, "
+            "which saves its model after every round), score every candidate pair in chunks, and write "
+            "matches.csv (left_id, right_id, probability, risk[, reasons]: the pairs above the model's "
+            "threshold) and entities.csv (entity_id, side, record_id, entity_size, suspicious) into "
+            "--out. Both files are written only once everything is computed, each replaced atomically."
+        ),
+    )
+    m.add_argument("--model", required=True, help="model file (model.skrisk) or labelling session folder")
+    m.add_argument("--left", required=True,
+                   help="table CSV of new records (a dedup model deduplicates it; a linkage model needs --right)")
+    m.add_argument("--right", help="the other table CSV (linkage; for a dedup model, matched together with --left)")
+    m.add_argument("--out", required=True, help="output folder (created when missing)")
+    m.add_argument("--reasons", action="store_true", help="add the top three reasons of each match's risk")
+    m.add_argument("--one-to-one", action="store_true",
+                   help="linkage of two duplicate-free tables: each record in at most one match of an entity")
+    m.add_argument("--id-column", default=None, help="id column of the tables (default: the model's, usually id)")
+    m.add_argument("--encoding", default="utf-8", help="text encoding of the CSV files (default utf-8)")
+    m.add_argument("--chunk-size", type=_positive, default=100_000,
+                   help="candidate pairs scored at a time (bounds the memory; default 100000)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_blocking_flags(m)
+
+
+def _cmd_match(args: argparse.Namespace) -> int:
+    from ._fileio import atomic_write_text
+    from ._safetext import spreadsheet_safe_frame
+    from .data import read_table
+    from .matching import load_model, match
+
+    _check_out_folder(args.out, "--out")
+    model = load_model(args.model)
+    id_column = args.id_column or model.id_column
+    left = read_table(args.left, id_column=id_column, encoding=args.encoding)
+    right = None if args.right is None else read_table(args.right, id_column=id_column, encoding=args.encoding)
+    rules = _blocking_rules(args)
+    if rules is not None:
+        cols = rules[0][1] if rules[0][1] is not None else list(model.attributes)
+        unknown = [c for c in cols if c not in model.attributes]
+        if unknown:
+            from .exceptions import DataError
+
+            raise DataError(
+                f"--block-on names {unknown}, not an attribute of the model: choose from "
+                f"{list(model.attributes)} (comma-separated)."
+            )
+        rules = [(rules[0][0], cols, rules[0][2])]
+    result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
+                   progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
+                   names=(str(args.left), str(args.right)))
+    from ._safetext import visible
+
+    print(visible(result.blocking.report()), flush=True)
+    n_sus = result.entities.suspicious["entity_id"].nunique()
+    print(f"{len(result.matches)} of {result.n_candidates} candidate pairs are matches (probability above "
+          f"{model.threshold:g}); {result.entities.n_entities} entities, {n_sus} suspicious (see the "
+          "suspicious column of entities.csv).", flush=True)
+    out = Path(args.out).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    matches = result.matches.copy()
+    for col in ("probability", "risk"):
+        matches[col] = matches[col].round(6)
+    # written after all the work, each file atomically: a killed run leaves no half-written file
+    atomic_write_text(out / "matches.csv", spreadsheet_safe_frame(matches).to_csv(index=False))
+    atomic_write_text(out / "entities.csv", spreadsheet_safe_frame(result.entities.to_frame()).to_csv(index=False))
+    print(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}.", flush=True)
+    return EXIT_OK
 
 
 def _fail(message: str) -> int:
@@ -224,23 +377,32 @@ def _cmd_label(args: argparse.Namespace) -> int:
     from .labelling import LabellingSession, SessionConfig
 
     folder = Path(args.session).expanduser()
+    if args.table is not None and (args.left is not None or args.right is not None):
+        given = " and ".join(f for f, v in (("--left", args.left), ("--right", args.right)) if v is not None)
+        return _fail(f"--table cannot be combined with {given}: give --table T.csv to deduplicate one table, "
+                     "or --left A.csv --right B.csv to link two.")
+    if args.pairs is not None and _blocking_given(args):
+        return _fail(f"{', '.join(_blocking_given(args))} make candidate pairs by blocking, but --pairs gives "
+                     "them: leave out one or the other.")
+    blocking = _blocking_rules(args)
     _check_out_folder(args.session, "--session")
     resuming = (folder / "session.json").exists()
-    if not resuming and (args.left is None or args.right is None) and not (folder / "journal.jsonl").exists():
+    starting = args.table is not None or (args.left is not None and args.right is not None)
+    if not resuming and not starting and not (folder / "journal.jsonl").exists():
         return _fail(
-            f"{folder} holds no session yet: start one with --left A.csv --right B.csv "
-            "[--pairs candidates.csv] --session DIR."
+            f"{folder} holds no session yet: start one with --left A.csv --right B.csv, or --table T.csv to "
+            "deduplicate one table [--pairs candidates.csv] --session DIR."
         )
     if args.export and not resuming:
         return _fail(f"{folder} holds no session to export: label some pairs first.")
     if resuming:
         fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding")
-                 if getattr(args, k) is not None]
+                 if getattr(args, k) is not None] + _blocking_given(args)
         if fixed:
             print(f"note: {', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed when a session "
                   "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
-            folder, left=args.left, right=args.right, pairs=args.pairs, force=args.force,
+            folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs, force=args.force,
             overrides={"batch": args.batch, "max_pool": args.max_pool, "audit": args.audit},
         )
     else:
@@ -250,8 +412,8 @@ def _cmd_label(args: argparse.Namespace) -> int:
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(
-            folder, left=args.left, right=args.right, pairs=args.pairs, id_column=args.id_column,
-            encoding=args.encoding, config=cfg, force=args.force,
+            folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs,
+            id_column=args.id_column, encoding=args.encoding, config=cfg, force=args.force, blocking=blocking,
         )
     try:
         if args.export:
@@ -282,6 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_demo(args)
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "match":
+            return _cmd_match(args)
         return _cmd_label(args)
     except KeyboardInterrupt:
         where = f" Everything answered is saved in {args.session}; run the same command to resume." \
