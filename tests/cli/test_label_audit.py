@@ -164,3 +164,11 @@ def test_current_threshold_is_the_last_rounds_choice(audited):
     folder, s, *_ = audited
     last = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"][-1]
     assert current_threshold(s) == last["threshold"]
+
+
+def test_saved_model_carries_the_chosen_threshold(audited):
+    from skrisk.labelling._status import current_threshold
+    from skrisk.matching import MODEL_FILE, load_model
+
+    folder, s, *_ = audited
+    assert load_model(folder / MODEL_FILE).threshold == pytest.approx(current_threshold(s))
