@@ -124,7 +124,7 @@ def _stop_set(session: "LabellingSession") -> np.ndarray:
 def _rules(session: "LabellingSession") -> tuple[StabilizingPredictions, RiskPlateau]:
     """Both stopping rules fed with the statuses stored in the journal's risk batches."""
     stab = StabilizingPredictions(window=3, agreement=0.99, sample_size=STOP_SET)
-    plateau = RiskPlateau(window=3, tol=0.02)
+    plateau = RiskPlateau(window=3, tol=0.05)
     size = len(_stop_set(session))
     for b in session.state.batches:
         st = b.get("status")

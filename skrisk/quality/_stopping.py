@@ -184,9 +184,11 @@ class RiskPlateau:
     Parameters
     ----------
     window : int, default=3
-    tol : float, default=0.02
+    tol : float, default=0.05
         The relative change ``|previous - current| / previous`` at or below which a round counts
-        as flat.
+        as flat. In simulated sessions (``benchmarks/bench_quality.py``, batches of 50) 5 % fired
+        at 350 labels on DBLP-Scholar, 0.5-1.1 points of F1 short of the F1 at 600 labels, and not
+        before 550 labels on Abt-Buy, whose F1 was still rising; 2 % never fired within 600.
 
     Attributes
     ----------
@@ -205,7 +207,7 @@ class RiskPlateau:
     (True, 4)
     """
 
-    def __init__(self, window: int = 3, tol: float = 0.02) -> None:
+    def __init__(self, window: int = 3, tol: float = 0.05) -> None:
         self.window = window
         self.tol = tol
 
