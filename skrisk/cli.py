@@ -403,11 +403,11 @@ def _cmd_label(args: argparse.Namespace) -> int:
                   "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
             folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs, force=args.force,
-            overrides={"batch": args.batch, "max_pool": args.max_pool, "audit": args.audit},
+            overrides={"n_instances": args.batch, "max_pool": args.max_pool, "audit": args.audit},
         )
     else:
         cfg = SessionConfig()
-        for attr, val in (("batch", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
+        for attr, val in (("n_instances", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
                           ("seed", args.seed), ("audit", args.audit)):
             if val is not None:
                 setattr(cfg, attr, val)

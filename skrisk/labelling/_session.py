@@ -68,8 +68,10 @@ class SessionConfig:
 
     Attributes
     ----------
-    batch : int
-        Pairs chosen by risk sampling per round (the matcher is retrained between rounds).
+    n_instances : int
+        Pairs chosen by risk sampling per round (the matcher is retrained between rounds); the
+        CLI flag is ``--batch``. A manifest written before this name (``"batch"`` under
+        ``"params"``) is read as ``n_instances``.
     n_initial : int
         Labels (both classes) gathered by similarity before the first matcher is trained.
     max_pool : int
@@ -84,7 +86,7 @@ class SessionConfig:
         recall and are never used for training (see :mod:`skrisk.labelling._status`).
     """
 
-    batch: int = 10
+    n_instances: int = 10
     n_initial: int = 6
     max_pool: int = 3000
     seed: int = 0
@@ -93,7 +95,7 @@ class SessionConfig:
 
     def check(self) -> None:
         """Raise :class:`DataError` (a ``ValueError``) naming the first invalid parameter."""
-        for name in ("batch", "n_initial", "max_pool", "epochs"):
+        for name in ("n_instances", "n_initial", "max_pool", "epochs"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise DataError(f"{name} must be a positive integer, got {v!r}.")
@@ -167,6 +169,8 @@ def _read_manifest(path: Path) -> dict:
         if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("path", "sha256")):
             raise bad(f'"inputs" has no valid "{side}" entry (with "path" and "sha256")')
     params = manifest.get("params")
+    if isinstance(params, dict) and "batch" in params and "n_instances" not in params:
+        params["n_instances"] = params.pop("batch")  # the name of manifests written before n_instances
     fields = SessionConfig.__dataclass_fields__
     optional = ("audit",)  # added later: older sessions lack it and get the default
     if not isinstance(params, dict) or not all(
@@ -359,7 +363,7 @@ class LabellingSession:
         ``None`` for the default ``tokens`` rule) makes the candidates of a new session without
         ``pairs``; the rules are stored in the manifest. When given, they must be the same files (checked by
         SHA-256); a table that moved is accepted at its new path, which the manifest then records.
-        ``overrides`` (e.g. ``{"batch": 5}``) change parameters of a resumed session. ``force``
+        ``overrides`` (e.g. ``{"n_instances": 5}``) change parameters of a resumed session. ``force``
         resumes a session whose journal holds fewer events than at its last export (the old
         ``labels.csv`` is kept as a backup at the next export).
 
@@ -476,7 +480,7 @@ class LabellingSession:
                     )
             params = dict(manifest["params"])
             for k, v in (overrides or {}).items():
-                if v is not None and k in ("batch", "max_pool", "epochs", "audit"):
+                if v is not None and k in ("n_instances", "max_pool", "epochs", "audit"):
                     params[k] = v
             cfg = SessionConfig(**{k: params[k] for k in SessionConfig.__dataclass_fields__ if k in params})
             try:
@@ -582,7 +586,7 @@ class LabellingSession:
             "blocking": _rules_to_json(blocking) if pairs is None else None,
             "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
             "params": {
-                "batch": cfg.batch, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
+                "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
                 "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit,
             },
         }
@@ -708,7 +712,7 @@ class LabellingSession:
             pool = np.sort(rng.choice(pool, size=cfg.max_pool, replace=False))
 
         self._print(
-            f"Training the matcher on {len(y_lab)} labels and choosing {min(cfg.batch, len(pool))} "
+            f"Training the matcher on {len(y_lab)} labels and choosing {min(cfg.n_instances, len(pool))} "
             f"pairs among {len(pool)} by risk sampling..."
         )
         # LearnRisk learns its rules and ranks its weights on out-of-fold probabilities of the
@@ -721,7 +725,7 @@ class LabellingSession:
         learner = ActiveLearner(matcher, sampler, X_training=F[lab_pos], y_training=y_lab)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            picked, risks = sampler(learner, F[pool], n_instances=min(cfg.batch, len(pool)),
+            picked, risks = sampler(learner, F[pool], n_instances=min(cfg.n_instances, len(pool)),
                                     random_state=_round_seed(cfg.seed, round_no, 2))
         risk_model = sampler.last_query_.risk_model
         fallback = risk_model is None

@@ -281,7 +281,7 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
     path : str or path-like
         The folder.
     device : str or None, default=None
-        Device of the loaded matcher (None: CUDA when available, else CPU).
+        Device of the loaded matcher (None or "auto": CUDA when available, else CPU).
 
     Returns
     -------
@@ -316,10 +316,10 @@ def rnn_from_parts(config: bytes, weights: bytes, cfg_path: Path, w_path: Path, 
 
 
 def _build_rnn(config: dict, state: dict, cfg_path: Path, w_path: Path, device: str | None) -> object:
+    from .._device import resolve_device
     from ..data._embeddings import WordVectors
     from ..data._tokenize import Vocabulary
     from ._rnn import RNNMatcher
-    from ._rnn_data import resolve_device
 
     dev = resolve_device(device)
     params = dict(config["params"])

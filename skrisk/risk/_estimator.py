@@ -1,7 +1,10 @@
-"""``LearnRiskEstimator``: the research core of LearnRisk (Chen et al., SIGMOD 2020).
+"""``LearnRiskEstimator``: the research core of LearnRisk (Chen et al., SIGMOD 2020); private.
 
 Its ``X`` holds the matcher's probability as a column; :class:`~skrisk.LearnRisk` wraps it as a
-meta-estimator around the matcher and is the estimator to use.
+meta-estimator around the matcher and is the estimator to use. The core is not exported: its
+input has a domain (the probability column in [0, 1]) that scikit-learn's generic estimator checks
+do not respect, so it is not a public estimator; ``tests/risk/test_common.py`` runs every check on
+it through a harness that maps the checks' data into that domain.
 """
 
 from __future__ import annotations
@@ -346,7 +349,7 @@ class LearnRiskEstimator(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skrisk.risk import LearnRiskEstimator
+    >>> from skrisk.risk._estimator import LearnRiskEstimator
     >>> rng = np.random.default_rng(0)
     >>> def pairs(n):
     ...     y = rng.integers(0, 2, n)

@@ -251,7 +251,7 @@ class LearnRisk(ClassifierMixin, BaseEstimator):
 rsd_init, learning_rate, optimizer, epochs, batch_size, early_stopping, validation_fraction, \
 n_iter_no_change, alpha_l1, alpha_l2, device
         The risk hyperparameters, with the meanings and defaults of
-        :class:`~skrisk.risk.LearnRiskEstimator` (``epochs`` defaults to
+        the private research core ``skrisk.risk._estimator.LearnRiskEstimator`` (``epochs`` defaults to
         :data:`~skrisk.risk.DEFAULT_EPOCHS`).
     rule_class_weight : float, default=1000.0
         ``LearnRiskEstimator``'s ``class_weight``: the class weight ``W`` of the one-sided rule
@@ -280,7 +280,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
 
     See Also
     --------
-    skrisk.risk.LearnRiskEstimator : the research core (the probability as a column of X).
+    skrisk.risk._estimator.LearnRiskEstimator : the private research core (the probability as a column of X).
     skrisk.risk.oof_proba : out-of-fold probabilities.
     skrisk.risk.risk_roc_auc : the scorer of the risk's ranking.
 
