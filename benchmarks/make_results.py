@@ -58,6 +58,8 @@ OUTPUTS = {
     "benchmarks/results/learnrisk.md": "learnrisk.md",
     "benchmarks/results/kmedoids.md": "kmedoids.md",
     "benchmarks/results/query.md": "query.md",
+    "benchmarks/results/matching.md": "matching.md",
+    "benchmarks/results/quality.md": "quality.md",
 }
 
 DEFAULT = "risk_pre2w"
@@ -693,6 +695,36 @@ def block_rnn_refactor(_: str, ctx: dict) -> str:
     return "\n".join(lines)
 
 
+def block_match_table(_: str, ctx: dict) -> str:
+    """``skrisk match`` on a dedup and a linkage task: speed per phase, memory, pair and cluster scores."""
+    path = RESULTS / "match" / "bench_match.json"
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: rerun `python benchmarks/bench_match.py`.")
+    rec = json.loads(path.read_text())
+    lines = ["| task | dataset | labels | candidates | pairs/s scored (features / matcher / risk) | pairs/s end to end "
+             "| peak RSS MB (before match) | pairwise P / R / F1 | cluster P / R / F1 | B-cubed F1 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rec["results"]:
+        ps, pw, cl = r["pairs_per_second"], r["pairwise"], r["cluster"]
+        bc = cl.get("bcubed_f1", cl.get("b_cubed_f1"))
+        lines.append(
+            f"| {r['task']} | {r['dataset']} | {r.get('labels', '-')} | {r['n_candidates']:,} | {ps['scoring']:,.0f} "
+            f"({ps['features']:,.0f} / {ps['matcher']:,.0f} / {ps['risk']:,.0f}) | {ps['end_to_end']:,.0f} "
+            f"| {r['peak_rss_mb']:.0f} ({r['rss_before_match_mb']:.0f}) "
+            f"| {pw['precision']:.3f} / {pw['recall']:.3f} / {pw['f1']:.3f} "
+            f"| {cl['precision']:.3f} / {cl['recall']:.3f} / {cl['f1']:.3f} | {'-' if bc is None else f'{bc:.3f}'} |")
+    m = rec["meta"]
+    lines += ["", f"_command_: `{m['command'].strip()}`; machine: {m['machine']}, Python {m['python']}, "
+              f"{m['torch_threads']} torch thread(s); date: {m['date']}; load average at the start: "
+              f"{', '.join(f'{x:.1f}' for x in m['loadavg'])}"]
+    return "\n".join(lines)
+
+
+def block_quality_report(_: str, ctx: dict) -> str:
+    """The tables of ``bench_quality.py --report``: coverage and width, chosen thresholds, stopping rules."""
+    return _bench_module("bench_quality").report(RESULTS / "quality")
+
+
 BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "rnn_refactor": block_rnn_refactor,
     "api16": block_api16,
@@ -719,6 +751,8 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "learnrisk_table": block_learnrisk_table,
     "kmedoids_table": block_kmedoids_table,
     "query_table": block_query_table,
+    "match_table": block_match_table,
+    "quality_report": block_quality_report,
 }
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)(?::([^}]*))?\}\}")

@@ -216,7 +216,7 @@ cand.to_csv(folder / "pairs.csv", index=False)
 gold = set(zip(cand["left_id"][y[rows_lab] == 1], cand["right_id"][y[rows_lab] == 1]))
 
 labeller = JupyterLabeller(folder / "session", left=folder / "left.csv", right=folder / "right.csv",
-                           pairs=folder / "pairs.csv", config=SessionConfig(batch=5, epochs=50))
+                           pairs=folder / "pairs.csv", config=SessionConfig(n_instances=5, epochs=50))
 labeller
 """),
     ("code", """

@@ -191,8 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
             "(--table), in the console. The tables are blocked (or "
             "--pairs gives the candidates); a few pairs of high and low similarity come first, "
             "then a matcher is trained and risk sampling picks each batch. Every answer is saved "
-            "in --session before the next question; run the same command to resume. Answers: "
-            "y(es), n(o), u(nsure), z (undo), e (export), q(uit)."
+            "in --session before the next question; run the same command to resume. After each "
+            "round a few audit pairs (--audit) estimate precision and recall, and the session "
+            "prints the chosen threshold and its stopping advice. Answers: y(es), n(o), "
+            "u(nsure), z (undo), r (all reasons), f (records whole), e (export), q(uit)."
         ),
     )
     lab.add_argument("--left", help="left table CSV (an id column plus attribute columns)")
