@@ -1,0 +1,318 @@
+"""The pieces a streamed or distributed risk-sampling query is made of, shared by
+:func:`~skrisk.pools.stream_query` and :func:`~skrisk.pools.dask_query`: the labelled-pair
+filter, the running top-k of the riskiest candidates, and the batch choice (Lipschitz weights +
+weighted k-medoids with the labelled pairs as fixed medoids)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .._device import resolve_device
+from .._typing import RandomStateLike
+from ..exceptions import DataError, EmptyPoolError
+from ..kmedoids import KMedoidsResult, weighted_fastpam
+from ._scorer import PAIR_COLUMNS, ChunkScorer, ScoredChunk
+
+__all__ = ["PoolQuery", "lipschitz_weights"]
+
+_SEP = "\x1f"  # joins the two ids of a pair into one key (a character no id file holds)
+_WEIGHTINGS = ("lipschitz", "risk", "unit")
+
+
+@dataclass(frozen=True)
+class PoolQuery:
+    """The batch a streamed (or Dask) risk-sampling query chose, with what it took.
+
+    Attributes
+    ----------
+    pairs : pandas.DataFrame
+        ``left_id``, ``right_id`` of the chosen pairs, riskiest first.
+    positions : ndarray of intp, shape (n_instances,)
+        Their rows in the source (counting every pair the source held, in reading order).
+    risk : ndarray of float64, shape (n_instances,)
+        Their risks.
+    proba : ndarray of float64, shape (n_instances,)
+        Their match probabilities.
+    n_pairs : int
+        Pairs scored (the source's pairs less the filtered ones).
+    n_filtered : dict of str to int
+        Pairs left out before scoring: ``"labelled"`` (already labelled) and ``"self_pairs"``
+        (a record paired with itself, deduplication only).
+    n_candidates : int
+        Riskiest pairs kept for the kernel (``ceil(preselect * n_instances)``, fewer when the pool
+        is smaller).
+    kmedoids : KMedoidsResult
+        The kernel's result over the labelled pairs (fixed medoids, first) and the candidates.
+    timings : dict of str to float
+        Wall seconds: ``"labelled"`` (scoring the labelled pairs), ``"score"`` (reading, filtering
+        and scoring the pool), ``"merge"`` (the running top-k), ``"weights"``, ``"kmedoids"``,
+        ``"total"``.
+    """
+
+    pairs: pd.DataFrame
+    positions: np.ndarray
+    risk: np.ndarray
+    proba: np.ndarray
+    n_pairs: int
+    n_filtered: dict[str, int]
+    n_candidates: int
+    kmedoids: KMedoidsResult
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"PoolQuery(n_instances={len(self.positions)}, n_pairs={self.n_pairs}, "
+            f"n_candidates={self.n_candidates}, total_s={self.timings.get('total', float('nan')):.3f})"
+        )
+
+
+def lipschitz_weights(
+    risk: np.ndarray, distances: np.ndarray, *, eps: float = 1e-8, distance_floor: float | str = "auto"
+) -> np.ndarray:
+    """Risk sampling's point weights (paper eq. 6), ``R_i / min_j ||x_i - x_j||``, guarded.
+
+    Parameters
+    ----------
+    risk : ndarray of shape (n,)
+        Risks of the pool pairs.
+    distances : ndarray of shape (n,)
+        Each pair's distance to its nearest labelled pair.
+    eps : float, default=1e-8
+        Added to the distance.
+    distance_floor : float or "auto", default="auto"
+        A distance is raised to at least this value; ``"auto"``: 1 % of the median positive
+        distance. A pair at distance 0 (up to ``1e-7`` of that median) from a labelled pair gets
+        weight 0: the labelled pair covers it already.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+
+    Notes
+    -----
+    The rule of :class:`~skrisk.RiskSampler` (``weighting="lipschitz"``); in a streamed query the
+    median is taken over the preselected candidates, whose distances are the only ones kept.
+
+    Examples
+    --------
+    >>> lipschitz_weights(np.array([0.4, 0.2, 0.3]), np.array([2.0, 1.0, 0.0])).round(6).tolist()
+    [0.2, 0.2, 0.0]
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    positive = d[d > 0]
+    scale = float(np.median(positive)) if positive.size else 1.0
+    floor = 0.01 * scale if distance_floor == "auto" else float(distance_floor)
+    weights = np.asarray(risk, dtype=np.float64) / np.maximum(d + eps, floor)
+    weights[d <= 1e-7 * scale] = 0.0
+    return weights
+
+
+def check_query_params(n_instances: Any, preselect: Any, weighting: str, distance_floor: Any) -> int:
+    """The number of candidates to keep, ``max(n, ceil(preselect * n))``; parameters checked."""
+    if isinstance(n_instances, bool) or not isinstance(n_instances, numbers.Integral) or n_instances < 1:
+        raise ValueError(f"n_instances must be a positive int, got {n_instances!r}.")
+    if isinstance(preselect, bool) or not isinstance(preselect, numbers.Real) or not preselect >= 1:
+        raise ValueError(
+            f"preselect must be a number >= 1 (a multiple of n_instances), got {preselect!r}: a "
+            "streamed pool is never held whole, so the kernel always runs on the riskiest "
+            "ceil(preselect * n_instances) pairs."
+        )
+    if weighting not in _WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {list(_WEIGHTINGS)}, got {weighting!r}.")
+    if distance_floor != "auto" and (
+        isinstance(distance_floor, bool) or not isinstance(distance_floor, numbers.Real) or distance_floor < 0
+    ):
+        raise ValueError(f"distance_floor must be 'auto' or a distance >= 0, got {distance_floor!r}.")
+    return max(int(n_instances), int(math.ceil(float(preselect) * int(n_instances))))
+
+
+def _keys(left: np.ndarray, right: np.ndarray, dedup: bool) -> pd.Index:
+    """One text key per pair; for deduplication the two ids in sorted order."""
+    left = np.asarray(left, dtype=object)
+    right = np.asarray(right, dtype=object)
+    if dedup:
+        swap = right < left
+        left, right = np.where(swap, right, left), np.where(swap, left, right)
+    return pd.Index(pd.Series(left, dtype=object) + _SEP + pd.Series(right, dtype=object))
+
+
+class PairFilter:
+    """Leaves out the labelled pairs (either order for deduplication) and self-pairs."""
+
+    def __init__(self, labelled: pd.DataFrame | None, task: str) -> None:
+        self.dedup = task == "dedup"
+        if labelled is None or len(labelled) == 0:
+            self.keys = pd.Index([], dtype=object)
+        else:
+            ids = [labelled[c].astype(str).to_numpy() for c in PAIR_COLUMNS]
+            self.keys = _keys(ids[0], ids[1], self.dedup)
+
+    def __call__(self, pairs: pd.DataFrame) -> tuple[np.ndarray, dict[str, int]]:
+        """Boolean mask of the pairs to keep, and the counts left out."""
+        left = pairs["left_id"].astype(str).to_numpy()
+        right = pairs["right_id"].astype(str).to_numpy()
+        keep = np.ones(len(pairs), dtype=bool)
+        counts = {"labelled": 0, "self_pairs": 0}
+        if self.dedup:
+            self_pair = left == right
+            counts["self_pairs"] = int(self_pair.sum())
+            keep &= ~self_pair
+        if len(self.keys):
+            known = _keys(left, right, self.dedup).isin(self.keys)
+            counts["labelled"] = int((known & keep).sum())
+            keep &= ~known
+        return keep, counts
+
+
+def chunk_risk(scored: ScoredChunk) -> np.ndarray:
+    """The risk of a scored chunk; without a risk model the uncertainty ``min(p, 1 - p)``."""
+    if scored.risk is not None:
+        return scored.risk
+    return np.minimum(scored.proba, 1.0 - scored.proba)
+
+
+@dataclass
+class Candidates:
+    """The riskiest pairs seen so far: ties of risk go to the lower key (the pair's order)."""
+
+    key: np.ndarray
+    risk: np.ndarray
+    proba: np.ndarray
+    representation: np.ndarray
+    left_id: np.ndarray
+    right_id: np.ndarray
+
+    @classmethod
+    def empty(cls) -> "Candidates":
+        o = np.empty(0, dtype=object)
+        return cls(np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty((0, 0), np.float32), o, o)
+
+    @classmethod
+    def from_scored(cls, scored: ScoredChunk, key: np.ndarray, m: int) -> "Candidates":
+        """The ``m`` riskiest pairs of one scored chunk (``key``: their order keys)."""
+        risk = chunk_risk(scored)
+        idx = top_positions(risk, key, m)
+        return cls(
+            np.asarray(key, dtype=np.int64)[idx], risk[idx], scored.proba[idx],
+            scored.representation[idx], scored.pairs["left_id"].to_numpy(dtype=object)[idx],
+            scored.pairs["right_id"].to_numpy(dtype=object)[idx],
+        )
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def merge(self, other: "Candidates", m: int) -> "Candidates":
+        """The ``m`` riskiest of both."""
+        if len(self) == 0:
+            return other
+        if len(other) == 0:
+            return self
+        if self.representation.shape[1] != other.representation.shape[1]:
+            raise DataError(
+                f"The representations of two chunks differ in width ({self.representation.shape[1]} "
+                f"and {other.representation.shape[1]}): the matcher must represent every pair alike."
+            )
+        cat = [np.concatenate([getattr(self, f), getattr(other, f)]) for f in
+               ("key", "risk", "proba", "representation", "left_id", "right_id")]
+        idx = top_positions(cat[1], cat[0], m)
+        return Candidates(*(a[idx] for a in cat))
+
+    def in_key_order(self) -> "Candidates":
+        order = np.argsort(self.key, kind="stable")
+        return Candidates(self.key[order], self.risk[order], self.proba[order],
+                          self.representation[order], self.left_id[order], self.right_id[order])
+
+
+def top_positions(risk: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
+    """Positions of the ``m`` largest risks, ties broken by the smaller key; riskiest first."""
+    n = len(risk)
+    if n > m:
+        threshold = np.partition(risk, n - m)[n - m]
+        idx = np.flatnonzero(risk >= threshold)
+    else:
+        idx = np.arange(n)
+    order = np.lexsort((np.asarray(key)[idx], -risk[idx]))
+    return idx[order[:m]]
+
+
+def labelled_representation(scorer: ChunkScorer, labelled: Any, who: str) -> tuple[pd.DataFrame | None, np.ndarray]:
+    """The labelled pairs (checked) and their representations."""
+    if labelled is None:
+        return None, np.empty((0, 0), dtype=np.float32)
+    if not isinstance(labelled, pd.DataFrame):
+        raise TypeError(
+            f"{who}: labelled must be a DataFrame of the labelled pairs (columns 'left_id', "
+            f"'right_id'), or None; got {type(labelled).__name__}."
+        )
+    scored = scorer._score(labelled, representation=True, where=f"{who}: the labelled pairs")
+    return scored.pairs, scored.representation
+
+
+def choose_batch(
+    cands: Candidates,
+    rep_lab: np.ndarray,
+    n_instances: int,
+    *,
+    weighting: str,
+    eps: float,
+    distance_floor: float | str,
+    device: str,
+    random_state: RandomStateLike,
+    timings: dict[str, float],
+) -> tuple[np.ndarray, KMedoidsResult]:
+    """Risk sampling's batch among the candidates (in key order): positions into ``cands``,
+    riskiest first, and the kernel's result."""
+    import time
+
+    from ..strategies._selection import min_distances
+
+    t = time.perf_counter()
+    n_lab = len(rep_lab)
+    risk = cands.risk
+    if weighting == "unit":
+        weights = np.ones_like(risk)
+    elif weighting == "risk" or n_lab == 0:
+        weights = risk.copy()
+    else:
+        if rep_lab.shape[1] != cands.representation.shape[1]:
+            raise DataError(
+                f"The representations of the labelled pairs ({rep_lab.shape[1]} wide) and of the pool "
+                f"({cands.representation.shape[1]}) differ: score both with the same matcher."
+            )
+        d = min_distances(cands.representation, rep_lab, device=resolve_device(device),
+                          dtype=torch.float64)
+        weights = lipschitz_weights(risk, d, eps=eps, distance_floor=distance_floor)
+    X_all = np.concatenate([rep_lab.reshape(n_lab, -1), cands.representation], axis=0) if n_lab else \
+        cands.representation
+    w_all = np.concatenate([np.zeros(n_lab), weights])
+    if not np.any(w_all > 0):  # nothing at risk: unit weights (pure coverage)
+        w_all[n_lab:] = 1.0
+    w_all[w_all < w_all.max() * 1e-15] = 0.0  # below float32's reach: no risk (as RiskSampler)
+    timings["weights"] = time.perf_counter() - t
+    t = time.perf_counter()
+    res = weighted_fastpam(
+        X_all, n_instances, sample_weight=w_all, fixed=np.arange(n_lab) if n_lab else None,
+        init="heaviest", schedule="eager", device=device, random_state=random_state,
+    )
+    timings["kmedoids"] = time.perf_counter() - t
+    pos = np.asarray(res.selected, dtype=np.intp) - n_lab
+    order = np.argsort(-risk[pos], kind="stable")
+    return pos[order], res
+
+
+def empty_pool_error(who: str, name: str, n_read: int, filtered: dict[str, int], n_pairs: int,
+                     n_instances: int) -> EmptyPoolError:
+    what = (f"{name} held {n_read} pairs; {filtered['labelled']} were labelled already and "
+            f"{filtered['self_pairs']} paired a record with itself")
+    if n_pairs == 0:
+        return EmptyPoolError(f"{who}: the pool is empty after filtering: {what}. Give a source with "
+                              "unlabelled candidate pairs.")
+    return EmptyPoolError(f"{who}: the pool holds {n_pairs} pairs after filtering, fewer than "
+                          f"n_instances={n_instances} ({what}). Ask for a smaller batch.")
