@@ -30,6 +30,79 @@ def _positive(text: str) -> int:
     return v
 
 
+def _unit_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 (inclusive) to 1 (exclusive), got {text}")
+    return v
+
+
+#: The blocking options shared by ``skrisk label`` and ``skrisk match``.
+BLOCKING_FLAGS = ("--blocking", "--block-on", "--block-threshold", "--block-top-k")
+
+
+def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the blocking options (:data:`BLOCKING_FLAGS`) to a subcommand's parser."""
+    g = parser.add_argument_group(
+        "blocking", "how candidate pairs are made (default: tokens over all attributes, top 10 per record)"
+    )
+    g.add_argument("--blocking", choices=("tokens", "standard", "sorted_neighbourhood"), default=None,
+                   help="tokens: each record's --block-top-k most similar records by TF-IDF cosine of the "
+                        "words of --block-on; standard: the --block-on values are equal; sorted_neighbourhood: "
+                        "neighbours (window 5) in the sorted order of one --block-on column (default: tokens)")
+    g.add_argument("--block-on", metavar="COL[,COL]", default=None,
+                   help="attribute(s) to block on, comma-separated (default for tokens: all attributes)")
+    g.add_argument("--block-threshold", metavar="FLOAT", type=_unit_float, default=None,
+                   help="tokens: keep a pair only when the cosine exceeds this (default 0)")
+    g.add_argument("--block-top-k", metavar="INT", type=_positive, default=None,
+                   help="tokens: most similar records kept per record (default 10)")
+
+
+def _blocking_given(args: argparse.Namespace) -> list[str]:
+    """The blocking options given on the command line."""
+    return [f for f in BLOCKING_FLAGS if getattr(args, f[2:].replace("-", "_"), None) is not None]
+
+
+def _blocking_rules(args: argparse.Namespace) -> list[tuple[str, list[str] | None, dict]] | None:
+    """Blocking rules from the blocking options; ``None`` when none was given (the default rule).
+
+    Raises :class:`~skrisk.exceptions.DataError` (a usage error, exit 2) for options that do not
+    fit the method.
+    """
+    from .exceptions import DataError
+
+    if not _blocking_given(args):
+        return None
+    method = args.blocking or "tokens"
+    cols = None
+    if args.block_on is not None:
+        cols = [c.strip() for c in args.block_on.split(",")]
+        if not cols or any(not c for c in cols):
+            raise DataError(f"--block-on {args.block_on!r} names an empty column: list attribute names "
+                            "separated by commas, e.g. --block-on name,city.")
+    if method != "tokens":
+        extra = [f for f, v in (("--block-threshold", args.block_threshold), ("--block-top-k", args.block_top_k))
+                 if v is not None]
+        if extra:
+            raise DataError(f"{' and '.join(extra)} apply to --blocking tokens only, not to --blocking {method}: "
+                            "leave them out, or use --blocking tokens.")
+        if cols is None:
+            raise DataError(f"--blocking {method} needs --block-on COL (the attribute whose values are compared).")
+        if method == "sorted_neighbourhood" and len(cols) != 1:
+            raise DataError(f"--blocking sorted_neighbourhood sorts on one column, got --block-on {args.block_on}: "
+                            "give one attribute.")
+        return [(method, cols, {})]
+    params: dict = {}
+    if args.block_threshold is not None:
+        params["min_similarity"] = args.block_threshold
+    if args.block_top_k is not None:
+        params["top_k"] = args.block_top_k
+    return [("tokens", cols, params)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``skrisk`` command."""
     from . import __version__
@@ -102,9 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser(
         "label",
         parents=[common],
-        help="interactive labelling session over two CSV tables",
+        help="interactive labelling session over two CSV tables (or one, to deduplicate it)",
         description=(
-            "Label record pairs of two CSV tables in the console. The tables are blocked (or "
+            "Label record pairs of two CSV tables (--left, --right), or of one table to deduplicate "
+            "(--table), in the console. The tables are blocked (or "
             "--pairs gives the candidates); a few pairs of high and low similarity come first, "
             "then a matcher is trained and risk sampling picks each batch. Every answer is saved "
             "in --session before the next question; run the same command to resume. Answers: "
@@ -113,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lab.add_argument("--left", help="left table CSV (an id column plus attribute columns)")
     lab.add_argument("--right", help="right table CSV (same attribute columns)")
+    lab.add_argument("--table", help="one table CSV to deduplicate (instead of --left/--right): each pair of "
+                                     "distinct records is a candidate at most once")
     lab.add_argument("--pairs", help="candidate pairs CSV (left_id,right_id[,label]); default: blocking")
     lab.add_argument("--session", required=True, help="session folder (created, or resumed when it exists)")
     lab.add_argument("--id-column", default=None, help="id column of both tables (default: id)")
@@ -130,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "labels.csv is kept as a backup)")
     lab.add_argument("--export", action="store_true",
                      help="only write labels.csv and predicted_matches.csv into the session folder")
+    _add_blocking_flags(lab)
     return p
 
 
@@ -209,23 +286,32 @@ def _cmd_label(args: argparse.Namespace) -> int:
     from .labelling import LabellingSession, SessionConfig
 
     folder = Path(args.session).expanduser()
+    if args.table is not None and (args.left is not None or args.right is not None):
+        given = " and ".join(f for f, v in (("--left", args.left), ("--right", args.right)) if v is not None)
+        return _fail(f"--table cannot be combined with {given}: give --table T.csv to deduplicate one table, "
+                     "or --left A.csv --right B.csv to link two.")
+    if args.pairs is not None and _blocking_given(args):
+        return _fail(f"{', '.join(_blocking_given(args))} make candidate pairs by blocking, but --pairs gives "
+                     "them: leave out one or the other.")
+    blocking = _blocking_rules(args)
     _check_out_folder(args.session, "--session")
     resuming = (folder / "session.json").exists()
-    if not resuming and (args.left is None or args.right is None) and not (folder / "journal.jsonl").exists():
+    starting = args.table is not None or (args.left is not None and args.right is not None)
+    if not resuming and not starting and not (folder / "journal.jsonl").exists():
         return _fail(
-            f"{folder} holds no session yet: start one with --left A.csv --right B.csv "
-            "[--pairs candidates.csv] --session DIR."
+            f"{folder} holds no session yet: start one with --left A.csv --right B.csv, or --table T.csv to "
+            "deduplicate one table [--pairs candidates.csv] --session DIR."
         )
     if args.export and not resuming:
         return _fail(f"{folder} holds no session to export: label some pairs first.")
     if resuming:
         fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding")
-                 if getattr(args, k) is not None]
+                 if getattr(args, k) is not None] + _blocking_given(args)
         if fixed:
             print(f"note: {', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed when a session "
                   "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
-            folder, left=args.left, right=args.right, pairs=args.pairs, force=args.force,
+            folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs, force=args.force,
             overrides={"batch": args.batch, "max_pool": args.max_pool},
         )
     else:
@@ -235,8 +321,8 @@ def _cmd_label(args: argparse.Namespace) -> int:
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(
-            folder, left=args.left, right=args.right, pairs=args.pairs, id_column=args.id_column,
-            encoding=args.encoding, config=cfg, force=args.force,
+            folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs,
+            id_column=args.id_column, encoding=args.encoding, config=cfg, force=args.force, blocking=blocking,
         )
     try:
         if args.export:

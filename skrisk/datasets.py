@@ -6,9 +6,19 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from .data import PairDataset, fetch_deepmatcher, get_data_home, load_csv_tables, load_deepmatcher, load_febrl
+from .data import (
+    PairDataset,
+    febrl_entity,
+    fetch_deepmatcher,
+    get_data_home,
+    load_csv_tables,
+    load_deepmatcher,
+    load_febrl,
+    stack_tables,
+)
 
-__all__ = ["fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher", "load_febrl", "make_pairs"]
+__all__ = ["febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
+           "load_febrl", "make_pairs", "stack_tables"]
 
 _FIRST = ("anna", "bruno", "carla", "david", "elena", "felix", "greta", "hugo", "irene", "jonas", "karin",
           "lukas", "maria", "nils", "olga", "peter", "rosa", "simon", "tanja", "ulrich", "vera", "walter")

@@ -1,12 +1,12 @@
-"""ER pair data: tables, candidate pairs, loaders, blocking, tokens, vectors and similarity features."""
+"""ER pair data: tables (two for linkage, one for dedup), candidate pairs, loaders, blocking, tokens, vectors, features."""
 
 from ._blocking import BLOCKING_METHODS, BlockingResult, block
 from ._csv import load_csv_tables
 from ._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext
-from ._febrl import FEBRL_BLOCKING, load_febrl
+from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS, febrl_entity, load_febrl
 from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, fetch_deepmatcher
 from ._loaders import DEEPMATCHER_DATASETS, get_data_home, load_deepmatcher, read_pairs, read_table
-from ._pairs import UNLABELLED, PairDataset
+from ._pairs import TASKS, UNLABELLED, PairDataset, stack_tables
 from ._similarity import SIMILARITY_METRICS, SimilarityFeatures
 from ._tokenize import PAD_ID, UNK_ID, PairEncoder, Vocabulary, tokenize
 
@@ -17,17 +17,20 @@ __all__ = [
     "DEEPMATCHER_ARCHIVES",
     "DEEPMATCHER_DATASETS",
     "FEBRL_BLOCKING",
+    "FEBRL_DATASETS",
     "PAD_ID",
     "PairDataset",
     "PairEncoder",
     "SIMILARITY_METRICS",
     "SimilarityFeatures",
+    "TASKS",
     "UNK_ID",
     "UNLABELLED",
     "Vocabulary",
     "WordVectors",
     "block",
     "corpus_sentences",
+    "febrl_entity",
     "fetch_deepmatcher",
     "get_data_home",
     "load_csv_tables",
@@ -37,6 +40,7 @@ __all__ = [
     "load_glove",
     "read_pairs",
     "read_table",
+    "stack_tables",
     "tokenize",
     "train_fasttext",
 ]

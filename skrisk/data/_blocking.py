@@ -1,13 +1,13 @@
-"""Blocking: candidate record pairs from two tables, with pair completeness and reduction ratio.
+"""Blocking: candidate record pairs between two tables or within one, with completeness and reduction ratio.
 
-Three methods, combined by union:
+Three methods, combined by union (on one table, each unordered pair of distinct records once):
 
 - ``"standard"``: records agree exactly on the key column(s) (recordlinkage ``Index.block``);
 - ``"sorted_neighbourhood"``: records close in the sorted order of one key column
   (recordlinkage ``Index.sortedneighbourhood``);
-- ``"tokens"``: for every record, the ``top_k`` most similar records of the other table by the
-  cosine of word TF-IDF vectors of the chosen columns (sparse products in row chunks, so memory
-  stays bounded).
+- ``"tokens"``: for every record, the ``top_k`` most similar records of the other table (on one
+  table: the most similar *other* records) by the cosine of word TF-IDF vectors of the chosen
+  columns (sparse products in row chunks, so memory stays bounded).
 """
 
 from __future__ import annotations
@@ -63,6 +63,10 @@ class BlockingResult:
         Candidates each rule produced on its own (before the union).
     seconds : float
         Wall time of the blocking.
+    task : {"link", "dedup"}
+        ``"dedup"`` when one table was blocked against itself (then ``n_right == n_left``, every
+        pair is stored once with ``left_id < right_id`` and the reduction ratio counts against
+        the ``n * (n - 1) / 2`` unordered pairs of distinct records).
     """
 
     pairs: pd.DataFrame
@@ -73,6 +77,7 @@ class BlockingResult:
     n_true_links: int | None
     rule_sizes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    task: str = "link"
 
     def __len__(self) -> int:
         return len(self.pairs)
@@ -80,6 +85,7 @@ class BlockingResult:
     def summary(self) -> dict[str, object]:
         """The figures as a flat dict (for reports and benchmark tables)."""
         return {
+            "task": self.task,
             "n_left": self.n_left,
             "n_right": self.n_right,
             "n_candidates": len(self.pairs),
@@ -89,6 +95,23 @@ class BlockingResult:
             "seconds": self.seconds,
             **{f"rule[{k}]": v for k, v in self.rule_sizes.items()},
         }
+
+    def report(self) -> str:
+        """One line for a person: the number of candidate pairs and the pair completeness.
+
+        Pair completeness (the share of true matches that blocking kept) needs known matches
+        (``true_links``); without them the line says that it cannot be known.
+        """
+        what = "within one table" if self.task == "dedup" else "between the two tables"
+        rules = ", ".join(self.rule_sizes) or "no rule"
+        line = (f"Blocking ({rules}) {what}: {len(self.pairs)} candidate pairs (reduction ratio "
+                f"{self.reduction_ratio:.4f}); ")
+        if self.pair_completeness is None or self.n_true_links is None:
+            return line + ("pair completeness (the share of true matches kept) cannot be known without labels: "
+                           "give known matches to measure it, or loosen the blocking if matches seem missing.")
+        kept = int(round(self.pair_completeness * self.n_true_links))
+        return line + (f"pair completeness {self.pair_completeness:.4f} ({kept} of {self.n_true_links} known "
+                       "matches kept).")
 
     def __repr__(self) -> str:
         pc = "n/a" if self.pair_completeness is None else f"{self.pair_completeness:.4f}"
@@ -100,19 +123,26 @@ class BlockingResult:
 
 # ---------------------------------------------------------------------------- helpers
 def _check_tables(left: object, right: object) -> tuple[pd.DataFrame, pd.DataFrame]:
-    for side, table in (("left", left), ("right", right)):
+    dedup = right is None or right is left
+    sides = (("table", left),) if dedup else (("left", left), ("right", right))
+    for side, table in sides:
         if not isinstance(table, pd.DataFrame):
             raise TypeError(
                 f"{side} must be a pandas DataFrame indexed by record id, got {type(table).__name__}."
             )
         if len(table) == 0:
             raise DataError(f"The {side} table is empty: blocking needs records on both sides.")
-        if not table.index.is_unique:
-            dup = table.index[table.index.duplicated()][0]
+        ids = table.index.astype(str)
+        if not ids.is_unique:
+            dup = ids[ids.duplicated()][0]
+            rows = np.flatnonzero(ids == dup)
             raise DataError(
-                f"The {side} table has duplicate record id {dup!r} in its index: ids must be unique."
+                f"The {side} table has duplicate record id {dup!r} (rows {rows[0]} and {rows[1]}): "
+                "ids must be unique; give every record its own id."
             )
-    return left, right  # type: ignore[return-value]
+    if dedup and len(left) < 2:  # type: ignore[arg-type]
+        raise DataError("The table has a single record: deduplication needs at least two records.")
+    return left, (left if dedup else right)  # type: ignore[return-value]
 
 
 def _normalise_rules(rules: object, left: pd.DataFrame, right: pd.DataFrame) -> list[tuple[str, list[str], dict]]:
@@ -132,10 +162,17 @@ def _normalise_rules(rules: object, left: pd.DataFrame, right: pd.DataFrame) -> 
         params = dict(rule[2]) if len(rule) == 3 else {}
         if method not in BLOCKING_METHODS:
             raise ValueError(f"Unknown blocking method {method!r}: choose from {list(BLOCKING_METHODS)}.")
+        if cols is None:  # every shared attribute
+            cols = [c for c in left.columns if c in right.columns]
         cols = [cols] if isinstance(cols, str) else list(cols)
         if not cols:
             raise ValueError(f"Blocking rule {rule!r} names no column.")
         missing = [c for c in cols if c not in left.columns or c not in right.columns]
+        if missing and left is right:
+            raise DataError(
+                f"Blocking rule {rule!r}: column(s) {missing} are not in the table, whose columns are "
+                f"{list(left.columns)}. Block on those names."
+            )
         if missing:
             raise DataError(
                 f"Blocking rule {rule!r}: column(s) {missing} are not in both tables (left has "
@@ -189,21 +226,39 @@ def _recordlinkage_pairs(
     if len(lk) == 0 or len(rk) == 0:
         return np.empty(0, np.intp), np.empty(0, np.intp)
     indexer = recordlinkage.Index()
-    if method == "standard":
-        indexer.block(left_on=cols, right_on=cols)
+    if left is right:  # one table: recordlinkage's deduplication index (each unordered pair once)
+        if method == "standard":
+            indexer.block(left_on=cols)
+        else:
+            indexer.sortedneighbourhood(left_on=cols[0], window=int(params["window"]))
+        mi = indexer.index(lk)
     else:
-        indexer.sortedneighbourhood(left_on=cols[0], right_on=cols[0], window=int(params["window"]))
-    mi = indexer.index(lk, rk)
+        if method == "standard":
+            indexer.block(left_on=cols, right_on=cols)
+        else:
+            indexer.sortedneighbourhood(left_on=cols[0], right_on=cols[0], window=int(params["window"]))
+        mi = indexer.index(lk, rk)
     return mi.get_level_values(0).to_numpy(np.intp), mi.get_level_values(1).to_numpy(np.intp)
 
 
-def _top_k(scores: sp.csr_matrix, k: int, min_similarity: float, chunk_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise top-k column positions of a sparse score product, computed in dense row chunks."""
+def _top_k(
+    scores: sp.csr_matrix, k: int, min_similarity: float, chunk_rows: int, self_offset: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise top-k column positions of a sparse score product, computed in dense row chunks.
+
+    With ``self_offset``, row ``r`` is the record of column ``self_offset + r`` (one table
+    against itself), whose score is masked so a record is never its own neighbour.
+    """
     rows, cols = [], []
     n, m = scores.shape
     k = min(k, m)
     for start in range(0, n, chunk_rows):
         block = scores[start : start + chunk_rows].toarray()
+        if self_offset is not None:
+            r = np.arange(block.shape[0])
+            c = self_offset + start + r
+            ok = c < m
+            block[r[ok], c[ok]] = -np.inf
         if k < m:
             top = np.argpartition(-block, k - 1, axis=1)[:, :k]
         else:
@@ -217,14 +272,25 @@ def _top_k(scores: sp.csr_matrix, k: int, min_similarity: float, chunk_rows: int
 
 
 def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    lt, rt = _key_text(left, cols), _key_text(right, cols)
+    lt = _key_text(left, cols)
+    rt = lt if right is left else _key_text(right, cols)
     vec = TfidfVectorizer(token_pattern=r"(?u)\b\w+\b", lowercase=False, sublinear_tf=True, dtype=np.float32)
     try:
-        vec.fit(np.concatenate([lt, rt]))
+        vec.fit(lt if right is left else np.concatenate([lt, rt]))
     except ValueError:  # no token at all
         return np.empty(0, np.intp), np.empty(0, np.intp)
-    lm, rm = vec.transform(lt), vec.transform(rt)
+    lm = vec.transform(lt)
     k, thr = int(params["top_k"]), float(params["min_similarity"])
+    if right is left:  # one table: each record's top_k neighbours, itself excluded
+        chunk = max(1, _TOKEN_CHUNK_CELLS // max(1, lm.shape[0]))
+        mt = lm.T.tocsc()
+        rows, cols_ = [], []
+        for start in range(0, lm.shape[0], chunk):
+            r, c = _top_k((lm[start : start + chunk] @ mt).tocsr(), k, thr, chunk, self_offset=start)
+            rows.append(r + start)
+            cols_.append(c)
+        return np.concatenate(rows), np.concatenate(cols_)
+    rm = vec.transform(rt)
     li_parts, ri_parts = [], []
     # left -> right and right -> left, each in row chunks whose dense scores stay bounded
     for a, b, swap in ((lm, rm, False), (rm, lm, True)):
@@ -239,6 +305,14 @@ def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.Da
         li_parts.append(c if swap else r)
         ri_parts.append(r if swap else c)
     return np.concatenate(li_parts), np.concatenate(ri_parts)
+
+
+def _dedup_codes(a: np.ndarray, b: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
+    """Codes ``lo * n + hi`` of unordered pairs of positions, ``lo`` the record whose id sorts first."""
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    swap = rank[a] > rank[b]
+    lo, hi = np.where(swap, b, a), np.where(swap, a, b)
+    return lo * n + hi
 
 
 def _true_link_codes(true_links: object, left: pd.DataFrame, right: pd.DataFrame) -> np.ndarray:
@@ -261,48 +335,72 @@ def _true_link_codes(true_links: object, left: pd.DataFrame, right: pd.DataFrame
     for side, pos, ids in (("left", lpos, lid), ("right", rpos, rid)):
         bad = np.flatnonzero(pos < 0)
         if len(bad):
+            where = "the table" if left is right else f"the {side} table"
             raise DataError(
                 f"true_links: {side} id {list(ids)[bad[0]]!r} (link {bad[0]}) is not a record of "
-                f"the {side} table ({len(bad)} such links). Fix the link or the table."
+                f"{where} ({len(bad)} such links). Fix the link or the table."
             )
+    if left is right:
+        same = np.flatnonzero(lpos == rpos)
+        if len(same):
+            raise DataError(
+                f"true_links: link {same[0]} pairs record {list(lid)[same[0]]!r} with itself "
+                f"({len(same)} such links): remove those links (a record always matches itself)."
+            )
+        return np.unique(_dedup_codes(lpos, rpos, _id_rank(left), len(left)))
     return np.unique(lpos.astype(np.int64) * len(right) + rpos)
+
+
+def _id_rank(table: pd.DataFrame) -> np.ndarray:
+    """Rank of every record's id in string order (the canonical order of a dedup pair)."""
+    ids = table.index.astype(str).to_numpy(dtype=object)
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
+    return rank
 
 
 # ---------------------------------------------------------------------------- public
 def block(
     left: pd.DataFrame,
-    right: pd.DataFrame,
+    right: pd.DataFrame | None = None,
     rules: BlockingRule | Iterable[BlockingRule] | None = None,
     *,
     true_links: pd.MultiIndex | pd.DataFrame | Iterable[tuple[object, object]] | None = None,
 ) -> BlockingResult:
-    """Candidate pairs between two tables: the union of the pairs of each blocking rule.
+    """Candidate pairs between two tables, or within one: the union of the pairs of each rule.
 
     Parameters
     ----------
-    left, right : pandas.DataFrame
-        The two tables, indexed by unique record id (as :attr:`PairDataset.left`/``right``).
+    left : pandas.DataFrame
+        The (left) table, indexed by unique record id (as :attr:`PairDataset.left`).
+    right : pandas.DataFrame or None, default=None
+        The right table; ``None`` (or ``left`` itself) blocks ``left`` against itself for
+        deduplication: every unordered pair of distinct records at most once, stored as
+        ``left_id < right_id`` (string order), never a record with itself.
     rules : rule or list of rules, default=None
         A rule is ``(method, columns)`` or ``(method, columns, params)`` with ``method`` one of
-        :data:`BLOCKING_METHODS`:
+        :data:`BLOCKING_METHODS` (``columns=None``: every shared attribute):
 
         - ``("standard", cols)``: the normalised values of all ``cols`` are equal;
         - ``("sorted_neighbourhood", col, {"window": 5})``: within ``window`` (odd) positions of
           each other in the sorted order of ``col`` (recordlinkage's definition);
         - ``("tokens", cols, {"top_k": 10, "min_similarity": 0.0})``: each record's ``top_k``
           nearest records of the other table (both directions) by TF-IDF cosine of the words of
-          ``cols``, kept when the cosine exceeds ``min_similarity``.
+          ``cols``, kept when the cosine exceeds ``min_similarity``. On one table: each
+          record's ``top_k`` nearest *other* records.
 
         Records with a missing key take no part in ``standard``/``sorted_neighbourhood``. ``None``
         means one ``tokens`` rule over all shared columns.
     true_links : MultiIndex, DataFrame or iterable of (left_id, right_id), optional
-        The known matching pairs. When given, the result reports pair completeness and its pairs
+        The known matching pairs (on one table, in either order). When given, the result
+        reports pair completeness and its pairs
         carry a ``label`` column.
 
     Returns
     -------
     BlockingResult
-        The candidate pairs (no duplicates), reduction ratio, pair completeness and timing.
+        The candidate pairs (no duplicates), reduction ratio, pair completeness, timing and
+        ``task`` (``"link"`` or ``"dedup"``).
 
     Notes
     -----
@@ -326,19 +424,32 @@ def block(
     2      a3       b3      0
     >>> round(res.reduction_ratio, 3), res.pair_completeness
     (0.667, 1.0)
+
+    One table (deduplication): each unordered pair once, the smaller id first.
+
+    >>> people = pd.DataFrame({"city": ["paris", "rome", "paris", "paris"]}, index=["p4", "p2", "p3", "p1"])
+    >>> res = block(people, None, ("standard", "city"))
+    >>> res.task, res.pairs.values.tolist()
+    ('dedup', [['p3', 'p4'], ['p1', 'p4'], ['p1', 'p3']])
     """
     t0 = time.perf_counter()
     left, right = _check_tables(left, right)
+    dedup = left is right
     parsed = _normalise_rules(rules, left, right)
     truth = None if true_links is None else _true_link_codes(true_links, left, right)
     n_right = len(right)
+    rank = _id_rank(left) if dedup else None
     codes, sizes = [], {}
     for method, cols, params in parsed:
         if method == "tokens":
             li, ri = _token_pairs(cols, params, left, right)
         else:
             li, ri = _recordlinkage_pairs(method, cols, params, left, right)
-        c = np.unique(li.astype(np.int64) * n_right + ri)
+        if dedup:
+            keep = li != ri
+            c = np.unique(_dedup_codes(li[keep], ri[keep], rank, n_right))  # type: ignore[arg-type]
+        else:
+            c = np.unique(li.astype(np.int64) * n_right + ri)
         label = f"{method}:{'+'.join(cols)}"
         sizes[label] = sizes.get(label, 0) + len(c)
         codes.append(c)
@@ -355,13 +466,15 @@ def block(
         found = np.isin(all_codes, truth)
         pairs["label"] = found.astype(np.int8)
         pc = float(found.sum() / len(truth)) if len(truth) else float("nan")
+    n_all = len(left) * (len(left) - 1) // 2 if dedup else len(left) * n_right
     return BlockingResult(
         pairs=pairs,
         n_left=len(left),
         n_right=n_right,
-        reduction_ratio=1.0 - len(pairs) / (len(left) * n_right),
+        reduction_ratio=1.0 - len(pairs) / n_all,
         pair_completeness=pc,
         n_true_links=None if truth is None else int(len(truth)),
         rule_sizes=sizes,
         seconds=time.perf_counter() - t0,
+        task="dedup" if dedup else "link",
     )

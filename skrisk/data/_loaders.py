@@ -290,7 +290,8 @@ def read_table(path: str | os.PathLike, *, id_column: str = "id", encoding: str 
         raise DataError(
             f"{path}: id {first!r} appears more than once (lines {where}; "
             f"{int(ids.duplicated().sum())} duplicate(s) in all; row {int(rows[1])}). "
-            "Ids must be unique: deduplicate the table."
+            "Ids must be unique: give every record its own id (to find records that describe the same "
+            "entity, keep them under different ids and deduplicate with skrisk)."
         )
     df = df.drop(columns=[id_column])
     df = df.where(df != "", np.nan) if len(df.columns) else df

@@ -1,4 +1,4 @@
-"""The pair dataset: two tables of records plus candidate pairs, labels and named splits."""
+"""The pair dataset: two tables of records (or one, for deduplication), candidate pairs, labels, splits."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ import pandas as pd
 
 from ..exceptions import DataError
 
-__all__ = ["PairDataset", "UNLABELLED"]
+__all__ = ["PairDataset", "UNLABELLED", "TASKS", "stack_tables"]
 
 #: Label value of a candidate pair whose match status is unknown.
 UNLABELLED = -1
+
+#: The two entity-resolution tasks: ``"link"`` (records of two tables) and ``"dedup"`` (records
+#: of one table against each other).
+TASKS: tuple[str, ...] = ("link", "dedup")
 
 
 def unknown_ids(ids: pd.Series, table: pd.DataFrame) -> tuple[int, int] | None:
@@ -53,17 +57,26 @@ def _check_table(table: pd.DataFrame, side: str, source: str) -> pd.DataFrame:
 
 @dataclass
 class PairDataset:
-    """Two tables of records, candidate pairs between them, labels where known, and named splits.
+    """Two tables of records (or one), candidate pairs, labels where known, and named splits.
 
     This is the one representation every skrisk component starts from: the tokeniser, the
     similarity features, the matchers, LearnRisk and the query strategies all take pairs as
     integer positions into :attr:`pairs`.
 
+    A dataset is a *linkage* task (:attr:`task` ``"link"``: pairs join a record of ``left`` to
+    one of ``right``) or a *deduplication* task (``"dedup"``: pairs join two records of one
+    table). A dedup dataset has ``left is right`` (the same frame object); its pairs are stored
+    once each, in canonical order ``left_id < right_id`` (string order), and never pair a
+    record with itself. Build one with :meth:`from_table`, or pass the same frame as ``left``
+    and ``right``. Everything downstream (features, matchers, risk, strategies, exports) works on
+    both unchanged: a dedup pair is just a pair whose two records come from the same table.
+
     Parameters
     ----------
     left, right : pandas.DataFrame
         The two tables, indexed by record id (cast to ``str``). Both carry the same attribute
-        columns, in the same order (the aligned schema).
+        columns, in the same order (the aligned schema). Passing the *same* object twice makes
+        a dedup dataset.
     pairs : pandas.DataFrame
         One row per candidate pair with columns ``left_id``, ``right_id`` (``str``), ``label``
         (``int8``: 1 match, 0 non-match, :data:`UNLABELLED` = -1 unknown) and ``split``
@@ -76,6 +89,8 @@ class PairDataset:
     ----------
     attributes : list of str
         The aligned attribute names.
+    task : {"link", "dedup"}
+        Linkage of two tables, or deduplication of one.
     y : ndarray of int64
         Labels of all pairs; raises :class:`~skrisk.exceptions.DataError` if any is unknown.
     labels : ndarray of int64
@@ -115,6 +130,11 @@ class PairDataset:
     attributes: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.left is self.right:  # deduplication of one table
+            self.left = self.right = _check_table(self.left, "table", self.name)
+            self.attributes = [str(c) for c in self.left.columns]
+            self.pairs = self._check_pairs(self.pairs)
+            return
         self.left = _check_table(self.left, "left", self.name)
         self.right = _check_table(self.right, "right", self.name)
         if list(self.left.columns) != list(self.right.columns):
@@ -164,18 +184,84 @@ class PairDataset:
         out["split"] = (
             pairs["split"].astype(str).to_numpy() if "split" in pairs.columns else "pool"
         )
+        dedup = self.left is self.right
         for side, table in (("left", self.left), ("right", self.right)):
             bad = unknown_ids(out[f"{side}_id"], table)
             if bad is not None:
                 row, count = bad
+                where = "the table" if dedup else f"the {side} table"
                 raise DataError(
                     f"Pairs of {self.name}: {side}_id {out[f'{side}_id'].iloc[row]!r} at row {row} "
-                    f"is not an id of the {side} table ({count} such pairs). Fix the id "
+                    f"is not an id of {where} ({count} such pairs). Fix the id "
                     "or add the record to the table."
                 )
+        if dedup:
+            out = canonical_pairs(out, f"Pairs of {self.name}")
         return out
 
     # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_table(
+        cls,
+        table: pd.DataFrame,
+        pairs: pd.DataFrame | Iterable[Sequence] | None = None,
+        *,
+        blocking: object = None,
+        split: str | None = None,
+        name: str = "table",
+    ) -> "PairDataset":
+        """Build a deduplication dataset: one table and pairs of its records.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            The records, indexed by unique record id (cast to ``str``).
+        pairs : DataFrame or iterable of ``(id_a, id_b[, label[, split]])`` rows, optional
+            Candidate pairs, each given in either order: ``(a, b)`` and ``(b, a)`` are the same
+            pair and are stored once as ``(min, max)`` (string order). A pair of a record with
+            itself, or a pair given twice (in the same or the mirrored order), is a
+            :class:`~skrisk.exceptions.DataError` naming both rows: a duplicated question could
+            carry two different answers, and skrisk never drops an answer silently. ``None``:
+            the candidates of ``block(table, None, blocking)``, unlabelled.
+        blocking : rule or list of rules, optional
+            Blocking rules for :func:`~skrisk.data.block` when ``pairs`` is ``None``
+            (``None``: a ``tokens`` rule over all attributes).
+        split : str, optional
+            Put every pair into this split (default: the ``split`` column of ``pairs``, else
+            ``"pool"``).
+        name : str, default="table"
+            A short name used in reports.
+
+        Returns
+        -------
+        PairDataset
+            With ``task == "dedup"`` and ``left is right``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skrisk.data import PairDataset
+        >>> people = pd.DataFrame({"name": ["ann lee", "anne lee", "bob ray"]}, index=["p1", "p2", "p3"])
+        >>> ds = PairDataset.from_table(people, [("p2", "p1", 1), ("p3", "p1", 0)])
+        >>> ds.task, ds.pairs[["left_id", "right_id", "label"]].values.tolist()
+        ('dedup', [['p1', 'p2', 1], ['p1', 'p3', 0]])
+        """
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"table must be a pandas DataFrame indexed by record id, got {type(table).__name__}.")
+        table = _check_table(table, "table", name)
+        if pairs is None:
+            from ._blocking import block
+
+            pairs = block(table, None, blocking).pairs
+            pairs["label"] = UNLABELLED
+        elif not isinstance(pairs, pd.DataFrame):
+            pairs = _rows_to_frame(pairs)
+        else:
+            pairs = pairs.copy()
+        if split is not None:
+            pairs["split"] = split
+        return cls(left=table, right=table, pairs=pairs, name=name)
+
     @classmethod
     def from_frames(
         cls,
@@ -186,24 +272,38 @@ class PairDataset:
         split: str | None = None,
         name: str = "pairs",
     ) -> "PairDataset":
-        """Build a dataset from two tables and pairs given as a frame or ``(left, right[, label])`` rows."""
+        """Build a linkage dataset from two tables and pairs given as a frame or ``(left, right[, label])`` rows.
+
+        Always a linkage task (``task == "link"``), even when ``left`` and ``right`` are the same
+        frame (then every record may also pair with itself); use :meth:`from_table` to
+        deduplicate one table.
+        """
         if not isinstance(pairs, pd.DataFrame):
-            rows = list(pairs)
-            width = len(rows[0]) if rows else 2
-            cols = ["left_id", "right_id", "label", "split"][:width]
-            pairs = pd.DataFrame(rows, columns=cols)
+            pairs = _rows_to_frame(pairs)
         else:
             pairs = pairs.copy()
         if split is not None:
             pairs["split"] = split
+        if right is left:
+            right = right.copy()
         return cls(left=left, right=right, pairs=pairs, name=name)
 
     # ------------------------------------------------------------------ views
     def __len__(self) -> int:
         return len(self.pairs)
 
+    @property
+    def task(self) -> str:
+        """``"dedup"`` when the pairs join records of one table (``left is right``), else ``"link"``."""
+        return "dedup" if self.left is self.right else "link"
+
     def __repr__(self) -> str:
         parts = ", ".join(f"{k}={v}" for k, v in self.split_sizes.items())
+        if self.task == "dedup":
+            return (
+                f"PairDataset(name={self.name!r}, task='dedup', table={len(self.left)}, "
+                f"pairs={len(self)} [{parts}], attributes={self.attributes})"
+            )
         return (
             f"PairDataset(name={self.name!r}, left={len(self.left)}, right={len(self.right)}, "
             f"pairs={len(self)} [{parts}], attributes={self.attributes})"
@@ -309,6 +409,120 @@ class PairDataset:
                 }
             )
         return pd.DataFrame(rows).set_index("split")
+
+
+def stack_tables(
+    dataset: PairDataset,
+    *,
+    blocking: object = None,
+    prefixes: tuple[str, str] = ("a:", "b:"),
+    return_blocking: bool = False,
+) -> "PairDataset | tuple[PairDataset, object]":
+    """A linkage dataset turned into a deduplication task: its two tables stacked into one.
+
+    Record ids get a prefix per side (``"a:"`` for the left table, ``"b:"`` for the right) so
+    they stay unique. The true links of the dedup task are the linkage dataset's labelled
+    matches; every other pair of records counts as a non-match (pairs inside one table
+    included: the benchmark tables are assumed free of duplicates within each side).
+
+    Parameters
+    ----------
+    dataset : PairDataset
+        A linkage dataset (``task == "link"``) with labels on at least some pairs.
+    blocking : rule or list of rules, optional
+        ``None`` keeps the dataset's own pairs (renamed, canonicalised, with their labels and
+        splits). Rules block the stacked table against itself with :func:`~skrisk.data.block`
+        (pairs across and within the sides); those candidates are labelled 1 when they are a
+        labelled match of ``dataset``, else 0, all in split ``"pool"``.
+    prefixes : tuple of 2 str, default=("a:", "b:")
+        Id prefixes of the left and right records; they must differ.
+    return_blocking : bool, default=False
+        Also return the :class:`~skrisk.data.BlockingResult` (``None`` when ``blocking`` is
+        ``None``).
+
+    Returns
+    -------
+    PairDataset or (PairDataset, BlockingResult or None)
+        With ``task == "dedup"``, named ``"<name>-stacked"``; the stacked table holds a column
+        ``source`` only implicitly, through the id prefix.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skrisk.data import PairDataset, stack_tables
+    >>> left = pd.DataFrame({"name": ["acme corp", "globex"]}, index=["1", "2"])
+    >>> right = pd.DataFrame({"name": ["acme corporation", "initech"]}, index=["1", "2"])
+    >>> ds = stack_tables(PairDataset.from_frames(left, right, [("1", "1", 1), ("2", "2", 0)]))
+    >>> ds.task, ds.pairs[["left_id", "right_id", "label"]].values.tolist()
+    ('dedup', [['a:1', 'b:1', 1], ['a:2', 'b:2', 0]])
+    """
+    if not isinstance(dataset, PairDataset) or dataset.task != "link":
+        raise TypeError("stack_tables needs a linkage PairDataset (two tables), e.g. load_deepmatcher(...).")
+    if len(prefixes) != 2 or prefixes[0] == prefixes[1]:
+        raise ValueError(f"prefixes must be two different strings, got {prefixes!r}.")
+    pl, pr = (str(p) for p in prefixes)
+    table = pd.concat(
+        [dataset.left.rename(index=lambda i: f"{pl}{i}"), dataset.right.rename(index=lambda i: f"{pr}{i}")]
+    )
+    table.index.name = "id"
+    pairs = dataset.pairs.copy()
+    pairs["left_id"] = pl + pairs["left_id"]
+    pairs["right_id"] = pr + pairs["right_id"]
+    name = f"{dataset.name}-stacked"
+    result = None
+    if blocking is not None:
+        from ._blocking import block
+
+        matches = pairs.loc[pairs["label"] == 1, ["left_id", "right_id"]]
+        result = block(table, None, blocking, true_links=matches)
+        pairs = result.pairs.copy()
+        pairs["split"] = "pool"
+    out = PairDataset(left=table, right=table, pairs=pairs, name=name)
+    return (out, result) if return_blocking else out
+
+
+def _rows_to_frame(pairs: Iterable[Sequence]) -> pd.DataFrame:
+    rows = list(pairs)
+    width = len(rows[0]) if rows else 2
+    cols = ["left_id", "right_id", "label", "split"][:width]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def canonical_pairs(pairs: pd.DataFrame, what: str) -> pd.DataFrame:
+    """Pairs of one table in canonical order (``left_id < right_id``), checked.
+
+    ``pairs`` has string columns ``left_id`` and ``right_id``; rows whose ids are in the wrong
+    order are swapped (other columns are kept). A self-pair or a pair listed twice (in either
+    order) raises :class:`DataError` naming the row(s) and the fix; ``what`` names the source.
+    """
+    lid = pairs["left_id"].to_numpy(dtype=object)
+    rid = pairs["right_id"].to_numpy(dtype=object)
+    same = np.flatnonzero(lid == rid)
+    if len(same):
+        row = int(same[0])
+        raise DataError(
+            f"{what}: row {row} pairs record {lid[row]!r} with itself ({len(same)} such rows): "
+            "a record is always the same entity as itself. Remove those rows."
+        )
+    swap = lid > rid
+    out = pairs.copy()
+    if swap.any():
+        out["left_id"] = np.where(swap, rid, lid)
+        out["right_id"] = np.where(swap, lid, rid)
+    dup = out.duplicated(["left_id", "right_id"], keep=False).to_numpy()
+    if dup.any():
+        first = int(np.flatnonzero(dup)[0])
+        key = (out["left_id"].iloc[first], out["right_id"].iloc[first])
+        rows = np.flatnonzero(
+            (out["left_id"].to_numpy() == key[0]) & (out["right_id"].to_numpy() == key[1])
+        )
+        raise DataError(
+            f"{what}: rows {rows[0]} and {rows[1]} are the same pair {key} (one table: "
+            f"({key[1]!r}, {key[0]!r}) is the same question as ({key[0]!r}, {key[1]!r})); "
+            f"{int(dup.sum()) - len(set(zip(out['left_id'][dup], out['right_id'][dup])))} such "
+            "repeats in all. Keep each pair once."
+        )
+    return out
 
 
 def _to_text(value: object) -> str:

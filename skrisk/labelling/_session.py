@@ -147,7 +147,12 @@ def _read_manifest(path: Path) -> dict:
     inputs = manifest.get("inputs")
     if not isinstance(inputs, dict):
         raise bad('it has no "inputs" (the tables the session started with)')
-    for side in ("left", "right", "pairs"):
+    task = manifest.get("task", "link")
+    if task not in ("link", "dedup"):
+        raise bad(f'"task" is {task!r}, not "link" or "dedup"')
+    manifest["task"] = task
+    tables = ("table",) if task == "dedup" else ("left", "right")
+    for side in (*tables, "pairs"):
         info = inputs.get(side)
         if info is None and side == "pairs":
             continue
@@ -164,7 +169,48 @@ def _read_manifest(path: Path) -> dict:
         raise bad('"encoding" is not a text')
     if manifest.get("exported") is not None and not isinstance(manifest["exported"], dict):
         raise bad('"exported" is not an object')
+    if manifest.get("blocking") is not None:
+        try:
+            manifest["blocking"] = _rules_from_json(manifest["blocking"])
+        except (TypeError, ValueError, KeyError) as exc:
+            raise bad(f'"blocking" is not a list of blocking rules ({exc})') from exc
     return manifest
+
+
+def _rules_to_json(rules: Any) -> list | None:
+    """Blocking rules as JSON: ``[{"method", "columns", "params"}, ...]`` (``None``: the default)."""
+    if rules is None:
+        return None
+    if isinstance(rules, tuple) and rules and isinstance(rules[0], str):
+        rules = [rules]
+    out = []
+    for rule in rules:
+        cols = rule[1]
+        out.append({
+            "method": str(rule[0]),
+            "columns": None if cols is None else ([cols] if isinstance(cols, str) else [str(c) for c in cols]),
+            "params": dict(rule[2]) if len(rule) > 2 else {},
+        })
+    return out
+
+
+def _rules_from_json(data: Any) -> list[tuple[str, Any, dict]]:
+    if not isinstance(data, list):
+        raise TypeError("not a list")
+    rules = []
+    for r in data:
+        if not isinstance(r, dict) or not isinstance(r["method"], str) or not isinstance(r.get("params", {}), dict):
+            raise TypeError(f"bad rule {r!r}")
+        cols = r.get("columns")
+        if cols is not None and not (isinstance(cols, list) and all(isinstance(c, str) for c in cols)):
+            raise TypeError(f"bad columns {cols!r}")
+        rules.append((r["method"], cols, dict(r.get("params", {}))))
+    return rules
+
+
+def _table_word(side: str) -> str:
+    """``"left table"``, ``"right table"`` or ``"table"`` (the one table of a dedup session)."""
+    return "table" if side == "table" else f"{side} table"
 
 
 def _sha256(path: Path) -> str:
@@ -286,14 +332,20 @@ class LabellingSession:
         force: bool = False,
         input_fn: Callable[[str], str] | None = None,
         out: TextIO | None = None,
+        table: str | os.PathLike | None = None,
+        blocking: Any = None,
     ) -> "LabellingSession":
         """Start a session in ``folder`` or resume the one stored there.
 
         The folder is locked (an OS file lock) until :meth:`close`: a second process on the same
         folder gets :class:`~skrisk._fileio.FolderInUseError` naming the holder's pid.
 
-        On a new session ``left`` and ``right`` are required; on a resumed one they may be left
-        out (the manifest's paths are used). When given, they must be the same files (checked by
+        On a new session ``left`` and ``right`` are required (linkage), or ``table`` alone
+        (deduplication of one table: each unordered pair of distinct records is a candidate once;
+        see :meth:`~skrisk.data.PairDataset.from_table`); on a resumed one they may be left
+        out (the manifest's paths are used). ``blocking`` (rules for :func:`~skrisk.data.block`,
+        ``None`` for the default ``tokens`` rule) makes the candidates of a new session without
+        ``pairs``; the rules are stored in the manifest. When given, they must be the same files (checked by
         SHA-256); a table that moved is accepted at its new path, which the manifest then records.
         ``overrides`` (e.g. ``{"batch": 5}``) change parameters of a resumed session. ``force``
         resumes a session whose journal holds fewer events than at its last export (the old
@@ -336,6 +388,7 @@ class LabellingSession:
             session = cls._open_locked(
                 folder, left=left, right=right, pairs=pairs, id_column=id_column, encoding=encoding,
                 config=config, overrides=overrides, force=force, input_fn=input_fn, out=out,
+                table=table, blocking=blocking,
             )
         except BaseException:
             lock.release()
@@ -349,7 +402,7 @@ class LabellingSession:
     def _open_locked(
         cls, folder: Path, *, left: Any, right: Any, pairs: Any, id_column: str | None, encoding: str | None,
         config: SessionConfig | None, overrides: dict | None, force: bool,
-        input_fn: Callable[[str], str] | None, out: TextIO,
+        input_fn: Callable[[str], str] | None, out: TextIO, table: Any = None, blocking: Any = None,
     ) -> "LabellingSession":
         from ..data import load_csv_tables
 
@@ -359,7 +412,20 @@ class LabellingSession:
             inputs = manifest["inputs"]
             paths: dict[str, Path] = {}
             moved: list[str] = []
-            for side, given in (("left", left), ("right", right)):
+            dedup = manifest["task"] == "dedup"
+            if dedup and (left is not None or right is not None):
+                raise DataError(
+                    f"The session in {folder} deduplicates one table ({inputs['table']['path']}): resume it "
+                    "with --table (the same file) or without table arguments, not with --left/--right."
+                )
+            if not dedup and table is not None:
+                raise DataError(
+                    f"The session in {folder} links two tables ({inputs['left']['path']} and "
+                    f"{inputs['right']['path']}): resume it with --left/--right or without table arguments, "
+                    "not with --table."
+                )
+            sides = (("table", table),) if dedup else (("left", left), ("right", right))
+            for side, given in sides:
                 stored = inputs[side]
                 if given is not None:
                     info = _file_info(given)
@@ -378,12 +444,12 @@ class LabellingSession:
                 p = Path(stored["path"])
                 if not p.is_file():
                     raise DataError(
-                        f"The session's {side} table {p} is gone: pass its new location with --{side} "
+                        f"The session's {_table_word(side)} {p} is gone: pass its new location with --{side} "
                         "(it must hold the same contents)."
                     )
                 if _sha256(p) != stored["sha256"]:
                     raise DataError(
-                        f"The {side} table {p} changed since the session started. Restore it, or "
+                        f"The {_table_word(side)} {p} changed since the session started. Restore it, or "
                         "start a new session in another folder."
                     )
                 paths[side] = p
@@ -412,7 +478,8 @@ class LabellingSession:
             if not cand.is_file():
                 raise DataError(f"{cand} is missing: the session folder is damaged; start a new one.")
             dataset = load_csv_tables(
-                paths["left"], paths["right"], pairs_csv=cand, id_column=manifest["id_column"], split=None,
+                paths["table"] if dedup else paths["left"], None if dedup else paths["right"],
+                pairs_csv=cand, id_column=manifest["id_column"], split=None,
                 name=manifest.get("name"), encoding=manifest.get("encoding", "utf-8"), pairs_encoding="utf-8",
             )
             journal = Journal(folder / JOURNAL)
@@ -433,7 +500,7 @@ class LabellingSession:
                 manifest["params"] = params
                 atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
             for side in moved:
-                print(visible(f"The {side} table is now {paths[side]} (same contents, checked by SHA-256); "
+                print(visible(f"The {_table_word(side)} is now {paths[side]} (same contents, checked by SHA-256); "
                           "the session records its new place."), file=out, flush=True)
             journal.open()
             session = cls(folder, dataset, cfg, journal, input_fn=input_fn, out=out)
@@ -449,20 +516,37 @@ class LabellingSession:
                 f"manifest was deleted. Restore {MANIFEST} from a backup to resume, or start the new "
                 "session in another folder (the answers in this one would be lost)."
             )
-        if left is None or right is None:
+        dedup = table is not None
+        if dedup and (left is not None or right is not None):
+            raise DataError(
+                "Give either one table to deduplicate (--table people.csv) or two tables to link "
+                "(--left A.csv --right B.csv), not both."
+            )
+        if not dedup and (left is None or right is None):
             raise DataError(
                 f"{folder} holds no session yet: start one with --left A.csv --right B.csv "
-                "[--pairs candidates.csv]."
+                "(or --table T.csv to deduplicate one table) [--pairs candidates.csv]."
+            )
+        if pairs is not None and blocking is not None:
+            raise DataError(
+                "Candidate pairs come either from --pairs or from blocking: leave out the blocking "
+                "options when you give --pairs."
             )
         cfg = config or SessionConfig()
         cfg.check()
         id_column = id_column or "id"
         encoding = encoding or "utf-8"
-        inputs = {"left": _file_info(left), "right": _file_info(right), "pairs": _file_info(pairs)}
-        print("Reading the tables" + (" and candidate pairs" if pairs else " and blocking") + "...",
-              file=out, flush=True)
-        dataset = load_csv_tables(left, right, pairs_csv=pairs, id_column=id_column, split=None,
-                                  encoding=encoding)
+        if dedup:
+            left, right = table, None
+            inputs = {"table": _file_info(table), "pairs": _file_info(pairs)}
+        else:
+            inputs = {"left": _file_info(left), "right": _file_info(right), "pairs": _file_info(pairs)}
+        print("Reading the " + ("table" if dedup else "tables")
+              + (" and candidate pairs" if pairs else " and blocking") + "...", file=out, flush=True)
+        dataset, blocked = load_csv_tables(left, right, pairs_csv=pairs, id_column=id_column, split=None,
+                                           encoding=encoding, blocking=blocking, return_blocking=True)
+        if blocked is not None:
+            print(visible(blocked.report()), file=out, flush=True)
         if len(dataset) == 0:  # pragma: no cover - load_csv_tables raises first
             raise DataError("There is no candidate pair to label: give --pairs, or tables that share values.")
         cand = dataset.pairs[["left_id", "right_id"]].copy()
@@ -481,7 +565,9 @@ class LabellingSession:
             "name": dataset.name,
             "id_column": id_column,
             "encoding": encoding,
+            "task": dataset.task,
             "inputs": inputs,
+            "blocking": _rules_to_json(blocking) if pairs is None else None,
             "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
             "params": {
                 "batch": cfg.batch, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
@@ -489,9 +575,11 @@ class LabellingSession:
             },
         }
         atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        where = (f"among the {len(dataset.left)} records of one table (each pair once)" if dedup else
+                 f"between {len(dataset.left)} left and {len(dataset.right)} right records")
         print(
-            visible(f"New session in {folder}: {len(dataset)} candidate pairs between {len(dataset.left)} "
-                    f"left and {len(dataset.right)} right records; attributes {dataset.attributes}."),
+            visible(f"New session in {folder}: {len(dataset)} candidate pairs {where}; attributes "
+                    f"{dataset.attributes}."),
             file=out, flush=True,
         )
         session = cls(folder, dataset, cfg, journal, input_fn=input_fn, out=out)

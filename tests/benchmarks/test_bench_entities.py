@@ -1,0 +1,29 @@
+"""Smoke run of the entities benchmark script (FEBRL1, ``--quick``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("bench_entities", ROOT / "benchmarks" / "bench_entities.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_quick_run_writes_json_and_table(tmp_path):
+    bench = _load_script()
+    assert bench.main(["--tasks", "febrl1", "--quick", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "entities.json").read_text())
+    assert record["meta"]["seeds"] == 1 and "loadavg_before" in record["meta"]
+    (row,) = record["mean"]
+    assert row["task"] == "febrl1" and row["kind"] == "dedup" and row["candidates"] > 500
+    for k in ("pairs_f1", "entity_pairs_f1", "cluster_f1", "bcubed_f1"):
+        assert 0.5 < row[k] <= 1.0
+    table = (tmp_path / "entities.md").read_text()
+    assert "| febrl1 | dedup | no |" in table and "_command_" in table
