@@ -259,8 +259,13 @@ def _child_stream(size: int, args: argparse.Namespace) -> dict[str, Any]:
     n_extra = max(0, size - len(base))
     rng = np.random.default_rng(args.seed)
     n_all = len(left_ids) * len(right_ids)
-    # distinct random pairs as sorted linear indices (8 bytes per pair: ids, not a pair frame)
-    lin = np.unique(rng.integers(0, n_all, size=int(n_extra * 1.05) + 100))
+    if n_extra > n_all - len(base):
+        raise SystemExit(f"a pool of {size} pairs exceeds the {n_all} pairs of the two tables")
+    # distinct random pairs as sorted linear indices (8 bytes per pair: ids, not a pair frame);
+    # draw until enough are distinct (at 10M of DBLP-Scholar's 28M pairs, a sixth of the draws repeat)
+    lin = np.empty(0, dtype=np.int64)
+    while len(lin) < n_extra:
+        lin = np.unique(np.concatenate([lin, rng.integers(0, n_all, size=int((n_extra - len(lin)) * 1.3) + 100)]))
     lin = rng.permutation(lin)[:n_extra]
     lin.sort()
 
@@ -275,7 +280,10 @@ def _child_stream(size: int, args: argparse.Namespace) -> dict[str, Any]:
     q = stream_query(scorer, chunks(), labelled=labelled, n_instances=args.batch, chunk_size=args.chunk_size,
                      device="cpu", random_state=args.seed, progress=False)
     assert len(q.positions) == args.batch
-    return {"pool": size, "pool_scored": int(q.n_pairs), "pool_from_train": int(len(base)),
+    if q.n_pairs + sum(q.n_filtered.values()) != size:
+        raise SystemExit(f"the source held {q.n_pairs + sum(q.n_filtered.values())} pairs, not {size}")
+    return {"pool": size, "pool_scored": int(q.n_pairs), "pool_filtered": dict(q.n_filtered),
+            "pool_from_train": int(len(base)),
             "chunk_size": args.chunk_size, "prep_s": {k: round(v, 3) for k, v in t.items()},
             "stream": {"score": round(q.timings.get("score", 0.0), 3),
                        "kernel": round(q.timings.get("weights", 0.0) + q.timings.get("kmedoids", 0.0), 3),
