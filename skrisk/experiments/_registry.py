@@ -19,6 +19,7 @@ own registry name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -30,6 +31,7 @@ from ..strategies import (
     egl_sampling,
     entropy_sampling,
     random_sampling,
+    risk_sampling,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +61,8 @@ class StrategyFactory:
     {'selection': 'kmedoids', 'weighting': 'lipschitz', 'preselect': None}
     >>> STRATEGIES["entropy"].function.__name__
     'entropy_sampling'
+    >>> STRATEGIES["risk_paper"].standalone().keywords
+    {'selection': 'kmedoids', 'weighting': 'lipschitz', 'preselect': None}
     """
 
     description: str
@@ -85,6 +89,24 @@ class StrategyFactory:
             random_state=random_state,
             **dict(self.sampler_params),
         )
+
+    def standalone(self) -> Callable[..., Any]:
+        """The strategy without a task, as a plain modAL strategy function.
+
+        ``function`` itself, or :func:`~skrisk.strategies.risk_sampling` with ``sampler_params``
+        (a fresh RiskSampler per call, without validation pairs: its risk weights are ranked on
+        the labelled pairs' out-of-fold probabilities).
+
+        Returns
+        -------
+        callable
+            ``strategy(learner, X_pool, n_instances=1, *, random_state=None) -> (positions, scores)``.
+        """
+        if self.function is not None:
+            return self.function
+        if not self.sampler_params:
+            return risk_sampling
+        return partial(risk_sampling, **dict(self.sampler_params))
 
 
 def _risk(description: str, **params: Any) -> StrategyFactory:

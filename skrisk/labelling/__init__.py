@@ -1,17 +1,22 @@
 """Interactive labelling sessions with durable storage (``skrisk label``).
 
-* :class:`LabellingSession` -- starts or resumes a session in a folder and runs the console loop;
+* :class:`LabellingSession` -- starts or resumes a session in a folder; its step API
+  (``next_question`` / ``answer`` / ``undo``) runs the console loop and the notebook labeller;
+* :class:`JupyterLabeller` -- the ``ipywidgets`` labeller over the same session folder and journal;
 * :class:`Journal`, :func:`replay`, :class:`SessionState` -- the append-only answer journal;
 * :func:`atomic_write_text` -- the atomic file replace used for the manifest and the exports.
 """
 
 from ._journal import ANSWERS, Journal, SessionState, SessionWriteError, atomic_write_text, read_events, replay
-from ._session import LabellingSession, SessionConfig, export_session
+from ._session import LabellingSession, Question, SessionConfig, export_session
+from ._widget import JupyterLabeller
 
 __all__ = [
     "ANSWERS",
     "Journal",
+    "JupyterLabeller",
     "LabellingSession",
+    "Question",
     "SessionConfig",
     "SessionState",
     "SessionWriteError",

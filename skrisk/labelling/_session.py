@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import warnings
@@ -32,11 +31,12 @@ from .. import __version__
 from .._fileio import FolderLock
 from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
 from ..exceptions import DataError
-from ..matchers._base import match_labels
+from ..matchers._base import MATCH_THRESHOLD, match_labels
 from ..risk._defaults import DEFAULT_EPOCHS
-from ._journal import Journal, SessionState, _write_error, atomic_write_text, replay
+from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, replay
+from ._status import AUDIT_HELP, audit_batch, audit_keys, export_threshold, round_status, status_lines
 
-__all__ = ["LabellingSession", "SessionConfig", "export_session"]
+__all__ = ["LabellingSession", "Question", "SessionConfig", "export_session"]
 
 MANIFEST = "session.json"
 JOURNAL = "journal.jsonl"
@@ -49,15 +49,17 @@ _MAX_CELL = 2000  # characters of one cell shown in the console (the rest is sum
 
 _HELP = (
     "Answers: y = same entity (match), n = different entities, u = unsure (kept, not used for "
-    "training, not asked again), z = undo the last answer, e = export labels.csv and "
+    "training, not asked again), z = undo the last answer, r = all the reasons, f = the records "
+    "whole (long values are cut to fit the screen), e = export labels.csv and "
     "predicted_matches.csv now, q = quit (everything answered is saved; run the same command to "
-    "resume)."
+    "resume). " + AUDIT_HELP
 )
-_PROMPT = "Same entity? [y]es [n]o [u]nsure [z] undo [e]xport [q]uit [h]elp: "
+_PROMPT = "Same entity? [y]es [n]o [u]nsure [z]undo [r]easons [f]ull [q]uit [h]elp: "
 _ANSWER_WORDS = {
     "y": "yes", "yes": "yes", "n": "no", "no": "no", "u": "unsure", "unsure": "unsure",
     "z": "undo", "undo": "undo", "q": "quit", "quit": "quit", "exit": "quit",
     "e": "export", "export": "export", "h": "help", "help": "help", "?": "help",
+    "r": "reasons", "reasons": "reasons", "f": "full", "full": "full",
 }
 
 
@@ -67,8 +69,10 @@ class SessionConfig:
 
     Attributes
     ----------
-    batch : int
-        Pairs chosen by risk sampling per round (the matcher is retrained between rounds).
+    n_instances : int
+        Pairs chosen by risk sampling per round (the matcher is retrained between rounds); the
+        CLI flag is ``--batch``. A manifest written before this name (``"batch"`` under
+        ``"params"``) is read as ``n_instances``.
     n_initial : int
         Labels (both classes) gathered by similarity before the first matcher is trained.
     max_pool : int
@@ -78,22 +82,29 @@ class SessionConfig:
         Seeds the matcher, LearnRisk, the pool subsets and tie-breaks.
     epochs : int
         LearnRisk training epochs per round.
+    audit : int
+        Audit pairs drawn after each risk round (0: none); their answers estimate precision and
+        recall and are never used for training (see :mod:`skrisk.labelling._status`).
     """
 
-    batch: int = 10
+    n_instances: int = 10
     n_initial: int = 6
     max_pool: int = 3000
     seed: int = 0
     epochs: int = DEFAULT_EPOCHS
+    audit: int = 5
 
     def check(self) -> None:
         """Raise :class:`DataError` (a ``ValueError``) naming the first invalid parameter."""
-        for name in ("batch", "n_initial", "max_pool", "epochs"):
+        for name in ("n_instances", "n_initial", "max_pool", "epochs"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise DataError(f"{name} must be a positive integer, got {v!r}.")
         if self.n_initial < 2:
             raise DataError(f"n_initial must be at least 2 (one match, one non-match), got {self.n_initial}.")
+        a = self.audit
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or a < 0:
+            raise DataError(f"audit must be a non-negative integer (0 turns audits off), got {a!r}.")
         s = self.seed
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s <= _MAX_SEED:
             raise DataError(f"seed must be an integer from 0 to {_MAX_SEED}, got {s!r}: pass such a --seed.")
@@ -159,9 +170,14 @@ def _read_manifest(path: Path) -> dict:
         if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("path", "sha256")):
             raise bad(f'"inputs" has no valid "{side}" entry (with "path" and "sha256")')
     params = manifest.get("params")
+    if isinstance(params, dict) and "batch" in params and "n_instances" not in params:
+        params["n_instances"] = params.pop("batch")  # the name of manifests written before n_instances
     fields = SessionConfig.__dataclass_fields__
-    if not isinstance(params, dict) or not all(isinstance(params.get(k), int) for k in fields):
-        raise bad('"params" lacks one of the integers ' + ", ".join(fields))
+    optional = ("audit",)  # added later: older sessions lack it and get the default
+    if not isinstance(params, dict) or not all(
+        isinstance(params.get(k), int) for k in fields if k not in optional or k in params
+    ):
+        raise bad('"params" lacks one of the integers ' + ", ".join(k for k in fields if k not in optional))
     if not isinstance(manifest.get("id_column", "id"), str):
         raise bad('"id_column" is not a text')
     manifest.setdefault("id_column", "id")
@@ -256,6 +272,64 @@ def _fit(text: str, width: int) -> str:
     return "".join(kept) + " " * (width - used)
 
 
+def item_reasons(item: dict) -> list[dict]:
+    """The reasons a batch item stores, read defensively (a journal is a file a person may edit):
+    each a dict with ``text``, ``direction``, ``weight`` (float) and ``rule`` (texts)."""
+    raw = item.get("reasons") if isinstance(item, dict) else None
+    out = []
+    for r in raw if isinstance(raw, list) else []:
+        if not isinstance(r, dict) or not str(r.get("text", "")).strip():
+            continue
+        try:
+            weight = float(r.get("weight", 0.0))
+        except (TypeError, ValueError):
+            weight = 0.0
+        out.append({"text": str(r["text"]), "direction": str(r.get("direction", "?")),
+                    "weight": weight if weight == weight else 0.0, "rule": str(r.get("rule", "") or "")})
+    return out
+
+
+@dataclass(frozen=True)
+class Question:
+    """One pair the session asks about (:meth:`LabellingSession.next_question`).
+
+    Attributes
+    ----------
+    left_id, right_id : str
+        The pair.
+    number, total : int
+        Its place in its batch (1-based) and the batch's size.
+    phase : str
+        The batch's phase: ``"initial"`` (starting pairs picked by similarity) or ``"risk"``
+        (picked by risk sampling) or ``"audit"`` (drawn to estimate the matcher's quality; never
+        used for training).
+    title : str
+        The phase in words, as the console shows it.
+    round : int or None
+        The batch's round number (0-based).
+    item : dict
+        What the batch stored about the pair (``probability``, ``prediction``, ``risk``,
+        ``reasons``, ``explanation``, ...).
+    reask : bool
+        Whether it is asked again after an undo.
+    """
+
+    left_id: str
+    right_id: str
+    number: int
+    total: int
+    phase: str
+    title: str
+    round: int | None
+    item: dict
+    reask: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(left_id, right_id)``."""
+        return (self.left_id, self.right_id)
+
+
 class LabellingSession:
     """One labelling session stored in a folder; :meth:`open` starts or resumes it.
 
@@ -315,6 +389,7 @@ class LabellingSession:
                 "new session folder."
             )
         self._features: np.ndarray | None = None
+        self._similarity: Any = None  # the fitted SimilarityFeatures (set with the features)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -347,7 +422,7 @@ class LabellingSession:
         ``None`` for the default ``tokens`` rule) makes the candidates of a new session without
         ``pairs``; the rules are stored in the manifest. When given, they must be the same files (checked by
         SHA-256); a table that moved is accepted at its new path, which the manifest then records.
-        ``overrides`` (e.g. ``{"batch": 5}``) change parameters of a resumed session. ``force``
+        ``overrides`` (e.g. ``{"n_instances": 5}``) change parameters of a resumed session. ``force``
         resumes a session whose journal holds fewer events than at its last export (the old
         ``labels.csv`` is kept as a backup at the next export).
 
@@ -464,7 +539,7 @@ class LabellingSession:
                     )
             params = dict(manifest["params"])
             for k, v in (overrides or {}).items():
-                if v is not None and k in ("batch", "max_pool", "epochs"):
+                if v is not None and k in ("n_instances", "max_pool", "epochs", "audit"):
                     params[k] = v
             cfg = SessionConfig(**{k: params[k] for k in SessionConfig.__dataclass_fields__ if k in params})
             try:
@@ -570,8 +645,8 @@ class LabellingSession:
             "blocking": _rules_to_json(blocking) if pairs is None else None,
             "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
             "params": {
-                "batch": cfg.batch, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
-                "seed": cfg.seed, "epochs": cfg.epochs,
+                "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
+                "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit,
             },
         }
         atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
@@ -602,22 +677,14 @@ class LabellingSession:
             self._print(f"Computing similarity features of {len(self.keys)} pairs...")
             sf = SimilarityFeatures()
             self._features = np.asarray(sf.fit_transform(self.dataset.to_frame()), dtype=np.float64)
+            self._similarity = sf  # the fitted features go into the saved model
             self._feature_names = [str(n) for n in sf.get_feature_names_out()]
         return self._features
 
-    def _named(self, text: str) -> str:
-        """Rule texts name features ``x<j>`` (LearnRisk sees an array): use the feature names."""
-        names = getattr(self, "_feature_names", [])
-
-        def repl(m: re.Match) -> str:
-            j = int(m.group(1))
-            return names[j] if j < len(names) else m.group(0)
-
-        return re.sub(r"\bx(\d+)\b", repl, text)
-
     def labels(self) -> dict[tuple[str, str], int]:
-        """Training labels in force: given ones, then the yes/no answers (answers win)."""
-        return {**self.given, **self.state.labels()}
+        """Training labels in force: given ones, then the yes/no answers (answers win); never audit answers."""
+        audit = audit_keys(self)
+        return {**self.given, **{k: v for k, v in self.state.labels().items() if k not in audit}}
 
     def _asked(self) -> set[tuple[str, str]]:
         return set(self.given) | set(self.state.answers) | set(self.state.reask)
@@ -632,6 +699,9 @@ class LabellingSession:
 
     # ------------------------------------------------------------------ choosing pairs
     def _next_batch(self) -> dict | None:
+        owed = audit_batch(self)  # the audit drawn with the last risk round, once that round is answered
+        if owed is not None:
+            return owed
         labels = self.labels()
         n_yes = sum(v == 1 for v in labels.values())
         n_no = len(labels) - n_yes
@@ -691,23 +761,31 @@ class LabellingSession:
             pool = np.sort(rng.choice(pool, size=cfg.max_pool, replace=False))
 
         self._print(
-            f"Training the matcher on {len(y_lab)} labels and choosing {min(cfg.batch, len(pool))} "
+            f"Training the matcher on {len(y_lab)} labels and choosing {min(cfg.n_instances, len(pool))} "
             f"pairs among {len(pool)} by risk sampling..."
         )
         # LearnRisk learns its rules and ranks its weights on out-of-fold probabilities of the
         # labelled pairs (a forest is always right on the pairs it was fitted on)
         sampler = RiskSampler(
             risk_params={"epochs": cfg.epochs}, random_state=_round_seed(cfg.seed, round_no, 1),
-            device="cpu",
+            device="cpu", feature_names=self._feature_names,
         )
         matcher = FeatureMatcher(random_state=cfg.seed)
         learner = ActiveLearner(matcher, sampler, X_training=F[lab_pos], y_training=y_lab)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            picked, risks = sampler(learner, F[pool], n_instances=min(cfg.batch, len(pool)),
+            picked, risks = sampler(learner, F[pool], n_instances=min(cfg.n_instances, len(pool)),
                                     random_state=_round_seed(cfg.seed, round_no, 2))
         risk_model = sampler.last_query_.risk_model
+        self._save_model(matcher, risk_model)
         fallback = risk_model is None
+        proba_all = matcher.predict_proba(F)[:, 1]
+        risk_all = np.minimum(proba_all, 1 - proba_all) if fallback else risk_model.predict_risk(F)
+        status, draws = round_status(self, proba_all, np.asarray(risk_all, dtype=np.float64),
+                                     np.asarray(sampler.last_query_.risk, dtype=np.float64), len(free),
+                                     round_no, _round_seed(cfg.seed, round_no, 3))
+        status["lines"] = status_lines(self, status)  # kept for status_text() (the Jupyter labeller)
+        self._print(*status["lines"])
         chosen = F[pool[picked]]
         proba = matcher.predict_proba(chosen)[:, 1]
         items = []
@@ -720,84 +798,219 @@ class LabellingSession:
                     f"The risk is the matcher's uncertainty min(p, 1 - p) = {risk:.3f}, spread over "
                     "the pairs by weighted k-medoids."
                 )
+                reasons = []
             else:
-                why = self._named(str(risk_model.explain(chosen, j)))
+                values = {a: (lv, rv) for a, lv, rv in self.record_values((left_id, right_id))}
+                exp = risk_model.explain(chosen, j, pairs=values)
+                why = str(exp)
+                reasons = [
+                    {"text": r.text, "direction": r.direction, "weight": round(r.weight, 4),
+                     "feature": r.feature, "rule": r.rules[0] if r.rules else ""}
+                    for r in exp.reasons
+                ]
             items.append(
                 {
                     "left_id": left_id, "right_id": right_id, "probability": round(float(p), 4),
                     "prediction": int(match_labels([p])[0]), "risk": round(float(risk), 4),
-                    "explanation": why,
+                    "explanation": why, "reasons": reasons,
                 }
             )
         notes = [str(w.message) for w in caught if not fallback or "LearnRisk" not in str(w.message)]
         return {"phase": "risk", "round": round_no, "n_labels": int(len(y_lab)), "items": items,
-                "notes": notes[:3]}
+                "notes": notes[:3], "status": status, "audit_draws": draws}
+
+    def _save_model(self, matcher: Any, risk_model: Any) -> Path:
+        """Save the model of this round (:data:`~skrisk.matching.MODEL_FILE`, atomically) for ``skrisk match``."""
+        from ..matching import MODEL_FILE, MatchModel
+        from ..matchers._base import MATCH_THRESHOLD
+
+        manifest = self._manifest or {}
+        rules = manifest.get("blocking")
+        if rules and isinstance(rules[0], dict):  # a new session's manifest holds them as JSON
+            rules = _rules_from_json(rules)
+        model = MatchModel(
+            attributes=list(self.dataset.attributes), features=self._similarity, matcher=matcher,
+            risk_model=risk_model, threshold=float(manifest.get("threshold", MATCH_THRESHOLD)),
+            task=self.dataset.task, blocking=rules,
+            id_column=manifest.get("id_column", "id"),
+        )
+        path = self.folder / MODEL_FILE
+        try:
+            return model.save(path)
+        except OSError as exc:
+            raise _write_error(path, exc) from exc
 
     # ------------------------------------------------------------------ showing pairs
-    def _render(self, key: tuple[str, str], position: tuple[int, int, str]) -> list[str]:
+    def record_values(self, key: tuple[str, str]) -> list[tuple[str, str, str]]:
+        """``(attribute, left value, right value)`` of a pair, cells as compared (whitespace runs as
+        one space, missing as ``""``); not escaped: every display escapes them its own way."""
+        ds = self.dataset
+        lrec, rrec = ds.left.loc[key[0]], ds.right.loc[key[1]]
+        return [(str(a), _cell(lrec[a]), _cell(rrec[a])) for a in ds.attributes]
+
+    def _counts_text(self) -> str:
+        counts = self.state.counts()
+        n_yes = counts["yes"] + sum(v == 1 for k, v in self.given.items() if k not in self.state.answers)
+        n_no = counts["no"] + sum(v == 0 for k, v in self.given.items() if k not in self.state.answers)
+        return f"so far: {n_yes} match(es), {n_no} non-match(es), {counts['unsure']} unsure"
+
+    def _screen(self) -> tuple[int, int]:
+        """Terminal columns (20-140) and lines (at least 20; 40 when unknown, e.g. piped).
+
+        A terminal's own size wins over ``COLUMNS`` / ``LINES`` (often stale: a shell exports
+        them once, then the window is resized); output that is not a terminal reads them.
+        """
+        size = None
+        try:
+            if self.out.isatty():
+                size = os.get_terminal_size(self.out.fileno())
+        except (AttributeError, OSError, ValueError):
+            size = None
+        if size is None or size.columns <= 0 or size.lines <= 0:
+            size = shutil.get_terminal_size((100, 40))
+        return max(20, min(size.columns, 140)), max(20, size.lines)
+
+    def _render(self, key: tuple[str, str], position: tuple[int, int, str], *, full: bool = False) -> list[str]:
         """The lines showing one pair; no line is wider than the terminal, no cell can drive it.
+
+        The question fits the terminal's height (40 lines when unknown) together with the prompt:
+        long cells are wrapped and cut to their share of the lines (the cut says how many
+        characters are hidden; ``f`` shows the records whole), and at most three reasons are shown
+        (``r`` shows them all). With ``full=True`` every cell is shown whole (up to ``_MAX_CELL``
+        characters) and every reason.
 
         Every text from the tables (ids, attribute names, cells, explanations) goes through
         :func:`~skrisk._safetext.visible`; widths are counted in terminal columns (wide CJK
         characters take two). Terminals narrower than 72 columns get one value per line.
         """
         item = self.state.items.get(key, {})
-        width = max(20, min(shutil.get_terminal_size((100, 24)).columns, 140))
+        width, height = self._screen()
         narrow = width < 72
-        ds = self.dataset
-        lrec, rrec = ds.left.loc[key[0]], ds.right.loc[key[1]]
-        attrs = ds.attributes
-        names = [visible(a) for a in attrs]
-        aw = min(max(len("attribute"), *(display_width(a) for a in names)), 24)
+        values = self.record_values(key)
+        names = [visible(a) for a, _, _ in values]
+        aw = min(max(len("attribute"), *(display_width(a) for a in names)), 24) if names else len("attribute")
         cw = max(16, (width - aw - 7) // 2)
-        counts = self.state.counts()
-        n_yes = counts["yes"] + sum(v == 1 for k, v in self.given.items() if k not in self.state.answers)
-        n_no = counts["no"] + sum(v == 0 for k, v in self.given.items() if k not in self.state.answers)
         k, n, phase = position
-        lines = [
+        head = [
             "=" * width,
-            f"{phase}, question {k} of {n}   |   so far: {n_yes} match(es), {n_no} non-match(es), "
-            f"{counts['unsure']} unsure",
+            f"{phase}, question {k} of {n} | {self._counts_text()}",
             "-" * width,
         ]
 
-        def row(a: str, lv: str, rv: str, mark: str) -> list[str]:
+        def cell_lines(v: str, w: int) -> list[str]:
+            return wrap_to_width(_shown(v), w) if v else [""]
+
+        def cut(lines: list[str], keep: int, w: int, v: str) -> list[str]:
+            """The first ``keep`` lines; a cut ends with how many characters are hidden."""
+            if len(lines) <= keep:
+                return lines
+            kept = lines[:keep]
+            hidden = len(v) - sum(len(t) + 1 for t in kept)  # each line break took one space
+            tag = f" [... {max(hidden, 1)} more characters]"
+            last = kept[-1]
+            while last and display_width(last + tag) > w:
+                last = last[:-1]
+            kept[-1] = (last + tag) if display_width(last + tag) <= w else tag.strip()[:w]
+            return kept
+
+        def row(a: str, lv: list[str], rv: list[str], mark: str) -> list[str]:
             if narrow:
                 out = [f"{mark} {a}"]
-                for side, v in (("L", lv), ("R", rv)):
-                    parts = wrap_to_width(v, width - 5)
+                for side, parts in (("L", lv), ("R", rv)):
                     out += [f"  {side}: {parts[0]}"] + [f"     {t}" for t in parts[1:]]
                 return out
-            lw = wrap_to_width(lv, cw)
-            rw = wrap_to_width(rv, cw)
             out = []
-            for t, (x, y) in enumerate(zip_longest(lw, rw, fillvalue="")):
+            for t, (x, y) in enumerate(zip_longest(lv, rv, fillvalue="")):
                 out.append(f"{_fit(a if t == 0 else '', aw)} {mark if t == 0 else ' '} {_fit(x, cw)} | {y}")
             return out
 
-        lines += row("attribute", f"left record {visible(key[0])}", f"right record {visible(key[1])}", " ")
-        lines.append("-" * width)
-        for a, shown_name in zip(attrs, names):
-            lv, rv = _cell(lrec[a]), _cell(rrec[a])
+        lines_id = row("attribute", [f"left record {visible(key[0])}"], [f"right record {visible(key[1])}"], " ")
+        vw = width - 5 if narrow else cw
+        wrapped = []
+        for a, lv, rv in values:
             mark = "=" if lv.lower() == rv.lower() and lv else ("?" if not lv or not rv else "~")
-            lines += row(shown_name, _shown(lv), _shown(rv), mark)
-        lines.append("-" * width)
-        lines.append("(= same value, ~ different, ? missing on one side)")
+            wrapped.append((a, lv, rv, mark, cell_lines(lv, vw), cell_lines(rv, vw)))
+
+        # the tail: prediction, risk and the reasons
+        tail: list[str] = []
         if "probability" in item:
             verdict = "MATCH" if item["prediction"] == 1 else "NON-MATCH"
-            lines.append(
-                f"Matcher says {verdict} with p(match) = {item['probability']:.3f}; "
-                f"risk that this label is wrong = {item['risk']:.3f}"
-            )
-            lines.append("Why risk sampling picked it (LearnRisk):")
-        for t in str(item.get("explanation", "")).splitlines():
-            lines += [("  " if j == 0 else "      ") + w
-                      for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
-        out: list[str] = []
-        for line in lines:  # a last guard: nothing wider than the terminal
-            line = visible(line)
-            out += [line] if display_width(line) <= width else wrap_to_width(line, width)
-        return out
+            tail.append(f"Matcher says {verdict} with p(match) = {item['probability']:.3f}; "
+                        f"risk that this label is wrong = {item['risk']:.3f}")
+        reasons = item_reasons(item)
+        if reasons:
+            shown_r = reasons if full else reasons[:3]
+            more = "" if full or len(reasons) <= 3 else f"; [r] shows all {len(reasons)}"
+            tail.append(f"Why risk sampling picked it (strongest first{more}):")
+            for r in shown_r:
+                txt = visible(f"{r['text']} (suggests {r['direction']})")
+                parts = wrap_to_width(txt, width - 4)
+                if not full and len(parts) > 2:
+                    parts = parts[:2]
+                    parts[1] = _fit(parts[1], width - 8).rstrip() + " ..."
+                tail += [("  - " if j == 0 else "    ") + w for j, w in enumerate(parts)]
+        else:
+            expl = [t for t in str(item.get("explanation", "")).splitlines() if t.strip()]
+            if expl and "probability" in item:
+                tail.append("Why risk sampling picked it (LearnRisk):")
+            if expl and not full:
+                expl_lines = []
+                for t in expl:
+                    expl_lines += wrap_to_width(visible(t), width - 6)
+                if len(expl_lines) > 4:
+                    expl_lines = expl_lines[:3] + ["[r] shows the whole explanation"]
+                tail += ["  " + t for t in expl_lines]
+            else:
+                for t in expl:
+                    tail += [("  " if j == 0 else "      ") + w
+                             for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
+        legend = "(= same value, ~ different, ? missing on one side"
+        legend += ")" if full else "; [f] shows long values whole)"
+        def guard(lines: list[str]) -> list[str]:  # nothing wider than the terminal
+            out: list[str] = []
+            for line in lines:
+                line = visible(line)
+                out += [line] if display_width(line) <= width else wrap_to_width(line, width)
+            return out
+
+        head, tail, legend_lines = guard(head), guard(tail), guard([legend])
+        prompt_lines = -(-display_width(_PROMPT) // width)
+        # the blank line before, the rules around the records, the legend and the prompt
+        fixed = 1 + len(head) + len(lines_id) + 2 + len(legend_lines) + len(tail) + prompt_lines
+        body: list[str] = []
+        if full:
+            for a, _, _, mark, lw, rw in wrapped:
+                body += row(visible(a), lw, rw, mark)
+        else:
+            budget = max(height - fixed, 1)
+            least = 3 if narrow else 1  # lines an attribute takes at the least (narrow: name, L, R)
+            n_fit = len(wrapped) if len(wrapped) * least <= budget else max(0, (budget - 1) // least)
+            shown_rows = wrapped[:n_fit]
+            if narrow:  # value lines of both sides, one line each at the least
+                need = [len(lw) + len(rw) for *_, lw, rw in shown_rows]
+                alloc = [2] * len(shown_rows)
+            else:
+                need = [max(len(lw), len(rw)) for *_, lw, rw in shown_rows]
+                alloc = [1] * len(shown_rows)
+            spare = budget - least * len(shown_rows)
+            grew = True
+            while spare > 0 and grew:  # water-filling: one more line to every row that needs it
+                grew = False
+                for i in range(len(shown_rows)):
+                    if spare > 0 and alloc[i] < need[i]:
+                        alloc[i] += 1
+                        spare -= 1
+                        grew = True
+            for (a, lv, rv, mark, lw, rw), m in zip(shown_rows, alloc):
+                if narrow:
+                    kl = max(1, min(len(lw), m - min(len(rw), m // 2)))
+                    kr = max(1, m - kl)
+                    body += row(visible(a), cut(lw, kl, vw, lv), cut(rw, kr, vw, rv), mark)
+                else:
+                    body += row(visible(a), cut(lw, m, vw, lv), cut(rw, m, vw, rv), mark)
+            if n_fit < len(wrapped):
+                body.append(f"... {len(wrapped) - n_fit} more attribute(s): [f] shows them")
+        return guard(head + lines_id + ["-" * width] + body + ["-" * width] + legend_lines + tail)
 
     # ------------------------------------------------------------------ the loop
     def _read(self) -> str:
@@ -817,6 +1030,135 @@ class LabellingSession:
                 continue
             return ans
 
+    # ------------------------------------------------------------------ the step API
+    def next_question(self) -> Question | None:
+        """The next pair to ask about, choosing (and journaling) a new batch when none is pending.
+
+        The one question loop of skrisk: the console (:meth:`run`) and the Jupyter labeller
+        (:class:`~skrisk.labelling.JupyterLabeller`) both ask what this returns and record the
+        answer with :meth:`answer`, so a session moves freely between the two.
+
+        Returns
+        -------
+        Question or None
+            None when every candidate pair is answered (or asked and undecided: nothing is left).
+        """
+        while True:
+            pending = self.state.pending()
+            if pending:
+                return self._question(pending[0])
+            batch = self._next_batch()
+            if batch is None:
+                return None
+            ev = self.journal.append("batch", **batch)
+            self.state.apply(ev)
+            for note in batch.get("notes", []):
+                self._print(f"note: {note}")
+
+    def _question(self, key: tuple[str, str]) -> Question:
+        batch = self._batch_of(key)
+        batch_keys = [(str(i["left_id"]), str(i["right_id"])) for i in batch["items"]] if batch else [key]
+        k = batch_keys.index(key) + 1 if key in batch_keys else 1
+        kind = batch["phase"] if batch else "risk"
+        title = (
+            f"Starting pairs (round {batch['round'] + 1})" if batch and kind == "initial"
+            else f"Audit after round {batch['round'] + 1} (not used for training)" if batch and kind == "audit"
+            else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
+        )
+        reask = key in self.state.reask
+        if reask:
+            title += " [asked again after undo]"
+        return Question(
+            left_id=key[0], right_id=key[1], number=k, total=len(batch_keys), phase=kind, title=title,
+            round=batch["round"] if batch else None, item=dict(self.state.items.get(key, {})), reask=reask,
+        )
+
+    def answer(self, key: tuple[str, str], answer: str) -> dict:
+        """Record the answer to a pair that is waiting for one (see :meth:`next_question`).
+
+        Parameters
+        ----------
+        key : (left_id, right_id)
+            The pair; it must be pending (asked and unanswered), else :class:`DataError`.
+        answer : {"yes", "no", "unsure"}
+
+        Returns
+        -------
+        dict
+            The journal event (already on disk).
+        """
+        key = (str(key[0]), str(key[1]))
+        if answer not in ANSWERS:
+            raise DataError(f"Unknown answer {answer!r}: give one of {', '.join(ANSWERS)}.")
+        if key not in self.state.pending():
+            raise DataError(
+                f"Pair {key} is not waiting for an answer (answered already, or never asked): answer "
+                "the pair next_question() returns."
+            )
+        batch = self._batch_of(key)
+        ev = self.journal.append(
+            "answer", left_id=key[0], right_id=key[1], answer=answer, round=batch["round"] if batch else None,
+        )
+        self.state.apply(ev)
+        return ev
+
+    def undo(self) -> dict | None:
+        """Undo the last answer in force (journaled); the pair is asked again next.
+
+        Returns
+        -------
+        dict or None
+            The answer event that was undone, or None when there is nothing to undo.
+        """
+        last = self.state.last_answer()
+        if last is None:
+            return None
+        ev = self.journal.append(
+            "undo", target=int(last["seq"]), left_id=last["left_id"], right_id=last["right_id"]
+        )
+        self.state.apply(ev)
+        return last
+
+    def status_text(self) -> list[str]:
+        """The estimate, the chosen threshold and the stopping advice of the latest risk round, as
+        printed after its training (empty before the first risk round)."""
+        for b in reversed(self.state.batches):
+            st = b.get("status")
+            if b.get("phase") == "risk" and isinstance(st, dict):
+                lines = st.get("lines")
+                return [str(t) for t in lines] if isinstance(lines, list) else []
+        return []
+
+    def done_text(self) -> list[str]:
+        """The lines said when every candidate pair is answered."""
+        out = [f"Every candidate pair is answered ({len(self.state.answers)} answers)."]
+        if len(set(self.labels().values())) < 2:
+            out.append("The labels hold a single class: no matcher can be trained from them.")
+        return out
+
+    def _reasons_text(self, q: Question) -> list[str]:
+        """Every reason of a question and the full explanation (the console's ``r``)."""
+        width, _ = self._screen()
+        item = q.item
+        lines = []
+        reasons = item_reasons(item)
+        if reasons:
+            lines.append(f"All {len(reasons)} reason(s), strongest first (+ raises the risk, - supports the matcher):")
+            for r in reasons:
+                sign = "+" if r["weight"] > 0 else "-"
+                txt = f"{sign} {r['text']} (suggests {r['direction']})"
+                if r["rule"]:
+                    txt += f"  [rule: {r['rule']}]"
+                lines += [("  " if j == 0 else "    ") + w for j, w in enumerate(wrap_to_width(visible(txt), width - 4))]
+        expl = str(item.get("explanation", "")).strip()
+        if expl and not reasons:
+            for t in expl.splitlines():
+                lines += [("  " if j == 0 else "      ") + w for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
+        if not lines:
+            lines.append("No reasons for this pair: it was picked before the matcher was trained.")
+        return lines
+
+    # ------------------------------------------------------------------ the console loop
     def run(self) -> str:
         """Ask questions until the user quits, stdin ends or every candidate is answered.
 
@@ -827,33 +1169,21 @@ class LabellingSession:
         ``KeyboardInterrupt`` propagates (everything answered is already on disk).
         """
         while True:
-            pending = self.state.pending()
-            if not pending:
-                batch = self._next_batch()
-                if batch is None:
-                    labels = self.labels()
-                    self._print(f"Every candidate pair is answered ({len(self.state.answers)} answers).")
-                    if len(set(labels.values())) < 2:
-                        self._print("The labels hold a single class: no matcher can be trained from them.")
-                    return "done"
-                ev = self.journal.append("batch", **batch)
-                self.state.apply(ev)
-                for note in batch.get("notes", []):
-                    self._print(f"note: {note}")
-                continue
-            key = pending[0]
-            batch = self._batch_of(key)
-            batch_keys = [(str(i["left_id"]), str(i["right_id"])) for i in batch["items"]] if batch else [key]
-            k = batch_keys.index(key) + 1 if key in batch_keys else 1
-            phase = (
-                f"Starting pairs (round {batch['round'] + 1})" if batch and batch["phase"] == "initial"
-                else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
-            )
-            if key in self.state.reask:
-                phase += " [asked again after undo]"
-            self._print("", *self._render(key, (k, len(batch_keys), phase)))
+            q = self.next_question()
+            if q is None:
+                self._print(*self.done_text())
+                return "done"
+            position = (q.number, q.total, q.title)
+            self._print("", *self._render(q.key, position))
             try:
-                ans = self._read()
+                while True:
+                    ans = self._read()
+                    if ans == "reasons":
+                        self._print("", *self._reasons_text(q))
+                    elif ans == "full":
+                        self._print("", *self._render(q.key, position, full=True))
+                    else:
+                        break
             except EOFError:
                 self._print("", "End of input: the session is saved; run the same command to resume.")
                 return "eof"
@@ -864,21 +1194,13 @@ class LabellingSession:
                 self.export()
                 continue
             if ans == "undo":
-                last = self.state.last_answer()
+                last = self.undo()
                 if last is None:
                     self._print("Nothing to undo.")
-                    continue
-                ev = self.journal.append(
-                    "undo", target=int(last["seq"]), left_id=last["left_id"], right_id=last["right_id"]
-                )
-                self.state.apply(ev)
-                self._print(f"Undone: your {last['answer']!r} for pair ({last['left_id']}, {last['right_id']}).")
+                else:
+                    self._print(f"Undone: your {last['answer']!r} for pair ({last['left_id']}, {last['right_id']}).")
                 continue
-            ev = self.journal.append(
-                "answer", left_id=key[0], right_id=key[1], answer=ans,
-                round=batch["round"] if batch else None,
-            )
-            self.state.apply(ev)
+            self.answer(q.key, ans)
 
     def _batch_of(self, key: tuple[str, str]) -> dict | None:
         for b in reversed(self.state.batches):
@@ -955,11 +1277,14 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
 
     ``labels.csv``: one row per answer in force (and per pre-labelled candidate): ``left_id``,
     ``right_id``, ``label`` (1, 0, empty for unsure), ``answer`` (yes/no/unsure/given),
-    ``answered_at``, then ``left_<attr>``/``right_<attr>`` values.
+    ``answered_at``, ``purpose`` (``training``, ``audit`` or ``given``), then
+    ``left_<attr>``/``right_<attr>`` values.
 
-    ``predicted_matches.csv``: every candidate that is a match, by label (``source`` =
-    ``labelled``) or by the matcher trained on all labels (``source`` = ``predicted``,
-    ``probability`` > 0.5), sorted by probability; pairs labelled "no" are never listed.
+    ``predicted_matches.csv``: every candidate that is a match, by an answer (``source`` =
+    ``labelled``, audit answers included) or by the matcher trained on all training labels
+    (``source`` = ``predicted``, ``probability`` above the threshold chosen for the best F1
+    estimated from the audit answers, 0.5 while there are too few), sorted by probability; pairs
+    answered "no" are never listed.
 
     Every text cell is neutralised against spreadsheet formula injection
     (:func:`~skrisk._safetext.spreadsheet_safe`: a leading ``'`` before ``=``, ``+``, ``-``, ``@``,
@@ -968,15 +1293,19 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     file is kept as ``labels.before-<time>.csv``).
     """
     ds, st = session.dataset, session.state
+    audit = audit_keys(session)
     rows = []
     for k, v in session.given.items():
         if k not in st.answers:
-            rows.append({"left_id": k[0], "right_id": k[1], "label": v, "answer": "given", "answered_at": ""})
+            rows.append({"left_id": k[0], "right_id": k[1], "label": v, "answer": "given", "answered_at": "",
+                         "purpose": "given"})
     for ev in st.answered_events():
         lab = {"yes": 1, "no": 0}.get(ev["answer"])
+        key = (str(ev["left_id"]), str(ev["right_id"]))
         rows.append({"left_id": ev["left_id"], "right_id": ev["right_id"], "label": lab,
-                     "answer": ev["answer"], "answered_at": ev.get("t", "")})
-    labels_df = pd.DataFrame(rows, columns=["left_id", "right_id", "label", "answer", "answered_at"])
+                     "answer": ev["answer"], "answered_at": ev.get("t", ""),
+                     "purpose": "audit" if key in audit else "training"})
+    labels_df = pd.DataFrame(rows, columns=["left_id", "right_id", "label", "answer", "answered_at", "purpose"])
     labels_df["label"] = labels_df["label"].astype("Int64")
     if len(labels_df):
         lrec = ds.left.loc[labels_df["left_id"]].reset_index(drop=True).add_prefix("left_")
@@ -994,10 +1323,15 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
         known = lab_arr >= 0
         matcher = FeatureMatcher(random_state=session.config.seed).fit(F[known], lab_arr[known])
         proba = matcher.predict_proba(F)[:, 1]
+        threshold, note = export_threshold(session, proba)
+        note = f" ({note})"
     else:
+        threshold = MATCH_THRESHOLD
         note = " (only labelled matches: the labels hold one class, no matcher was trained)"
-    source = np.where(lab_arr == 1, "labelled", "predicted")
-    is_match = (lab_arr == 1) | ((lab_arr == -1) & (match_labels(proba) == 1))
+    answers = {**session.given, **st.labels()}  # training and audit answers alike
+    ans_arr = np.array([answers.get(k, -1) for k in keys])
+    source = np.where(ans_arr == 1, "labelled", "predicted")
+    is_match = (ans_arr == 1) | ((ans_arr == -1) & (match_labels(proba, threshold) == 1))
     pred = pd.DataFrame(
         {
             "left_id": [k[0] for k in keys],

@@ -46,15 +46,19 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
     The fast alternative to :class:`RNNMatcher` for experiments and tests: strategies see the
     same methods (where the classifier allows them).
 
-    Input ``X`` is either
+    One input contract, decided by the ``features`` parameter and the type of ``X`` (never by
+    column names):
 
-    * a pair frame (:meth:`PairDataset.to_frame`) or a :class:`PairDataset`: features are computed
-      with ``features`` (fitted in ``fit``);
-    * a float matrix ``(n_pairs, n_features)`` of precomputed features (e.g. SimilarityFeatures
-      fitted once on the whole pool, rows taken by integer position: the cheap way in active
-      learning);
-    * a mapping / :class:`skorch.helper.SliceDict` with a ``features`` entry (the hybrid
-      :class:`~skrisk.data.PairEncoder` output), whose ``tokens`` are ignored.
+    * ``features`` given (e.g. ``FeatureMatcher(features=SimilarityFeatures(...))``): ``X`` is a
+      pair frame (:meth:`PairDataset.to_frame`) or a :class:`PairDataset`, turned into features by
+      ``features`` (fitted in ``fit``). A :class:`PairDataset` goes through ``features`` (default
+      :class:`~skrisk.data.SimilarityFeatures`) even when it is None;
+    * ``features=None``: ``X`` is a float matrix ``(n_pairs, n_features)`` of precomputed features
+      (an ndarray, a sparse matrix or an all-numeric DataFrame; e.g. SimilarityFeatures fitted once
+      on the whole pool, rows taken by integer position: the cheap way in active learning), or a
+      mapping / :class:`skorch.helper.SliceDict` whose ``features`` entry is that matrix (the
+      hybrid :class:`~skrisk.data.PairEncoder` output; its ``tokens`` are ignored). A DataFrame
+      with text columns is refused with the fix (``features=``).
 
     ``fit`` records which kind it got; later calls must pass the same kind.
 
@@ -75,7 +79,8 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         ``RandomForestClassifier(n_estimators=100)`` (chosen by measurement, see
         ``benchmarks/results/matcher``).
     features : transformer or None, default=None
-        Pair-frame transformer for frame input; None: :class:`~skrisk.data.SimilarityFeatures`.
+        Pair-frame transformer: given, ``X`` is a pair frame (see above). None: ``X`` is the feature
+        matrix (a :class:`PairDataset` then goes through :class:`~skrisk.data.SimilarityFeatures`).
     random_state : int, RandomState or None, default=None
         Passed to the classifier (when it takes one and its own is None) and to the committee
         draws of ``predict_proba_mc`` when that call gets none.
@@ -118,22 +123,27 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ input
-    @staticmethod
-    def _kind(X: object) -> str:
-        if sp.issparse(X):
-            return "matrix"
-        if isinstance(X, (PairDataset, pd.DataFrame)):
-            if isinstance(X, pd.DataFrame) and all(
-                pd.api.types.is_numeric_dtype(t) for t in X.dtypes
-            ) and not any(str(c).startswith(("left_", "right_")) for c in X.columns):
-                return "matrix"
+    def _input_kind(self, X: object) -> str:
+        """The input contract, decided by the ``features`` parameter and the type of ``X`` (never
+        by column names): pairs when ``features`` is given or ``X`` is a PairDataset, the
+        ``features`` of a mapping / SliceDict, else the feature matrix itself."""
+        if self.features is not None or isinstance(X, PairDataset):
             return "frame"
-        if isinstance(X, Mapping):
+        if isinstance(X, Mapping) and not sp.issparse(X):  # a dok matrix is also a dict
             return "mapping"
+        if isinstance(X, pd.DataFrame):
+            text = [c for c, t in X.dtypes.items() if not pd.api.types.is_numeric_dtype(t)]
+            if text:
+                raise ValueError(
+                    f"FeatureMatcher got a DataFrame with non-numeric columns {text[:4]}"
+                    f"{'...' if len(text) > 4 else ''}; without features= its X is a matrix of "
+                    "similarity features. For a pair frame pass "
+                    "FeatureMatcher(features=SimilarityFeatures(...)), or give a PairDataset."
+                )
         return "matrix"
 
     def _features(self, X: object, *, fit: bool) -> np.ndarray:
-        kind = self._kind(X)
+        kind = self._input_kind(X)
         if fit:
             self.input_kind_ = kind
         elif kind != self.input_kind_:

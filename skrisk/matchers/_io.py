@@ -28,7 +28,7 @@ import torch
 from .._fileio import atomic_write_bytes, atomic_write_text
 from ..exceptions import DataError
 
-__all__ = ["save_matcher", "load_matcher"]
+__all__ = ["save_matcher", "load_matcher", "rnn_parts", "rnn_from_parts"]
 
 FORMAT_VERSION = 1
 _JSON_PARAMS = (
@@ -63,6 +63,21 @@ def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
     pathlib.Path
         The folder.
     """
+    config_text, weights = rnn_parts(matcher)
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    # each file is replaced atomically: a crash leaves the old file or the new one, never a torn one
+    atomic_write_bytes(folder / "weights.pt", weights)
+    atomic_write_text(folder / "config.json", config_text)
+    return folder
+
+
+def rnn_parts(matcher: object) -> tuple[str, bytes]:
+    """The two saved parts of a fitted :class:`RNNMatcher`: ``config.json`` text, ``weights.pt`` bytes.
+
+    The one writer of the matcher format, used by :func:`save_matcher` (two files in a folder)
+    and by :meth:`skrisk.matching.MatchModel.save` (two entries of the model file).
+    """
     from ..data._embeddings import WordVectors
     from ._rnn import RNNMatcher
 
@@ -71,8 +86,6 @@ def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
     matcher._check_fitted()
     if matcher.optimizer is not torch.optim.Adam and getattr(torch.optim, matcher.optimizer.__name__, None) is not matcher.optimizer:
         raise ValueError("Only torch.optim optimizers can be saved in the JSON config.")
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
     params = {k: _jsonable(getattr(matcher, k)) for k in _JSON_PARAMS}
     rs = matcher.random_state
     params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
@@ -100,10 +113,7 @@ def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
     state = {k: v.detach().cpu().contiguous() for k, v in matcher.module_.state_dict().items()}
     buf = io.BytesIO()
     torch.save(state, buf)
-    # each file is replaced atomically: a crash leaves the old file or the new one, never a torn one
-    atomic_write_bytes(folder / "weights.pt", buf.getvalue())
-    atomic_write_text(folder / "config.json", json.dumps(config, indent=1))
-    return folder
+    return json.dumps(config, indent=1), buf.getvalue()
 
 
 #: keys of earlier versions, still read (removed options must be off; see load_matcher)
@@ -189,8 +199,15 @@ def _read_config(path: Path) -> dict:
     size = path.stat().st_size
     if size > MAX_CONFIG_BYTES:
         raise _bad(path, f"it holds {size} bytes, more than the {MAX_CONFIG_BYTES} a config may hold")
+    return _parse_config(path.read_bytes(), path)
+
+
+def _parse_config(data: bytes, path: Path) -> dict:
+    """``config.json`` bytes (``path`` names where they came from in messages), validated."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise _bad(path, f"it holds {len(data)} bytes, more than the {MAX_CONFIG_BYTES} a config may hold")
     try:
-        config = json.loads(path.read_bytes().decode("utf-8"))
+        config = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise _bad(path, f"it is not UTF-8 text ({exc})") from exc
     except json.JSONDecodeError as exc:
@@ -200,10 +217,11 @@ def _read_config(path: Path) -> dict:
     return _check_config(config, path)
 
 
-def _read_weights(path: Path) -> dict[str, torch.Tensor]:
-    """Tensors of weights.pt, read without unpickling code; names are strings, floats finite."""
+def _read_weights(path: Path, data: bytes | None = None) -> dict[str, torch.Tensor]:
+    """Tensors of weights.pt (the file, or its ``data``), read without unpickling code; names are
+    strings, floats finite."""
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path if data is None else io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         raise DataError(
             f"{path} holds objects other than tensors (a pickle that could run code): it was refused "
@@ -263,7 +281,7 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
     path : str or path-like
         The folder.
     device : str or None, default=None
-        Device of the loaded matcher (None: CUDA when available, else CPU).
+        Device of the loaded matcher (None or "auto": CUDA when available, else CPU).
 
     Returns
     -------
@@ -281,11 +299,6 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
         than tensors, NaN or infinite weights, tensors that do not fit the config). The message
         names the file and the fix.
     """
-    from ..data._embeddings import WordVectors
-    from ..data._tokenize import Vocabulary
-    from ._rnn import RNNMatcher
-    from ._rnn_data import resolve_device
-
     folder = Path(path)
     cfg_path, w_path = folder / "config.json", folder / "weights.pt"
     if not cfg_path.is_file() or not w_path.is_file():
@@ -293,8 +306,21 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
             f"{folder} does not hold a saved matcher (config.json and weights.pt): pass the folder "
             "given to RNNMatcher.save."
         )
-    config = _read_config(cfg_path)
-    state = _read_weights(w_path)
+    return _build_rnn(_read_config(cfg_path), _read_weights(w_path), cfg_path, w_path, device)
+
+
+def rnn_from_parts(config: bytes, weights: bytes, cfg_path: Path, w_path: Path, device: str | None = None) -> object:
+    """The :class:`RNNMatcher` of the two parts written by :func:`rnn_parts`, checked as by
+    :func:`load_matcher` (``cfg_path``/``w_path`` name where the parts came from in messages)."""
+    return _build_rnn(_parse_config(config, cfg_path), _read_weights(w_path, weights), cfg_path, w_path, device)
+
+
+def _build_rnn(config: dict, state: dict, cfg_path: Path, w_path: Path, device: str | None) -> object:
+    from .._device import resolve_device
+    from ..data._embeddings import WordVectors
+    from ..data._tokenize import Vocabulary
+    from ._rnn import RNNMatcher
+
     dev = resolve_device(device)
     params = dict(config["params"])
     optimizer = getattr(torch.optim, params.pop("optimizer", "Adam"))

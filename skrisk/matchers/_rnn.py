@@ -1,6 +1,6 @@
 """RNNMatcher: the DeepMatcher-style deep matcher as a skorch / scikit-learn classifier.
 
-The estimator; its input contract, default validation split, seeds and device live in
+The estimator; its input contract, default validation split and seeds live in
 :mod:`._rnn_data`, its callbacks in :mod:`._rnn_callbacks`, the pool inference path in
 :mod:`._rnn_inference` and the network in :mod:`._modules`.
 """
@@ -18,6 +18,7 @@ from skorch.utils import to_tensor
 from sklearn.pipeline import Pipeline
 from torch import nn
 
+from .._device import resolve_device
 from ..exceptions import NotFittedError
 from ._modules import RNNMatcherModule
 from ._rnn_callbacks import default_callbacks
@@ -25,7 +26,6 @@ from ._rnn_data import (
     FIT_KEYS,
     check_labels,
     check_pool,
-    resolve_device,
     rng_devices,
     seed_devices,
     seed_from,
@@ -109,9 +109,11 @@ class RNNMatcher(NeuralNetClassifier):
     batch_size : int, default=32
         Training batch size.
     optimizer : torch optimizer class, default=torch.optim.Adam
-    device : str or None, default=None
-        None: CUDA when available, else CPU (decided once per ``initialize``, see ``device_``;
-        skorch then moves nothing itself); or a torch device string ("cpu", "cuda:1").
+    device : str, torch.device or None, default="auto"
+        "auto" (or None): CUDA when available, else CPU; or a torch device ("cpu", "cuda:1").
+        Resolved once per ``initialize`` by skrisk's one device resolver
+        (``skrisk._device.resolve_device``, the rule of every torch part of skrisk) into
+        ``device_``, where the module, the criterion and every batch go.
     warm_start : bool, default=False
         ``fit`` continues training the current weights instead of starting afresh (a new
         validation-best is tracked per ``fit``).
@@ -150,7 +152,7 @@ class RNNMatcher(NeuralNetClassifier):
     seed_ : int
         The seed drawn from ``random_state`` by the last ``fit``.
     device_ : str
-        The device in use.
+        The device in use (``device`` resolved).
     history_ : skorch.History
         Per-epoch losses (and ``valid_f1``).
 
@@ -214,7 +216,7 @@ class RNNMatcher(NeuralNetClassifier):
         max_epochs: int = 10,
         batch_size: int = 32,
         optimizer: type = torch.optim.Adam,
-        device: str | None = None,
+        device: str | torch.device | None = "auto",
         warm_start: bool = False,
         verbose: int = 0,
         train_split: object = validation_from_fit_params,
@@ -263,8 +265,21 @@ class RNNMatcher(NeuralNetClassifier):
     def initialize(self):
         """Resolve the device once (``device_``) and initialise the components (the module is
         rebuilt for the data's sizes at the start of ``fit``)."""
-        self.device_ = resolve_device(self.device)
+        self.device_ = str(resolve_device(self.device))
         return super().initialize()
+
+    def _initialize_module(self, reason=None):
+        # skorch's step, without its move to ``device`` (which fails for "auto"):
+        # initialize_module builds the module on ``device_``.
+        with self._current_init_context("module"):
+            self.initialize_module()
+        return self
+
+    def _initialize_criterion(self, reason=None):
+        # as _initialize_module: initialize_criterion builds the criterion on ``device_``
+        with self._current_init_context("criterion"):
+            self.initialize_criterion()
+        return self
 
     def _module_kwargs(self, dims: dict) -> dict:
         emb = self.embeddings

@@ -1,4 +1,4 @@
-"""The RNN matcher's input contract, its default validation split, seeds and device.
+"""The RNN matcher's input contract, its default validation split and seeds.
 
 One input type for the RNN family: a mapping (a :class:`skorch.helper.SliceDict`, as
 :class:`~skrisk.data.PairEncoder` returns) with
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from skorch.dataset import Dataset
 
-__all__ = ["FIT_KEYS", "POOL_KEYS", "check_labels", "check_pool", "resolve_device", "rng_devices",
+__all__ = ["FIT_KEYS", "POOL_KEYS", "check_labels", "check_pool", "rng_devices",
            "seed_devices", "seed_from", "validation_from_fit_params"]
 
 #: The fit parameters that carry the validation pairs (never passed to the module).
@@ -154,24 +154,6 @@ def seed_from(random_state: object) -> int:
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**31 - 1))
     raise TypeError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}.")
-
-
-def resolve_device(device: object) -> str:
-    """The torch device string of a matcher's ``device`` parameter.
-
-    ``None``: CUDA when available, else CPU.
-    """
-    if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "auto":  # skorch moves the module to ``device`` itself: it must be a torch device
-        raise ValueError("device='auto' is spelt device=None (CUDA when available, else CPU).")
-    try:
-        return str(torch.device(device))
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(
-            f"device={device!r} is not a torch device: use None (CUDA when available, else CPU), "
-            "'cpu', 'cuda' or 'cuda:<index>'."
-        ) from exc
 
 
 def rng_devices(device: str) -> list[int]:

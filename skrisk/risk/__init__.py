@@ -4,9 +4,13 @@
   matcher's input; out-of-fold probabilities are computed inside ``fit``), with ``explain``;
 * :func:`oof_proba` -- out-of-fold probabilities of labelled pairs, skrisk's one implementation;
 * :func:`risk_roc_auc` -- the scorer of the risk's ranking, for ``GridSearchCV``;
-* :class:`LearnRiskEstimator` -- the research core: the risk model (truncated-normal VaR,
-  RankNet training) on similarity features plus the matcher's probability as a column of ``X``;
 * :func:`generate_rules` -- one-sided decision-tree rules (risk features) over similarity features.
+
+The research core that LearnRisk is built on (the risk model, truncated-normal VaR with RankNet
+training, on similarity features plus the matcher's probability as a column of ``X``) is
+``skrisk.risk._estimator.LearnRiskEstimator``: private, for research on given probabilities, and
+not a scikit-learn estimator of the public API (its ``X`` has a domain, a probability column in
+[0, 1], that sklearn's generic checks do not respect).
 
 Names are imported on first use (the risk model needs torch), so ``import skrisk.risk`` is light.
 """
@@ -19,7 +23,7 @@ __all__ = [
     "Condition",
     "DEFAULT_EPOCHS",
     "LearnRisk",
-    "LearnRiskEstimator",
+    "Reason",
     "RiskDistribution",
     "RiskExplanation",
     "Rule",
@@ -39,9 +43,9 @@ _LAZY = {
     "generate_rules": "._rules",
     "rule_activations": "._rules",
     "DEFAULT_EPOCHS": "._estimator",
-    "LearnRiskEstimator": "._estimator",
     "RiskDistribution": "._estimator",
-    "RiskExplanation": "._estimator",
+    "RiskExplanation": "._explain",
+    "Reason": "._explain",
     "mispredicted": "._estimator",
     "LearnRisk": "._learnrisk",
     "oof_proba": "._learnrisk",

@@ -1,7 +1,10 @@
-"""``LearnRiskEstimator``: the research core of LearnRisk (Chen et al., SIGMOD 2020).
+"""``LearnRiskEstimator``: the research core of LearnRisk (Chen et al., SIGMOD 2020); private.
 
 Its ``X`` holds the matcher's probability as a column; :class:`~skrisk.LearnRisk` wraps it as a
-meta-estimator around the matcher and is the estimator to use.
+meta-estimator around the matcher and is the estimator to use. The core is not exported: its
+input has a domain (the probability column in [0, 1]) that scikit-learn's generic estimator checks
+do not respect, so it is not a public estimator; ``tests/risk/test_common.py`` runs every check on
+it through a harness that maps the checks' data into that domain.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ import math
 import numbers
 import time
 import warnings
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,6 +29,7 @@ from .._device import resolve_device
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 from . import _model
 from ._defaults import DEFAULT_EPOCHS
+from ._explain import RiskExplanation, build_reasons
 from ._rules import Rule, generate_rules, rule_activations
 
 __all__ = ["DEFAULT_EPOCHS", "LearnRiskEstimator", "RiskDistribution", "RiskExplanation", "mispredicted"]
@@ -67,89 +70,6 @@ class RiskDistribution(NamedTuple):
     risk: npt.NDArray[np.float64]
     mean: npt.NDArray[np.float64]
     std: npt.NDArray[np.float64]
-
-
-@dataclass
-class RiskExplanation:
-    """Why LearnRisk gives one pair its risk; ``str()`` is the text for a person labelling it.
-
-    Attributes
-    ----------
-    probability : float
-        The matcher's match probability ``p``.
-    predicted_label : int
-        ``1[p > 0.5]`` (:func:`~skrisk.matchers.match_labels`).
-    bin : dict
-        The matcher-output feature: ``index``, ``low``, ``high``, ``train_pairs``, ``train_match_rate``
-        (``None`` when fewer than ``min_coverage`` training pairs fell in the bin), ``weight`` (``g(p)``),
-        ``rsd`` (learned relative standard deviation).
-    rules : list of dict
-        Fired rules sorted by weight: ``rule`` (text), ``label``, ``weight``, ``expectation``
-        (match rate of the covered training pairs), ``train_pairs``, ``rsd``, ``share`` (weight
-        share in the aggregated mean).
-    mean, std : float
-        Mean and standard deviation of the pair's (untruncated) normal.
-    risk : float
-        Value-at-Risk at confidence ``theta``.
-    theta : float
-        The confidence.
-    """
-
-    probability: float
-    predicted_label: int
-    bin: dict[str, Any]
-    rules: list[dict[str, Any]] = field(default_factory=list)
-    mean: float = 0.0
-    std: float = 0.0
-    risk: float = 0.0
-    theta: float = 0.9
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dictionary of all fields."""
-        return {
-            "probability": self.probability,
-            "predicted_label": self.predicted_label,
-            "bin": dict(self.bin),
-            "rules": [dict(r) for r in self.rules],
-            "mean": self.mean,
-            "std": self.std,
-            "risk": self.risk,
-            "theta": self.theta,
-        }
-
-    def __str__(self) -> str:
-        lab = "match" if self.predicted_label == 1 else "unmatch"
-        b = self.bin
-        rate = (
-            f"{b['train_match_rate']:.0%} matches among {b['train_pairs']} training pairs"
-            if b["train_match_rate"] is not None
-            else f"only {b['train_pairs']} training pairs: no expectation"
-        )
-        lines = [
-            f"Matcher says {lab} with p(match) = {self.probability:.3f} "
-            f"(bin {b['index']} [{b['low']:.2f}, {b['high']:.2f}): {rate}; "
-            f"weight g(p) = {b['weight']:.3g}, rel. std {b['rsd']:.2f}).",
-        ]
-        if self.rules:
-            lines.append(f"{len(self.rules)} rule(s) fire:")
-            for r in self.rules:
-                agrees = "agrees with" if r["label"] == self.predicted_label else "CONTRADICTS"
-                lines.append(
-                    f"  {r['rule']}   [{agrees} the matcher; weight {r['weight']:.3g} "
-                    f"({r['share']:.0%} of the mean), expectation {r['expectation']:.3f} from "
-                    f"{r['train_pairs']} training pairs, rel. std {r['rsd']:.2f}]"
-                )
-        else:
-            lines.append("No rule fires: the distribution rests on the matcher's output alone.")
-        lines.append(
-            f"Match probability ~ N(mean={self.mean:.3f}, std={self.std:.3f}) truncated to [0, 1]."
-        )
-        if self.predicted_label == 1:
-            what = f"with {self.theta:.0%} confidence the match probability is at least {1 - self.risk:.3f}"
-        else:
-            what = f"with {self.theta:.0%} confidence the match probability is at most {self.risk:.3f}"
-        lines.append(f"Risk (VaR at theta={self.theta:g}) = {self.risk:.3f}: {what}.")
-        return "\n".join(lines)
 
 
 #: (name, type, lower bound, "left" closed / "neither") of the scalar hyperparameters
@@ -346,7 +266,7 @@ class LearnRiskEstimator(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skrisk.risk import LearnRiskEstimator
+    >>> from skrisk.risk._estimator import LearnRiskEstimator
     >>> rng = np.random.default_rng(0)
     >>> def pairs(n):
     ...     y = rng.integers(0, 2, n)
@@ -840,7 +760,9 @@ class LearnRiskEstimator(BaseEstimator):
         risk = self.predict_risk(X)
         return float(roc_auc_score(z, risk, sample_weight=sample_weight))
 
-    def explain(self, X: npt.ArrayLike, index: int = 0) -> RiskExplanation:
+    def explain(
+        self, X: npt.ArrayLike, index: int = 0, *, values: Any = None, feature_names: Any = None
+    ) -> RiskExplanation:
         """Explain one pair's risk: fired rules, the matcher's bin, the distribution and the VaR.
 
         Parameters
@@ -849,6 +771,10 @@ class LearnRiskEstimator(BaseEstimator):
             Pairs (or a single pair's row) with the probability column, as in ``fit``.
         index : int, default=0
             Which row of ``X`` to explain.
+        values : mapping of str to (left, right), optional
+            The pair's raw values per attribute, quoted in the reasons' sentences.
+        feature_names : sequence of str, optional
+            Names of the similarity features (default: the names the rules were fitted with).
 
         Returns
         -------
@@ -900,6 +826,11 @@ class LearnRiskEstimator(BaseEstimator):
             },
             rules=rules, mean=float(mean[0]), std=float(std[0]), risk=float(risk[0]),
             theta=float(self.theta),
+            reasons=build_reasons(
+                self.rules_, fired, weights=self.rule_weights_, expectations=self.rule_expectations_,
+                coverage=self.rule_coverage_, matcher_weight=g, probability=p0, features=F[0],
+                feature_names=feature_names, values=values,
+            ),
         )
 
     def __sklearn_tags__(self):  # noqa: D105

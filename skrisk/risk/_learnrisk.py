@@ -251,7 +251,7 @@ class LearnRisk(ClassifierMixin, BaseEstimator):
 rsd_init, learning_rate, optimizer, epochs, batch_size, early_stopping, validation_fraction, \
 n_iter_no_change, alpha_l1, alpha_l2, device
         The risk hyperparameters, with the meanings and defaults of
-        :class:`~skrisk.risk.LearnRiskEstimator` (``epochs`` defaults to
+        the private research core ``skrisk.risk._estimator.LearnRiskEstimator`` (``epochs`` defaults to
         :data:`~skrisk.risk.DEFAULT_EPOCHS`).
     rule_class_weight : float, default=1000.0
         ``LearnRiskEstimator``'s ``class_weight``: the class weight ``W`` of the one-sided rule
@@ -280,7 +280,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
 
     See Also
     --------
-    skrisk.risk.LearnRiskEstimator : the research core (the probability as a column of X).
+    skrisk.risk._estimator.LearnRiskEstimator : the private research core (the probability as a column of X).
     skrisk.risk.oof_proba : out-of-fold probabilities.
     skrisk.risk.risk_roc_auc : the scorer of the risk's ranking.
 
@@ -643,19 +643,30 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         """
         return self.predict_distribution(X).risk
 
-    def explain(self, X: Any, index: int = 0) -> RiskExplanation:
-        """Why pair ``index`` of ``X`` gets its risk: fired rules, probability bin, distribution.
+    def explain(self, X: Any, index: int = 0, *, pairs: Any = None) -> RiskExplanation:
+        """Why pair ``index`` of ``X`` gets its risk: readable reasons, fired rules, distribution.
 
         Parameters
         ----------
         X : pairs in the matcher's input format
         index : int, default=0
             Which pair to explain.
+        pairs : DataFrame, PairDataset or mapping, optional
+            The pairs' raw records, so that reasons quote and count them ("titles share 9 of 10
+            words", "prices differ by 18%: 19.99 vs 24.50"): a pair frame with ``left_<a>`` and
+            ``right_<a>`` columns (:meth:`~skrisk.data.PairDataset.to_frame`) with one row per
+            pair of ``X`` (or a single row: the explained pair's), a
+            :class:`~skrisk.data.PairDataset` (its pairs in the order of ``X``), or a mapping
+            ``{attribute: (left value, right value)}`` of the explained pair.
 
         Returns
         -------
         RiskExplanation
-            ``str()`` of it is a readable text; ``.to_dict()`` the structured form.
+            ``.reasons``: deduplicated, ranked :class:`~skrisk.risk.Reason` objects (see
+            :mod:`skrisk.risk._explain` for the ranking); ``.short_text(k=3)``: the summary and
+            the ``k`` strongest reasons; ``str()``: the full text; ``.to_dict()``: all of it.
+            Features are named by ``feature_names``, else by the matcher pipeline's
+            ``get_feature_names_out()`` when it has one, else ``x<j>``.
         """
         check_is_fitted(self)
         X = _as_input(X)
@@ -667,9 +678,26 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 "LearnRisk has no risk model to explain with: the matcher made no mistake (or only "
                 "mistakes) on the ranking pairs when it was fitted. Fit it with more validation pairs."
             )
-        row = take_rows(X, [int(index) % n])
-        R = self._risk_input(self._features(row, 1, "X"), self.predict_proba(row)[:, 1])
-        return self.risk_model_.explain(R, 0)
+        i = int(index) % n
+        row = take_rows(X, [i])
+        F = self._features(row, 1, "X")
+        R = self._risk_input(F, self.predict_proba(row)[:, 1])
+        return self.risk_model_.explain(
+            R, 0, values=_pair_values(pairs, i, n), feature_names=self._explain_names(F.shape[1])
+        )
+
+    def _explain_names(self, n_features: int) -> list[str] | None:
+        """Feature names for reasons: ``feature_names``, else the matcher pipeline's encoder's."""
+        if self.feature_names is not None:
+            return [str(v) for v in self.feature_names]
+        est = getattr(self, "estimator_", None)
+        if isinstance(est, Pipeline) and len(est.steps) > 1:
+            try:
+                names = [str(v) for v in est[:-1].get_feature_names_out()]
+            except (AttributeError, ValueError, TypeError):
+                return None
+            return names if len(names) == n_features else None
+        return None
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
@@ -678,6 +706,42 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         tags.input_tags.sparse = inner.input_tags.sparse
         tags.input_tags.allow_nan = False
         return tags
+
+
+def _pair_values(pairs: Any, i: int, n: int) -> dict[str, tuple[Any, Any]] | None:
+    """``{attribute: (left value, right value)}`` of pair ``i`` (of ``n``) from ``explain``'s ``pairs``."""
+    if pairs is None:
+        return None
+    if isinstance(pairs, Mapping):
+        out = {}
+        for k, v in pairs.items():
+            if not isinstance(v, (tuple, list)) or len(v) != 2:
+                raise ValueError(
+                    f"pairs maps attribute {k!r} to {v!r}: give (left value, right value) for each attribute."
+                )
+            out[str(k)] = (v[0], v[1])
+        return out
+    if hasattr(pairs, "to_frame") and hasattr(pairs, "left") and hasattr(pairs, "right"):
+        pairs = pairs.to_frame()
+    if not isinstance(pairs, pd.DataFrame):
+        raise TypeError(
+            f"pairs must be a pair frame (PairDataset.to_frame()), a PairDataset or a mapping "
+            f"{{attribute: (left, right)}}, got {type(pairs).__name__}."
+        )
+    if len(pairs) not in (1, n):
+        raise ValueError(
+            f"pairs has {len(pairs)} rows for {n} pairs of X: give one row per pair of X, or the "
+            "explained pair's row alone."
+        )
+    row = pairs.iloc[0 if len(pairs) == 1 else i]
+    attrs = [str(c)[len("left_"):] for c in pairs.columns if str(c).startswith("left_")]
+    missing = [a for a in attrs if f"right_{a}" not in pairs.columns]
+    if not attrs or missing:
+        raise ValueError(
+            "pairs needs a 'left_<a>' and a 'right_<a>' column for every attribute <a> (as "
+            f"PairDataset.to_frame() builds it); its columns are {list(map(str, pairs.columns))[:8]}."
+        )
+    return {a: (row[f"left_{a}"], row[f"right_{a}"]) for a in attrs}
 
 
 def _default_matcher() -> Any:

@@ -5,7 +5,8 @@
 Every strategy is a plain function that keeps nothing between calls. :class:`RiskSampler` is the
 callable object to make (and keep) for risk sampling with validation pairs and diagnostics
 (``last_query_``, a :class:`RiskQuery`). Names are imported on first use (the strategies need
-torch), so ``import skrisk.strategies`` is light.
+torch), so ``import skrisk.strategies`` is light. The names of strategies (for experiments, the
+CLI and the benchmarks) are registered in one place, :data:`skrisk.experiments.STRATEGIES`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from importlib import import_module
 from typing import Any
 
 __all__ = [
-    "STRATEGIES",
     "RiskQuery",
     "RiskSampler",
     "badge_sampling",
@@ -45,33 +45,9 @@ _LAZY = {
 }
 
 
-def _strategies() -> dict[str, Any]:
-    from ._baselines import (
-        badge_sampling,
-        bald_sampling,
-        coreset_sampling,
-        egl_sampling,
-        entropy_sampling,
-        random_sampling,
-    )
-    from ._risk import risk_sampling
-
-    return {
-        "risk": risk_sampling,
-        "random": random_sampling,
-        "entropy": entropy_sampling,
-        "bald": bald_sampling,
-        "coreset": coreset_sampling,
-        "egl": egl_sampling,
-        "badge": badge_sampling,
-    }
-
-
 def __getattr__(name: str) -> Any:
-    if name == "STRATEGIES":
-        value: Any = _strategies()
-    elif name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
+    if name in _LAZY:
+        value: Any = getattr(import_module(_LAZY[name], __name__), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -25,7 +25,7 @@ from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import NotFittedError
 from ..kmedoids import KMedoidsResult, representative_sample, weighted_fastpam
 from ..matchers._base import require
-from ..risk._learnrisk import LearnRisk, risk_features
+from ..risk._learnrisk import LearnRisk, _holds_features, risk_features
 from ._selection import (
     check_pool_matches,
     check_query,
@@ -388,24 +388,28 @@ class RiskSampler(BaseEstimator):
     def _features(self, X: Any) -> np.ndarray:
         return np.asarray(self.features(X) if self.features is not None else risk_features(X), dtype=np.float64)
 
-    def _representation(self, learner: Any) -> tuple[Callable[[Any], Any], bool]:
-        """The representation function, and whether it is the matcher's own ``represent``."""
+    def _representation(self, learner: Any) -> tuple[Callable[[Any], Any], bool, Callable[[Any], Any] | None]:
+        """The representation function, whether it is the matcher's own ``represent``, and, for a
+        ``Pipeline``, the same representation of pairs already transformed by the steps before
+        the last (None otherwise)."""
         if self.transform is not None:
-            return self.transform, False
+            return self.transform, False, None
         est = getattr(learner, "estimator", learner)
         if callable(getattr(est, "represent", None)):
-            return require(learner, "representation", "risk_sampling"), True
+            return require(learner, "representation", "risk_sampling"), True, None
         note = "the risk features (similarity features) of the pairs"
         fn: Callable[[Any], Any] = self._features
+        encoded: Callable[[Any], Any] | None = None
         if isinstance(est, Pipeline) and len(est.steps) > 0:
             last = est.steps[-1][1]
             head = est[:-1] if len(est.steps) > 1 else None
             if callable(getattr(last, "represent", None)):
                 if head is None:
-                    return last.represent, False
-                return (lambda X: last.represent(head.transform(X))), False
+                    return last.represent, False, None
+                return (lambda X: last.represent(head.transform(X))), False, last.represent
             if head is not None:
                 fn, note = head.transform, "the pipeline's transform of the pairs up to its last step"
+                encoded = _identity
         if not getattr(self, "_noted_representation", False):
             warnings.warn(
                 f"risk_sampling: {type(est).__name__} has no represent(); the distances of risk "
@@ -413,7 +417,7 @@ class RiskSampler(BaseEstimator):
                 UserWarning, stacklevel=5,  # the line that called the sampler
             )
             self._noted_representation = True
-        return fn, False
+        return fn, False, encoded
 
     # ------------------------------------------------------------------ the strategy
     def __call__(
@@ -456,12 +460,14 @@ class RiskSampler(BaseEstimator):
         valid = self._valid_subset(X_lab)
         need_repr = self.selection == "kmedoids" or self.weighting == "lipschitz"
 
-        # 0. the matcher's probabilities (and representations) of the pool and the labelled set
+        # 0. the matcher's probabilities (and representations) of the pool and the labelled set;
+        # a Pipeline's steps before the last transform the pool once, for all three uses
+        est = getattr(learner, "estimator", learner)
         with _clock(timings, "proba_repr"):
-            p_pool, rep_pool, rep_lab = self._proba_and_repr(learner, X_pool, X_lab, proba_fn, need_repr)
+            Z_pool = est[:-1].transform(X_pool) if isinstance(est, Pipeline) and len(est.steps) > 1 else None
+            p_pool, rep_pool, rep_lab = self._proba_and_repr(learner, X_pool, X_lab, proba_fn, need_repr, Z_pool)
 
         # 1-2. LearnRisk around the current matcher, then the risk of every pool pair
-        est = getattr(learner, "estimator", learner)
         mode = self.labelled_proba
         if mode == "auto":
             mode = "fit" if hasattr(est, "module_") else "oof"
@@ -482,8 +488,13 @@ class RiskSampler(BaseEstimator):
         for key in ("valid_proba", "rules", "ranking"):
             if key in fit_t:
                 timings[key] = fit_t[key]
+        # LearnRisk's default features of a pipeline's input are read from its transform (as in
+        # LearnRisk._features): hand it the pool's transform computed above
+        risk_X = X_pool
+        if Z_pool is not None and self.features is None and not _holds_features(X_pool) and _holds_features(Z_pool):
+            risk_X = Z_pool
         with _clock(timings, "risk"):
-            risk = np.asarray(model._distribution(X_pool, p_pool[:, 1]).risk, dtype=np.float64)
+            risk = np.asarray(model._distribution(risk_X, p_pool[:, 1]).risk, dtype=np.float64)
         risk_model = model if model.risk_model_ is not None else None
 
         # 3-4. Lipschitz weights (eq. 6)
@@ -556,21 +567,30 @@ class RiskSampler(BaseEstimator):
         return weights
 
     def _proba_and_repr(
-        self, learner: Any, X_pool: Any, X_lab: Any, proba_fn: Any, need_repr: bool
+        self, learner: Any, X_pool: Any, X_lab: Any, proba_fn: Any, need_repr: bool, Z_pool: Any = None
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Pool probabilities, and pool / labelled representations when needed.
 
         A matcher with ``predict_proba_and_represent`` (or a ``represent`` that takes
         ``return_proba``), such as RNNMatcher, gives both from one forward pass over the pool.
+        ``Z_pool``: for a ``Pipeline`` matcher, the pool transformed by the steps before its last
+        (computed once per query); the probabilities and the representation start from it.
         """
+        n_pool = num_rows(X_pool)
+        if Z_pool is not None:
+            est = getattr(learner, "estimator", learner)
+            last = est.steps[-1][1]
+            p_pool = checked_proba(last.predict_proba(Z_pool), learner, "risk_sampling", n_rows=n_pool)
         if not need_repr:
-            return np.asarray(proba_fn(X_pool), dtype=np.float64), None, None
-        represent, own = self._representation(learner)
+            p = p_pool if Z_pool is not None else proba_fn(X_pool)
+            return np.asarray(p, dtype=np.float64), None, None
+        represent, own, encoded = self._representation(learner)
         est = getattr(learner, "estimator", learner)
         both = getattr(est, "predict_proba_and_represent", None)
-        n_pool = num_rows(X_pool)
         rep_method = "represent" if own else "transform"
-        if own and callable(both):
+        if Z_pool is not None:
+            rep_pool = encoded(Z_pool) if encoded is not None else represent(X_pool)
+        elif own and callable(both):
             p_pool, rep_pool = both(X_pool)
             p_pool = checked_proba(p_pool, learner, "risk_sampling", n_rows=n_pool,
                                    method="predict_proba_and_represent")
@@ -596,6 +616,10 @@ class RiskSampler(BaseEstimator):
                 f"{num_rows(X_pool)} pairs."
             )
         return np.asarray(p_pool, dtype=np.float64), rep_pool, rep_lab
+
+
+def _identity(X: Any) -> Any:
+    return X
 
 
 def _scalar(value: Any, name: str, kind: Any, low: float, high: float | None = None, *, closed: str = "left") -> None:

@@ -13,7 +13,7 @@ import torch
 from sklearn.utils import check_random_state
 
 from .._device import resolve_device
-from .._rows import num_rows
+from .._rows import num_rows, pool_kind
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
 
@@ -35,10 +35,12 @@ PROBA_TOL = 1e-4
 
 
 def _kind(X: Any) -> str:
-    if isinstance(X, pd.DataFrame):
-        return "a DataFrame"
-    if isinstance(X, Mapping):
+    """How a message names the pool's container (:func:`~skrisk._rows.pool_kind`)."""
+    kind = pool_kind(X)
+    if kind == "mapping":
         return "a mapping/SliceDict"
+    if kind == "frame" and isinstance(X, pd.DataFrame):
+        return "a DataFrame"
     return "an array"
 
 

@@ -64,6 +64,13 @@ def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
         else:
             assert all(getattr(s, k) == v for k, v in factory.sampler_params.items())
     assert make_strategy("entropy", task) is entropy_sampling
+    # one registry: skrisk.strategies exports the functions, not a second name table
+    import skrisk.strategies
+
+    assert not hasattr(skrisk.strategies, "STRATEGIES")
+    assert STRATEGIES["risk"].standalone() is skrisk.strategies.risk_sampling
+    assert STRATEGIES["risk_paper"].standalone().keywords == {"selection": "kmedoids", "weighting": "lipschitz",
+                                                               "preselect": None}
     with pytest.raises(ValueError, match="Unknown strategy 'nope'"):
         make_strategy("nope", task)
     with pytest.raises(ValueError, match="record name 'risk_pre2w' is 'risk'"):

@@ -17,8 +17,9 @@ from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError, EmptyPoolError
 from skrisk.kmedoids import WeightedKMedoids, weighted_fastpam
 from skrisk.matchers import FeatureMatcher
-from skrisk.risk import LearnRiskEstimator
-from skrisk.strategies import STRATEGIES, RiskSampler
+from skrisk.risk._estimator import LearnRiskEstimator
+from _paper_strategies import STRATEGIES
+from skrisk.strategies import RiskSampler
 from skrisk.strategies._selection import checked_proba
 
 CPU = "cpu"

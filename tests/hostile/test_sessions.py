@@ -249,7 +249,7 @@ def test_bad_seed_is_refused_before_anything_is_written(seed, tmp_path, monkeypa
 def test_large_seed_session_runs_risk_rounds_resumes_and_exports(tmp_path, monkeypatch, capsys):
     args = write_tables(tmp_path / "t")
     session = tmp_path / "s"
-    argv = [*args, "--session", str(session), "--seed", "600000", "--initial", "2", "--batch", "2"]
+    argv = [*args, "--session", str(session), "--seed", "600000", "--initial", "2", "--batch", "2", "--audit", "0"]
     rc, cap = label(monkeypatch, capsys, argv, ["y", "n", "y", "q"])
     assert rc == 0, cap.err
     assert "Risk sampling round 2" in cap.out  # a second risk round was chosen with this seed
@@ -270,7 +270,29 @@ def test_resume_with_other_fixed_options_says_so_and_keeps_the_stored_ones(tmp_p
     assert rc == 0, cap.err
     assert "--seed, --encoding are fixed when a session starts" in cap.err
     params = json.loads((session / "session.json").read_text())["params"]
-    assert params["seed"] == 3 and params["batch"] == 7
+    assert params["seed"] == 3 and params["n_instances"] == 7 and "batch" not in params
+
+
+def test_manifest_written_with_the_old_name_batch_is_read_as_n_instances(tmp_path, monkeypatch, capsys):
+    from skrisk.labelling import LabellingSession
+
+    args = write_tables(tmp_path / "t")
+    session = tmp_path / "s"
+    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--batch", "4"], ["y", "q"])
+    assert rc == 0, cap.err
+    path = session / "session.json"
+    manifest = json.loads(path.read_text())
+    params = manifest["params"]
+    params["batch"] = params.pop("n_instances")  # the manifest as sessions wrote it before the rename
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    opened = LabellingSession.open(session)
+    try:
+        assert opened.config.n_instances == 4
+    finally:
+        opened.close()
+    rc, cap = label(monkeypatch, capsys, ["--session", str(session), "--batch", "6"], ["q"])
+    assert rc == 0, cap.err
+    assert json.loads(path.read_text())["params"]["n_instances"] == 6
 
 
 # --------------------------------------------------------------------------- item 12: moved tables

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
@@ -23,9 +24,19 @@ def fodors_features(fodors):
     return F, fodors.labels, fodors.split_positions("train"), fodors.split_positions("test")
 
 
+def test_pair_frame_is_declared_by_features_never_guessed_from_column_names(fodors_split):
+    (ftr, ytr), _ = fodors_split["train"], fodors_split["test"]
+    with pytest.raises(ValueError, match=r"non-numeric columns .*FeatureMatcher\(features=SimilarityFeatures"):
+        FeatureMatcher(random_state=0).fit(ftr, ytr)  # a pair frame without features=: the fix is named
+    # numeric columns named like a pair frame's are still a feature matrix without features=
+    F = pd.DataFrame(np.random.RandomState(0).rand(len(ytr), 2), columns=["left_price", "right_price"])
+    m = FeatureMatcher(random_state=0).fit(F, ytr)
+    assert m.input_kind_ == "matrix" and m.features_ is None and m.n_features_in_ == 2
+
+
 def test_learns_from_pair_frame(fodors_split):
     (ftr, ytr), (fte, yte) = fodors_split["train"], fodors_split["test"]
-    m = FeatureMatcher(random_state=0).fit(ftr, ytr)
+    m = FeatureMatcher(features=SimilarityFeatures(), random_state=0).fit(ftr, ytr)
     assert m.input_kind_ == "frame" and m.features_ is not None
     assert f1_score(yte, m.predict(fte)) > 0.8
     P = m.predict_proba(fte)

@@ -244,10 +244,23 @@ def test_valid_split_holdout(beer_encoded, tiny):
     assert "valid_f1" not in m.history[-1] and m.best_epoch_ == 2
 
 
-def test_device_auto_is_refused_clearly(beer_encoded, tiny):
+@pytest.mark.parametrize("device", ["auto", None])
+def test_device_auto_fits_on_the_resolved_device(beer_encoded, tiny, device):
+    import torch
+
     X, y = beer_encoded
-    with pytest.raises(ValueError, match="device=None"):
-        RNNMatcher(max_epochs=1, **{**tiny, "device": "auto"}).fit(X, y)
+    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **{**tiny, "device": device}).fit(X, y)
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert m.device == device and m.device_ == want  # the parameter is kept, resolved once into device_
+    assert next(m.module_.parameters()).device.type == want
+    assert m.predict_proba(X).shape == (len(y), 2)
+    assert clone(m).get_params()["device"] == device
+
+
+def test_device_that_is_not_one_is_refused_clearly(beer_encoded, tiny):
+    X, y = beer_encoded
+    with pytest.raises(ValueError, match="'gpu0' is not a torch device; use 'auto', 'cpu' or 'cuda'"):
+        RNNMatcher(max_epochs=1, **{**tiny, "device": "gpu0"}).fit(X, y)
 
 
 def test_gridsearch_over_pipeline(beer):

@@ -78,10 +78,15 @@ def test_quickstart_notebook_runs(monkeypatch):
     # section 4: the query -> oracle -> teach loop learns
     f1 = [float(v) for v in re.findall(r"round \d+: \d+ labels \(\d+ new matches\), test F1 (\d\.\d+)", out)]
     assert len(f1) == 3 and f1[-1] > 0.9, out
-    # section 5: the risk's reasons, with feature names
+    # section 5: the risk's reasons, in words and with feature names
     assert "Matcher says" in out and re.search(r"(given_name|surname|suburb|address_1)_\w+ (<=|>) ", out), out
-    # section 6: the learning curves, a figure and a table of three strategies
+    assert re.search(r"^- .+ \(suggests (match|non-match)\)$", out, re.M), out
+    assert not re.search(r"\bx\d+ (<=|>) ", out)
+    # section 6: the Jupyter labeller, driven by the oracle's clicks, saved in the session's journal
+    m = re.search(r"(\d+) answers in the journal", out)
+    assert m and int(m.group(1)) >= 12, out
+    # section 7: the learning curves, a figure and a table of three strategies
     assert _has_png(nb)
     assert all(name in _outputs(nb, "result") for name in ("risk sampling", "entropy", "random"))
-    # section 7: the warning shown on purpose reaches the reader
+    # section 8: the warning shown on purpose reaches the reader
     assert "UserWarning: risk_sampling: the matcher predicts correctly all" in _outputs(nb, "stderr")

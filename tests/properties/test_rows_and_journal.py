@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skorch.helper import SliceDict
 
-from skrisk._rows import num_rows, stack_rows, take_rows
+from skrisk._rows import num_rows, pool_kind, stack_rows, take_rows
 from skrisk.labelling import Journal, read_events, replay
 
 FAST = settings(max_examples=30, deadline=None)
@@ -40,6 +40,7 @@ def test_take_rows_is_positional_and_stack_inverts_a_split(n, data):
     for kind, P in _pools(n, rng).items():
         got = take_rows(P, positions)
         assert num_rows(got) == len(positions), kind
+        assert pool_kind(got) == pool_kind(P) == {"slicedict": "mapping"}.get(kind, kind)  # by type only
         assert type(got) is type(P), kind
         np.testing.assert_array_equal(_as_array(got), _as_array(P)[positions])  # by position, not label
         back = stack_rows([take_rows(P, np.arange(cut)), take_rows(P, np.arange(cut, n))])

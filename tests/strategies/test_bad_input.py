@@ -13,7 +13,8 @@ from skrisk.active import ActiveLearner
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers import FeatureMatcher
-from skrisk.strategies import STRATEGIES, RiskSampler
+from _paper_strategies import STRATEGIES
+from skrisk.strategies import RiskSampler
 from skrisk.risk import DEFAULT_EPOCHS, LearnRisk
 from skrisk.strategies._selection import check_pool_matches, min_distances
 

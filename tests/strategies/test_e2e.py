@@ -26,7 +26,8 @@ from skrisk.data import SimilarityFeatures
 from skrisk.data._tokenize import PairEncoder
 from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers._rnn import RNNMatcher
-from skrisk.strategies import STRATEGIES, RiskSampler
+from _paper_strategies import STRATEGIES
+from skrisk.strategies import RiskSampler
 
 #: batch size of each of the three rounds (varied, so n_instances is really followed)
 ROUNDS = (3, 5, 8)

@@ -147,3 +147,32 @@ def test_overlapping_thread_limits_restore_torchs_setting():
     with torch_threads(2), torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+class _CountingFeatures(SimilarityFeatures):
+    """SimilarityFeatures that records how many rows each ``transform`` call got."""
+
+    calls: list[int] = []
+
+    def transform(self, X):
+        type(self).calls.append(len(X))
+        return super().transform(X)
+
+
+def test_pipeline_encoder_runs_once_over_the_pool_per_query(beer):
+    frame, y = beer.to_frame(), beer.labels
+    train, valid = beer.split_positions("train"), beer.split_positions("valid")
+    rng = np.random.RandomState(0)
+    lab = np.concatenate(
+        [rng.choice(train[y[train] == 1], 8, replace=False), rng.choice(train[y[train] == 0], 30, replace=False)]
+    )
+    pool = np.setdiff1d(train, lab)
+    pipe = make_pipeline(_CountingFeatures(), FeatureMatcher(random_state=0))
+    sampler = RiskSampler(frame.iloc[valid], y[valid], risk_params={"epochs": 10}, random_state=0)
+    learner = ActiveLearner(pipe, sampler, X_training=frame.iloc[lab], y_training=y[lab])
+    _CountingFeatures.calls.clear()
+    pos, _ = learner.query(frame.iloc[pool], n_instances=5, random_state=0)
+    # the probabilities, the representation and LearnRisk's features of the pool share one encoding
+    assert _CountingFeatures.calls.count(len(pool)) == 1, _CountingFeatures.calls
+    assert len(np.unique(pos)) == 5
+    assert sampler.last_query_.risk_model is not None and len(sampler.last_query_.risk) == len(pool)

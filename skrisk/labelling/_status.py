@@ -1,0 +1,281 @@
+"""What a labelling session knows about its matcher: audits, estimates, threshold, stopping advice.
+
+The session calls this module from few places:
+
+* after training the matcher of a risk round, :func:`round_status` estimates the matcher's
+  precision, recall and F1 on the whole candidate set from the audit answers so far, chooses the
+  threshold (maximum estimated F1), feeds both stopping rules, and draws the next audit pairs;
+  the result is stored in the round's ``batch`` event (``"status"`` and ``"audit_draws"``), so a
+  resumed session rebuilds everything from its journal, and :func:`status_lines` prints it;
+* once that round's questions are answered, :func:`audit_batch` turns the stored draws into a
+  ``batch`` event of phase ``"audit"`` (the pairs whose label is not known yet);
+* :func:`audit_keys` tells which answered pairs are audit answers: they are journaled and exported
+  like every answer, and never used for training;
+* :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``.
+
+The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
+with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
+``q``, so draws of every round combine into one unbiased estimate for the current matcher (see
+:mod:`skrisk.quality`). Draws answered "unsure" are left out of the estimate.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..exceptions import DataError
+from ..matchers._base import MATCH_THRESHOLD
+from ..quality import RiskPlateau, StabilizingPredictions, audit_sample, choose_threshold, estimate_quality
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._session import LabellingSession
+
+__all__ = [
+    "AUDIT_HELP",
+    "MIN_AUDIT",
+    "audit_batch",
+    "audit_keys",
+    "export_threshold",
+    "round_status",
+    "status_lines",
+]
+
+#: Labelled audit draws needed before an estimate is shown.
+MIN_AUDIT = 10
+#: Size of the stop set of the stabilising-predictions rule.
+STOP_SET = 1000
+#: Uniform share of every audit draw (bounds each importance weight by 10).
+FLOOR = 0.1
+
+AUDIT_HELP = (
+    "After each risk-sampling round the session asks a few audit pairs (--audit K, 0 to turn it off): "
+    "drawn at random, more often where the risk of a wrong prediction is high, they estimate the "
+    "matcher's precision and recall on all candidate pairs and are never used for training."
+)
+
+
+def audit_keys(session: "LabellingSession") -> set[tuple[str, str]]:
+    """Pairs asked in an audit batch: their answers are kept apart from the training labels."""
+    return {
+        (str(i["left_id"]), str(i["right_id"]))
+        for b in session.state.batches if b.get("phase") == "audit" for i in b.get("items", [])
+    }
+
+
+def _bad(session: "LabellingSession", seq: Any, what: str) -> DataError:
+    return DataError(
+        f"{session.journal.path}: the audit batch with seq {seq} is damaged ({what}). Restore the journal "
+        "from a backup, or delete that line (its answers stay in the journal but no longer count as audit "
+        "answers)."
+    )
+
+
+def _draws(session: "LabellingSession") -> list[tuple[int, float]]:
+    """``(candidate position, q)`` of every audit draw of the emitted audit batches, checked."""
+    n = len(session.keys)
+    out = []
+    for b in session.state.batches:
+        if b.get("phase") != "audit":
+            continue
+        draws = b.get("draws")
+        if not isinstance(draws, list):
+            raise _bad(session, b.get("seq"), "no list of draws")
+        for d in draws:
+            if not isinstance(d, dict):
+                raise _bad(session, b.get("seq"), "a draw is not an object")
+            key = (d.get("left_id"), d.get("right_id"))
+            q = d.get("q")
+            if key not in session.position:
+                raise _bad(session, b.get("seq"), f"the drawn pair {key} is not a candidate")
+            if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q <= 1:
+                raise _bad(session, b.get("seq"), f"the draw probability {q!r} of pair {key} is not in (0, 1]")
+            if d.get("n") != n:
+                raise _bad(session, b.get("seq"), f"it was drawn among {d.get('n')!r} candidates, not {n}")
+            out.append((session.position[key], float(q)))  # type: ignore[index]
+    return out
+
+
+def _audit_data(session: "LabellingSession", proba: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Labels, probabilities and weights of the audit draws whose label is known; and the draws."""
+    answers = session.state.labels()
+    draws = _draws(session)
+    y, p, w = [], [], []
+    for pos, q in draws:
+        key = session.keys[pos]
+        lab = session.given.get(key, answers.get(key))
+        if lab is None:  # unsure, or not answered yet
+            continue
+        y.append(lab)
+        p.append(proba[pos])
+        w.append(1.0 / (len(session.keys) * q))
+    return np.asarray(y, dtype=float), np.asarray(p, dtype=float), np.asarray(w, dtype=float), len(draws)
+
+
+def _stop_set(session: "LabellingSession") -> np.ndarray:
+    n = len(session.keys)
+    rng = np.random.RandomState(np.random.SeedSequence([int(session.config.seed), 7]).generate_state(1)[0])
+    return np.arange(n) if n <= STOP_SET else np.sort(rng.choice(n, size=STOP_SET, replace=False))
+
+
+def _rules(session: "LabellingSession") -> tuple[StabilizingPredictions, RiskPlateau]:
+    """Both stopping rules fed with the statuses stored in the journal's risk batches."""
+    stab = StabilizingPredictions(window=3, agreement=0.99, sample_size=STOP_SET)
+    plateau = RiskPlateau(window=3, tol=0.02)
+    size = len(_stop_set(session))
+    for b in session.state.batches:
+        st = b.get("status")
+        if b.get("phase") != "risk" or not isinstance(st, dict):
+            continue
+        try:
+            bits = np.unpackbits(np.frombuffer(bytes.fromhex(st["stop_predictions"]), dtype=np.uint8))[:size]
+            total = float(st["expected_errors"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(
+                f"{session.journal.path}: the status of the risk batch with seq {b.get('seq')} is damaged "
+                f"({exc!r}). Restore the journal from a backup, or delete the \"status\" of that line."
+            ) from None
+        if len(bits) == size and np.isfinite(total) and total >= 0:
+            stab.update(bits)
+            plateau.update([total])
+    return stab, plateau
+
+
+def round_status(
+    session: "LabellingSession",
+    proba: np.ndarray,
+    risk: np.ndarray,
+    pool_risk: np.ndarray,
+    n_free: int,
+    round_no: int,
+    seed: int,
+) -> tuple[dict, list[dict]]:
+    """The status of a freshly trained matcher, and the audit draws of the round.
+
+    Parameters
+    ----------
+    proba, risk : ndarray of shape (n_candidates,)
+        The matcher's match probability and the risk of every candidate pair.
+    pool_risk : ndarray
+        Risks of the (subset of the) unlabelled pool risk sampling scored.
+    n_free : int
+        Unlabelled pairs in all.
+    round_no, seed : int
+        The round, and the seed of its audit draw.
+
+    Returns
+    -------
+    status : dict
+        JSON-ready: ``estimate`` (or None), ``threshold``, ``threshold_estimate``, ``n_audit``,
+        ``stop_predictions`` (hex bits), ``expected_errors``, ``stabilizing`` and ``plateau``
+        (texts), ``stop`` (bool).
+    draws : list of dict
+        ``left_id``, ``right_id``, ``q`` and ``n`` of every audit draw (empty with ``audit=0``).
+    """
+    y, p, w, n_draws = _audit_data(session, proba)
+    status: dict[str, Any] = {"n_audit": int(len(y)), "n_draws": n_draws, "estimate": None,
+                              "threshold": MATCH_THRESHOLD, "threshold_estimate": None}
+    if len(y) >= MIN_AUDIT:
+        status["estimate"] = estimate_quality(y, p, w).to_dict()
+        if y.sum() > 0:
+            choice = choose_threshold(y, p, w, target="f1")
+            status["threshold"] = round(choice.threshold, 4)
+            status["threshold_estimate"] = choice.estimate.to_dict()
+    pred = (proba[_stop_set(session)] > MATCH_THRESHOLD).astype(np.uint8)
+    status["stop_predictions"] = np.packbits(pred).tobytes().hex()
+    status["expected_errors"] = round(float(np.mean(pool_risk)) * n_free, 3) if len(pool_risk) else 0.0
+    draws: list[dict] = []
+    k = int(getattr(session.config, "audit", 0))
+    if k > 0:
+        s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)
+        draws = [{"left_id": session.keys[i][0], "right_id": session.keys[i][1], "q": float(q), "n": len(proba)}
+                 for i, q in zip(s.positions.tolist(), s.probabilities.tolist())]
+    return status, draws
+
+
+def status_lines(session: "LabellingSession", status: dict) -> list[str]:
+    """What the session prints after training a round's matcher (the batch is not yet journaled)."""
+    stab, plateau = _rules(session)
+    stop_bits = np.unpackbits(np.frombuffer(bytes.fromhex(status["stop_predictions"]), dtype=np.uint8))
+    stab.update(stop_bits[: len(_stop_set(session))])
+    plateau.update([status["expected_errors"]])
+    status["stabilizing"], status["plateau"] = stab.state_text(), plateau.state_text()
+    status["stop"] = bool(stab.should_stop or plateau.should_stop)
+    lines = []
+    est = status.get("estimate")
+    k = int(getattr(session.config, "audit", 0))
+    if est is None:
+        need = MIN_AUDIT - status["n_audit"]
+        lines.append(
+            f"Estimate: {status['n_audit']} audit answer(s) so far, {need} more needed before precision and "
+            "recall can be estimated" + ("." if k > 0 else " (audits are off: resume with --audit 5).")
+        )
+    elif est["n_matches"] == 0:
+        lines.append(
+            f"Estimate: none of the {est['n_audit']} audit answers is a match yet, so precision and recall "
+            "cannot be estimated (matches are rare among the candidates; the audits go on)."
+        )
+    else:
+        def one(m: str, name: str) -> str:
+            v, (lo, hi) = est[m], est[f"{m}_interval"]
+            return f"{name} ?" if v is None else f"{name} {v:.2f} ({lo:.2f}-{hi:.2f})"
+
+        lines.append(
+            f"Estimated on all candidate pairs from {est['n_audit']} audit answers (90 % intervals): "
+            f"{one('precision', 'precision')}, {one('recall', 'recall')}, {one('f1', 'F1')}."
+        )
+        te = status.get("threshold_estimate")
+        if te is not None:
+            lines.append(
+                f"Threshold for the best estimated F1: p > {status['threshold']:.2f} (precision "
+                f"{te['precision'] or 0:.2f}, recall {te['recall'] or 0:.2f}, F1 {te['f1'] or 0:.2f}); "
+                "exports use it."
+            )
+    lines.append(f"Stopping rule 1, {status['stabilizing']}")
+    lines.append(f"Stopping rule 2, {status['plateau']}")
+    if status["stop"]:
+        lines.append(
+            "Advice: a stopping rule fires, more labels are unlikely to change the matcher much: "
+            "press e to export and q to quit (or go on)."
+        )
+    return lines
+
+
+def audit_batch(session: "LabellingSession") -> dict | None:
+    """The audit batch owed after the last risk round, or None (none drawn, or already asked)."""
+    batches = session.state.batches
+    if not batches or batches[-1].get("phase") != "risk":
+        return None
+    last = batches[-1]
+    draws = last.get("audit_draws") or []
+    if not draws:
+        return None
+    known = set(session.given) | set(session.state.answers)
+    items, seen = [], set()
+    for d in draws:
+        key = (str(d.get("left_id")), str(d.get("right_id")))
+        if key in known or key in seen or key not in session.position:
+            continue
+        seen.add(key)
+        items.append({
+            "left_id": key[0], "right_id": key[1],
+            "explanation": (
+                "An audit pair: drawn at random (more often where a wrong prediction is likely) to "
+                "estimate precision and recall. Your answer is not used for training."
+            ),
+        })
+    return {"phase": "audit", "round": last["round"], "items": items, "draws": draws}
+
+
+def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[float, str]:
+    """The threshold of ``predicted_matches.csv`` for the exported matcher, and a note on it."""
+    try:
+        y, p, w, _ = _audit_data(session, proba)
+    except DataError as exc:
+        return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: the audit draws are unreadable: {exc}"
+    if len(y) < MIN_AUDIT or y.sum() == 0:
+        return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: too few audit answers to choose one"
+    c = choose_threshold(y, p, w, target="f1")
+    return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for the best F1 estimated from "
+                         f"{len(y)} audit answers")

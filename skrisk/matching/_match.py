@@ -1,0 +1,253 @@
+"""``match``: block new tables with a saved model, score the candidate pairs in chunks, cluster.
+
+Memory is bounded by the chunk size: the candidate pairs are held as ids, and features, the
+matcher's input and probabilities exist for one chunk at a time; only the pairs above the
+model's threshold are kept (with their risk, and their reasons on request).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import DataError
+from ._model import MatchModel
+
+__all__ = ["MatchResult", "match"]
+
+_MATCH_COLUMNS = ["left_id", "right_id", "probability", "risk"]
+
+
+@dataclass
+class MatchResult:
+    """What :func:`match` found.
+
+    Attributes
+    ----------
+    matches : pandas.DataFrame
+        One row per pair above the model's threshold: ``left_id``, ``right_id`` (str),
+        ``probability``, ``risk`` (float), and ``reasons`` (str) when asked for; sorted by
+        probability, highest first. For a dedup task ``left_id < right_id``.
+    entities : Entities
+        The matches grouped into entities (:func:`~skrisk.matching.cluster_entities`).
+    n_candidates : int
+        Candidate pairs blocking produced (all of them were scored).
+    timings : dict of str to float
+        Wall seconds of ``"blocking"``, ``"scoring"`` (features, matcher and risk of every
+        candidate, :class:`~skrisk.pools.ChunkScorer`), ``"reasons"``, ``"entities"`` and
+        ``"total"``.
+    blocking : BlockingResult or None
+        The blocking's figures (candidates, reduction ratio, time).
+    """
+
+    matches: pd.DataFrame
+    entities: Any
+    n_candidates: int
+    timings: dict[str, float] = field(default_factory=dict)
+    blocking: Any = None
+
+
+def _prepare_tables(
+    model: MatchModel, left: pd.DataFrame, right: pd.DataFrame | None, names: tuple[str, str]
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Check the tables against the model; the attribute columns only, in the model's order."""
+    tables = [(left, names[0])] + ([] if right is None else [(right, names[1])])
+    for table, source in tables:
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"{source} must be a pandas DataFrame indexed by record id, got {type(table).__name__}.")
+        if len(table) == 0:
+            raise DataError(f"{source} holds no record: give a table with at least one row.")
+        if not table.index.is_unique:
+            dup = table.index[table.index.duplicated()][0]
+            pos = int(np.flatnonzero(table.index == dup)[1])
+            raise DataError(
+                f"{source}: the id {dup!r} is repeated (row {pos + 1} repeats an earlier row's id): ids "
+                "must be unique; deduplicate the ids (or give each record its own id)."
+            )
+        model.check_table(table, source)
+    attrs = list(model.attributes)
+    left = left[attrs].copy()
+    left.index = left.index.astype(str)
+    if right is not None:
+        right = right[attrs].copy()
+        right.index = right.index.astype(str)
+    if model.task == "dedup" and right is not None:
+        both = left.index.intersection(right.index)
+        if len(both):
+            raise DataError(
+                f"The id {both[0]!r} is in both {names[0]} and {names[1]} ({len(both)} shared id(s) in "
+                "all): the model deduplicates one table, so the two tables are matched as one and every "
+                "id must name one record. Give the records of one table other ids (e.g. a prefix), or "
+                "put them in one file."
+            )
+        left = pd.concat([left, right])
+        right = None
+    if model.task == "link" and right is None:
+        raise DataError(
+            f"The model links two tables, but only {names[0]} was given: give the other table too "
+            "(--right), or use a model trained to deduplicate one table."
+        )
+    return left, right
+
+
+def _candidates(left: pd.DataFrame, right: pd.DataFrame | None, rules: Any, names: tuple[str, str]) -> Any:
+    """Blocking of the tables (within ``left`` when ``right`` is None)."""
+    from ..data import block
+
+    result = block(left, right, rules)
+    if len(result.pairs) == 0:
+        what = names[0] if right is None else f"{names[0]} against {names[1]}"
+        raise DataError(
+            f"Blocking {what} produced no candidate pair: loosen the blocking (other --block-on "
+            "columns, a larger --block-top-k or a lower --block-threshold)."
+        )
+    return result
+
+
+def _feature_names(model: MatchModel) -> list[str]:
+    try:
+        return [str(n) for n in model.features.get_feature_names_out()]
+    except (AttributeError, TypeError, ValueError):
+        return []
+
+
+def _reasons(model: MatchModel, scorer: Any, part: pd.DataFrame, names: list[str], k: int = 3) -> list[str]:
+    """The top ``k`` reasons of each matched pair's risk, one line each (LearnRisk's fired rules)."""
+    if model.risk_model is None:
+        return ["no risk model (the matcher made no mistake to learn from): risk = min(p, 1 - p)"] * len(part)
+    frame = scorer._pair_frame(scorer._left_index.get_indexer(part["left_id"]),
+                               scorer._right_index.get_indexer(part["right_id"]))
+    F = np.asarray(model.features.transform(frame), dtype=np.float64)
+    out = []
+    for j in range(len(part)):
+        exp = model.risk_model.explain(F, j)
+        if hasattr(exp, "short_text"):
+            text = exp.short_text(k=k)
+        else:
+            bits = []
+            for r in exp.rules[:k]:
+                agrees = "agrees" if r["label"] == exp.predicted_label else "contradicts"
+                bits.append(f"{r['rule']} ({agrees}, weight {r['weight']:.2g})")
+            text = "; ".join(bits) or "no rule fires: the matcher's output alone"
+        if names:
+            text = re.sub(r"\bx(\d+)\b",
+                          lambda m: names[int(m.group(1))] if int(m.group(1)) < len(names) else m.group(0), text)
+        out.append(" ".join(text.split()))
+    return out
+
+
+def match(
+    model: MatchModel,
+    left: pd.DataFrame,
+    right: pd.DataFrame | None = None,
+    *,
+    chunk_size: int = 100_000,
+    reasons: bool = False,
+    progress: bool = True,
+    one_to_one: bool = False,
+    blocking: Any = None,
+    names: tuple[str, str] = ("the left table", "the right table"),
+) -> MatchResult:
+    """Block new tables with a saved model, score every candidate pair, group matches into entities.
+
+    Parameters
+    ----------
+    model : MatchModel
+        From :func:`~skrisk.matching.load_model` (or built in memory).
+    left : pandas.DataFrame
+        New records indexed by unique id (as :func:`skrisk.data.read_table` reads them), with at
+        least the model's attributes (other columns are ignored).
+    right : pandas.DataFrame or None, default=None
+        The other table of a linkage model. For a dedup model it is optional: its records are
+        deduplicated together with ``left`` (ids must then be unique across both).
+    chunk_size : int, default=100_000
+        Candidate pairs scored at a time: bounds the memory of features and probabilities.
+    reasons : bool, default=False
+        Add a ``reasons`` column: the top three reasons of each match's risk (LearnRisk's fired
+        rules, with feature names).
+    progress : bool, default=True
+        A tqdm progress bar over the candidate pairs.
+    one_to_one : bool, default=False
+        Linkage of two clean tables: each record matches at most one record of the other table
+        (entities by maximum-weight matching instead of connected components).
+    blocking : rule or list of rules, default=None
+        Blocking rules for :func:`skrisk.data.block`; None: the model's own.
+    names : (str, str)
+        How messages name the two tables (e.g. their file paths).
+
+    Returns
+    -------
+    MatchResult
+
+    Raises
+    ------
+    DataError
+        A table lacks an attribute the model needs, holds repeated ids, shares ids with the other
+        table of a dedup task, a linkage model got one table, or blocking found no candidate.
+        Raised before any pair is scored.
+    """
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
+    model.check()
+    t_start = time.perf_counter()
+    timings = dict.fromkeys(("blocking", "scoring", "reasons", "entities"), 0.0)
+    left, right = _prepare_tables(model, left, right, names)
+    task = model.task
+    tick = time.perf_counter()
+    blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names)
+    pairs = blocked.pairs[["left_id", "right_id"]]
+    timings["blocking"] = time.perf_counter() - tick
+    scorer = model.scorer(left, right)
+    n = len(pairs)
+    names_f = _feature_names(model) if reasons else []
+    kept: list[pd.DataFrame] = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, unit="pair", desc="Scoring candidate pairs")
+    try:
+        for start in range(0, n, int(chunk_size)):
+            chunk = pairs.iloc[start:start + int(chunk_size)]
+            tick = time.perf_counter()
+            scored = scorer.score(chunk)
+            p = scored.proba
+            pos = np.flatnonzero(p > model.threshold)
+            risk = np.minimum(p[pos], 1.0 - p[pos]) if scored.risk is None else scored.risk[pos]
+            timings["scoring"] += time.perf_counter() - tick
+            if len(pos):
+                part = scored.pairs.iloc[pos].reset_index(drop=True)
+                part["probability"] = p[pos]
+                part["risk"] = risk
+                if reasons:
+                    tick = time.perf_counter()
+                    part["reasons"] = _reasons(model, scorer, part, names_f)
+                    timings["reasons"] += time.perf_counter() - tick
+                kept.append(part)
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
+    matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
+        {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
+    matches = matches.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
+                                  kind="stable", ignore_index=True)
+    tick = time.perf_counter()
+    from ._entities import cluster_entities
+
+    records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
+    entities = cluster_entities(
+        matches[["left_id", "right_id", "probability"]], task=task, one_to_one=one_to_one,
+        threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,
+    )
+    timings["entities"] = time.perf_counter() - tick
+    timings["total"] = time.perf_counter() - t_start
+    return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings,
+                       blocking=blocked)

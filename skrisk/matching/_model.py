@@ -1,0 +1,495 @@
+"""The saved complete model: everything needed to score new record pairs, in one file.
+
+A :class:`MatchModel` holds the attributes, the task (``"link"`` or ``"dedup"``), the blocking
+rules, the fitted similarity features, the matcher, the fitted :class:`~skrisk.LearnRisk`
+(or None), the match threshold and the versions that wrote it. :meth:`MatchModel.save` writes
+it as one zip file (``model.skrisk``) whose entries are
+
+* ``model.json``: format, format version, attributes, task, blocking rules, id column,
+  threshold, versions and what kind of matcher the file holds (JSON);
+* ``estimators.skops``: the scikit-learn objects (similarity features, the matcher or, for a
+  pipeline ending in an RNN matcher, its steps before it, LearnRisk without its copy of the
+  matcher), written by
+  :func:`skops.io.dumps` and read by :func:`skops.io.loads` with an explicit list of trusted
+  types (:data:`TRUSTED_TYPES`; never ``trusted=True``): no pickle, nothing in the file runs;
+* ``rnn/config.json`` and ``rnn/weights.pt``: the :class:`~skrisk.matchers.RNNMatcher` that ends
+  the matcher pipeline, in the format of :func:`~skrisk.matchers.save_matcher` (JSON, and tensors read with
+  ``torch.load(..., weights_only=True)``), because skops does not persist torch modules.
+
+:func:`load_model` refuses any other entry, a file that is not a zip archive (a pickle is named
+as such), a newer format version, untrusted types, and a file whose parts disagree (the
+similarity features were fitted on other attributes than the file says). A file unpacks to at
+most :data:`MAX_MODEL_BYTES`.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import math
+import os
+import platform
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._fileio import atomic_write_bytes
+from ..exceptions import DataError
+from ..matchers._base import MATCH_THRESHOLD
+
+__all__ = ["MatchModel", "load_model", "MODEL_FILE", "TRUSTED_TYPES", "FORMAT_VERSION"]
+
+#: File name of the model inside a labelling session folder.
+MODEL_FILE = "model.skrisk"
+FORMAT = "skrisk.MatchModel"
+#: Version of the file layout; a file of a newer version is refused with a clear message.
+FORMAT_VERSION = 1
+
+#: Types of skrisk (and the few others) that skops does not trust by default and that a model
+#: file may hold. Reviewed: each is a plain data holder or an estimator whose state is numbers,
+#: strings and arrays; loading one sets its attributes and runs none of its methods.
+TRUSTED_TYPES: tuple[str, ...] = (
+    "builtins.frozenset",
+    "sklearn.tree._tree.Tree",
+    "skrisk.data._embeddings.WordVectors",
+    "skrisk.data._similarity.SimilarityFeatures",
+    "skrisk.data._tokenize.PairEncoder",
+    "skrisk.data._tokenize.Vocabulary",
+    "skrisk.matchers._feature.FeatureMatcher",
+    "skrisk.risk._estimator.LearnRiskEstimator",
+    "skrisk.risk._learnrisk.LearnRisk",
+    "skrisk.risk._rules.Condition",
+    "skrisk.risk._rules.Rule",
+)
+
+_META = "model.json"
+_SKOPS = "estimators.skops"
+_RNN_CONFIG = "rnn/config.json"
+_RNN_WEIGHTS = "rnn/weights.pt"
+_ENTRIES = frozenset({_META, _SKOPS, _RNN_CONFIG, _RNN_WEIGHTS})
+#: Uncompressed bytes a model file may hold in all (checked before anything is read).
+MAX_MODEL_BYTES = 4 * 2**30
+_MATCHER_KINDS = ("sklearn", "rnn_pipeline")
+_TASKS = ("link", "dedup")
+_RESAVE = "save the model again with this skrisk (MatchModel.save, or label one more round in the session)"
+
+
+def _versions() -> dict[str, str]:
+    import sklearn
+
+    from .. import __version__
+
+    out = {"skrisk": __version__, "scikit-learn": sklearn.__version__, "numpy": np.__version__,
+           "pandas": pd.__version__, "python": platform.python_version()}
+    try:
+        import skops
+
+        out["skops"] = skops.__version__
+    except ImportError:  # pragma: no cover - skops is a requirement
+        pass
+    return out
+
+
+def _is_rnn(obj: object) -> bool:
+    """Whether ``obj`` is an RNNMatcher, without importing torch when it is not loaded."""
+    import sys
+
+    mod = sys.modules.get("skrisk.matchers._rnn")
+    return mod is not None and isinstance(obj, mod.RNNMatcher)
+
+
+def _jsonable_rules(rules: object) -> list | None:
+    """Blocking rules as JSON: ``[[method, [cols], {params}], ...]`` (None: the default rule)."""
+    if rules is None:
+        return None
+    if isinstance(rules, tuple) and rules and isinstance(rules[0], str):
+        rules = [rules]
+    out = []
+    for rule in rules:  # type: ignore[union-attr]
+        if not isinstance(rule, (tuple, list)) or len(rule) not in (2, 3) or not isinstance(rule[0], str):
+            raise TypeError(f"A blocking rule is (method, columns[, params]), got {rule!r}.")
+        # columns None: every attribute of the model
+        cols = None if rule[1] is None else [rule[1]] if isinstance(rule[1], str) else [str(c) for c in rule[1]]
+        params = dict(rule[2]) if len(rule) == 3 else {}
+        for k, v in params.items():
+            if not isinstance(v, (bool, int, float, str, type(None))):
+                raise TypeError(f"Blocking rule {rule!r}: parameter {k}={v!r} is not a number, string or None.")
+            if isinstance(v, (np.integer, np.floating)):
+                params[k] = v.item()
+        out.append([rule[0], cols, params])
+    return out
+
+
+@dataclass
+class MatchModel:
+    """Everything needed to score new record pairs: features, matcher, risk, threshold, blocking.
+
+    Parameters
+    ----------
+    attributes : list of str
+        The attribute columns the model reads, in the order its features were fitted on (the
+        pair frame has ``left_<a>`` then ``right_<a>`` columns, see
+        :meth:`~skrisk.data.PairDataset.to_frame`).
+    features : SimilarityFeatures
+        The fitted similarity features of pair frames (``left_<a>``/``right_<a>`` columns): the
+        input of LearnRisk's rules and, unless the matcher takes pair frames, of the matcher.
+    matcher : classifier
+        The fitted matcher, on the similarity features (a
+        :class:`~skrisk.matchers.FeatureMatcher`, any scikit-learn classifier or pipeline) or on
+        pair frames (a pipeline such as :func:`~skrisk.matchers.make_rnn_pipeline`'s
+        ``PairEncoder`` + :class:`~skrisk.matchers.RNNMatcher`, which is saved as JSON + torch
+        weights); see :class:`~skrisk.pools.ChunkScorer`, which scores with the model.
+    risk_model : LearnRisk or None, default=None
+        Fitted around ``matcher``, its rules on the similarity features. None: no risk
+        (:func:`~skrisk.matching.match` then reports the matcher's uncertainty ``min(p, 1 - p)``,
+        LearnRisk's own fallback).
+    threshold : float, default=MATCH_THRESHOLD
+        A pair is a match when its probability is greater than this.
+    task : {"link", "dedup"}, default="link"
+        Two tables, or one table deduplicated.
+    blocking : list of rules or None, default=None
+        Rules for :func:`skrisk.data.block` (None: one ``tokens`` rule over all attributes).
+    id_column : str, default="id"
+        The id column of the tables the model was trained on (the default for new tables).
+    versions : dict of str to str, default={}
+        Versions of skrisk and its main dependencies that built the model; filled by
+        :meth:`save` when empty, read back by :func:`load_model`.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from skrisk.data import PairDataset, SimilarityFeatures
+    >>> from skrisk.matchers import FeatureMatcher
+    >>> from skrisk.matching import MatchModel
+    >>> t = pd.DataFrame({"name": ["ann lee", "anne lee", "bob roy", "rob roy"]},
+    ...                  index=["1", "2", "3", "4"])
+    >>> ds = PairDataset.from_frames(t, t, [("1", "2", 1), ("3", "4", 1), ("1", "3", 0), ("2", "4", 0)])
+    >>> sf = SimilarityFeatures().fit(ds.to_frame())
+    >>> m = FeatureMatcher(random_state=0).fit(sf.transform(ds.to_frame()), ds.y)
+    >>> model = MatchModel(["name"], sf, m)
+    >>> model.scorer(t, t).score(ds.pairs).proba.shape
+    (4,)
+    """
+
+    attributes: list[str]
+    features: Any
+    matcher: Any
+    risk_model: Any = None
+    threshold: float = MATCH_THRESHOLD
+    task: str = "link"
+    blocking: Any = None
+    id_column: str = "id"
+    versions: dict = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ checks
+    def check(self, where: str = "MatchModel") -> None:
+        """Raise :class:`DataError` naming the first inconsistent field (``where`` names the source)."""
+        attrs = self.attributes
+        if not isinstance(attrs, (list, tuple)) or not attrs or not all(isinstance(a, str) for a in attrs):
+            raise DataError(f"{where}: attributes must be a non-empty list of column names, got {attrs!r}.")
+        if len(set(attrs)) != len(attrs):
+            raise DataError(f"{where}: attributes {list(attrs)} repeat a name.")
+        if self.task not in _TASKS:
+            raise DataError(f"{where}: task is {self.task!r}, not one of {_TASKS}.")
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.floating)) or not (0.0 <= float(t) < 1.0):
+            raise DataError(f"{where}: threshold is {t!r}, not a number in [0, 1).")
+        if not isinstance(self.id_column, str) or not self.id_column:
+            raise DataError(f"{where}: id_column is {self.id_column!r}, not a column name.")
+        if not hasattr(self.matcher, "predict_proba"):
+            raise DataError(f"{where}: the matcher {type(self.matcher).__name__} has no predict_proba.")
+        if _is_rnn(self.matcher):
+            raise DataError(
+                f"{where}: a bare RNNMatcher takes encoded pairs; give it with its encoder as one "
+                "Pipeline on pair frames (skrisk.matchers.make_rnn_pipeline)."
+            )
+        if self.features is None or not hasattr(self.features, "transform"):
+            raise DataError(
+                f"{where}: features must be the fitted SimilarityFeatures of the pairs (LearnRisk's "
+                f"rules read them), got {type(self.features).__name__}."
+            )
+        expected = [f"left_{a}" for a in attrs] + [f"right_{a}" for a in attrs]
+        seen = getattr(self.features, "feature_names_in_", None)
+        if seen is None or [str(c) for c in seen] != expected:
+            raise DataError(
+                f"{where}: the similarity features were fitted on the columns "
+                f"{None if seen is None else [str(c) for c in seen][:8]}, but the model's attributes "
+                f"{list(attrs)} give {expected[:8]}: the parts come from different tasks; {_RESAVE}."
+            )
+        if self.risk_model is not None and not hasattr(self.risk_model, "_distribution"):
+            raise DataError(f"{where}: risk_model must be a fitted skrisk LearnRisk, got {type(self.risk_model).__name__}.")
+        _jsonable_rules(self.blocking)
+
+    def check_table(self, table: pd.DataFrame, source: str) -> None:
+        """Raise :class:`DataError` when ``table`` (read from ``source``) lacks an attribute the model needs."""
+        missing = [a for a in self.attributes if a not in table.columns]
+        if missing:
+            raise DataError(
+                f"{source} has no column {missing[0]!r}"
+                f"{' (nor ' + ', '.join(map(repr, missing[1:])) + ')' if len(missing) > 1 else ''}, which "
+                f"the model needs: it was trained on a task with the attributes {list(self.attributes)} "
+                f"(the table has {[str(c) for c in table.columns][:12]}). Rename the table's columns to "
+                "these names, or use a model trained on this kind of table."
+            )
+
+    # ------------------------------------------------------------------ scoring
+    def scorer(self, left: pd.DataFrame, right: pd.DataFrame | None = None) -> Any:
+        """A :class:`~skrisk.pools.ChunkScorer` of pairs of these tables with this model.
+
+        Parameters
+        ----------
+        left : pandas.DataFrame
+            Records indexed by id, with the model's attributes.
+        right : pandas.DataFrame or None, default=None
+            The other table (linkage); None: pairs within ``left`` (dedup).
+
+        Returns
+        -------
+        ChunkScorer
+            ``scorer.score(pairs)`` gives the probabilities and risks of a chunk of pairs.
+        """
+        from ..pools import ChunkScorer
+
+        return ChunkScorer(left, right, features=self.features, matcher=self.matcher,
+                           risk_model=self.risk_model, threshold=float(self.threshold))
+
+    # ------------------------------------------------------------------ saving
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model to the file ``path`` atomically (a crash leaves the old file or the new one).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file (conventionally ``*.skrisk``); its folder must exist.
+
+        Returns
+        -------
+        pathlib.Path
+            The file.
+        """
+        import skops.io as sio
+
+        self.check()
+        parts, kind, rnn = self._split_rnn()
+        meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "attributes": list(self.attributes),
+            "task": self.task,
+            "blocking": _jsonable_rules(self.blocking),
+            "id_column": self.id_column,
+            "threshold": float(self.threshold),
+            "matcher_kind": kind,
+            "versions": dict(self.versions) or _versions(),
+        }
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(_META, json.dumps(meta, indent=1))
+            zf.writestr(_SKOPS, sio.dumps(parts))
+            if rnn is not None:
+                from ..matchers._io import rnn_parts
+
+                config_text, weights = rnn_parts(rnn)
+                zf.writestr(_RNN_CONFIG, config_text)
+                zf.writestr(_RNN_WEIGHTS, weights)
+        target = Path(path)
+        atomic_write_bytes(target, buf.getvalue())
+        return target
+
+    def _split_rnn(self) -> tuple[dict, str, Any]:
+        """The skops-able parts, the matcher kind and the RNNMatcher kept apart (or None)."""
+        from sklearn.pipeline import Pipeline
+
+        matcher, kind, rnn = self.matcher, "sklearn", None
+        if isinstance(matcher, Pipeline) and _is_rnn(matcher.steps[-1][1]):
+            head = copy.copy(matcher)
+            head.steps = list(matcher.steps[:-1]) + [(matcher.steps[-1][0], "passthrough")]
+            matcher, kind, rnn = head, "rnn_pipeline", matcher.steps[-1][1]
+        if kind == "sklearn" and isinstance(matcher, Pipeline) and any(_is_rnn(s) for _, s in matcher.steps):
+            raise TypeError("An RNNMatcher inside a Pipeline can be saved only as its last step.")
+        risk = None
+        if self.risk_model is not None:
+            # LearnRisk's estimator_ is the matcher itself: stored once, put back by load_model
+            risk = copy.copy(self.risk_model)
+            risk.estimator = None
+            risk.estimator_ = None
+        return {"features": self.features, "matcher": matcher, "risk_model": risk}, kind, rnn
+
+
+# ---------------------------------------------------------------------------- loading
+def _bad(path: Path, what: str) -> DataError:
+    return DataError(f"{path}: {what}. It is not a model saved by skrisk (MatchModel.save); {_RESAVE}.")
+
+
+def _check_meta(meta: object, path: Path) -> dict:
+    if not isinstance(meta, dict):
+        raise _bad(path, f"{_META} holds a JSON {type(meta).__name__}, not an object")
+    if meta.get("format") != FORMAT:
+        raise _bad(path, f"{_META} names the format {meta.get('format')!r}, not {FORMAT!r}")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _bad(path, f"format_version is {version!r}, not an integer >= 1")
+    written = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
+    by = f"skrisk {written.get('skrisk', '(unknown version)')}"
+    if version > FORMAT_VERSION:
+        from .. import __version__
+
+        raise DataError(
+            f"{path} was written by {by} in model format {version}; this skrisk {__version__} reads "
+            f"model format {FORMAT_VERSION} only. Upgrade skrisk (pip install -U skrisk) to use this "
+            "file, or train and save the model again with this version."
+        )
+    if version < FORMAT_VERSION:  # pragma: no cover - no older format exists yet
+        raise DataError(f"{path} is in the old model format {version} (written by {by}): {_RESAVE}.")
+    for key, typ in (("attributes", list), ("task", str), ("id_column", str), ("threshold", (int, float)),
+                     ("matcher_kind", str)):
+        if key not in meta:
+            raise _bad(path, f"{_META} lacks the key {key!r}")
+        if not isinstance(meta[key], typ) or isinstance(meta[key], bool):
+            raise _bad(path, f"{_META}: {key!r} is a JSON {type(meta[key]).__name__}")
+    if meta["matcher_kind"] not in _MATCHER_KINDS:
+        raise _bad(path, f"matcher_kind is {meta['matcher_kind']!r}, not one of {_MATCHER_KINDS}")
+    if not math.isfinite(meta["threshold"]):
+        raise _bad(path, f"threshold is {meta['threshold']!r}")
+    return meta
+
+
+def _read_zip(path: Path) -> dict[str, bytes]:
+    """The entries of a model file, after checking names and sizes (nothing is unpickled)."""
+    if path.is_dir():
+        raise DataError(f"{path} is a folder without a {MODEL_FILE}: pass a model file or a session folder that holds one.")
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if not zipfile.is_zipfile(path):
+        kind = "a Python pickle, which could run code" if head[:1] == b"\x80" else "not a zip archive"
+        raise DataError(
+            f"{path} is {kind}: refused, nothing in it was run. A skrisk model file is a zip archive "
+            f"written by MatchModel.save; {_RESAVE}, or load the file you meant."
+        )
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            names = [i.filename for i in infos]
+            unknown = sorted(set(names) - _ENTRIES)
+            if unknown or len(set(names)) != len(names):
+                raise _bad(path, f"it holds the unexpected entries {unknown[:5] or 'repeated names'}")
+            total = sum(i.file_size for i in infos)
+            if total > MAX_MODEL_BYTES:
+                raise _bad(path, f"it unpacks to {total} bytes, more than the {MAX_MODEL_BYTES} a model may hold")
+            out = {}
+            for i in infos:
+                data = zf.read(i)
+                if len(data) != i.file_size:  # pragma: no cover - zipfile checks the CRC too
+                    raise _bad(path, f"entry {i.filename} is not the size its header says")
+                out[i.filename] = data
+            return out
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
+        raise DataError(f"{path} is a damaged zip archive ({exc}): it is truncated or corrupt; {_RESAVE}.") from exc
+
+
+def _model_path(path: str | os.PathLike) -> Path:
+    p = Path(path).expanduser()
+    if p.is_dir():
+        inner = p / MODEL_FILE
+        if not inner.is_file():
+            raise DataError(
+                f"{p} is a folder that holds no {MODEL_FILE}: pass a model file, or a labelling session "
+                "folder after at least one training round (the session saves the model after every round)."
+            )
+        return inner
+    if not p.exists():
+        raise FileNotFoundError(2, f"No model file or session folder {p}: check the path", str(p))
+    return p
+
+
+def load_model(
+    path: str | os.PathLike, *, trusted: Sequence[str] = (), device: str | None = None
+) -> MatchModel:
+    """Load a model written by :meth:`MatchModel.save` (or the one a labelling session saved).
+
+    Nothing in the file can run code: the scikit-learn parts are read by :func:`skops.io.loads`
+    with the trusted types :data:`TRUSTED_TYPES` plus ``trusted`` (a type outside them is
+    refused, named in the message), an RNN matcher's weights by
+    ``torch.load(..., weights_only=True)``, and the rest is JSON.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A model file, or a labelling session folder (its ``model.skrisk``).
+    trusted : sequence of str, default=()
+        More type names to trust (``"module.Class"``), for pipelines of your own classes: review
+        them first (:func:`skops.io.get_untrusted_types`).
+    device : str or None, default=None
+        Device of an RNN matcher (None: CUDA when available, else CPU).
+
+    Returns
+    -------
+    MatchModel
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    DataError
+        Not a model file (a pickle, another zip, a damaged archive), a newer format version,
+        untrusted types, or parts that disagree; the message names the file and the fix.
+    """
+    import skops.io as sio
+
+    file = _model_path(path)
+    entries = _read_zip(file)
+    if _META not in entries or _SKOPS not in entries:
+        raise _bad(file, f"it lacks {_META if _META not in entries else _SKOPS}")
+    try:
+        meta = json.loads(entries[_META].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise _bad(file, f"{_META} is not valid JSON ({exc})") from exc
+    meta = _check_meta(meta, file)
+    allowed = list(TRUSTED_TYPES) + [str(t) for t in trusted]
+    try:
+        untrusted = sio.get_untrusted_types(data=entries[_SKOPS])
+    except Exception as exc:  # skops raises assorted errors on a malformed schema
+        raise _bad(file, f"{_SKOPS} cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    refused = sorted(set(untrusted) - set(allowed))
+    if refused:
+        raise DataError(
+            f"{file} holds objects of types skrisk does not trust: {refused[:8]}. They were not loaded "
+            "and nothing in the file ran. If you made this file and trust these types, review them and "
+            f"pass them to load_model(..., trusted={refused[:3]!r}); otherwise do not use this file."
+        )
+    try:
+        parts = sio.loads(entries[_SKOPS], trusted=allowed)
+    except Exception as exc:  # skops raises assorted errors on a malformed file
+        raise _bad(file, f"{_SKOPS} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    if not isinstance(parts, dict) or set(parts) != {"features", "matcher", "risk_model"}:
+        raise _bad(file, f"{_SKOPS} does not hold the model's parts")
+    matcher = parts["matcher"]
+    kind = meta["matcher_kind"]
+    if kind != "sklearn":
+        if _RNN_CONFIG not in entries or _RNN_WEIGHTS not in entries:
+            raise _bad(file, f"matcher_kind is {kind!r} but {_RNN_CONFIG} or {_RNN_WEIGHTS} is missing")
+        from ..matchers._io import rnn_from_parts
+
+        rnn = rnn_from_parts(entries[_RNN_CONFIG], entries[_RNN_WEIGHTS], file / _RNN_CONFIG,
+                             file / _RNN_WEIGHTS, device)
+        from sklearn.pipeline import Pipeline
+
+        if not isinstance(matcher, Pipeline):
+            raise _bad(file, "matcher_kind is 'rnn_pipeline' but the stored matcher is not a Pipeline")
+        matcher.steps[-1] = (matcher.steps[-1][0], rnn)
+    risk = parts["risk_model"]
+    if risk is not None:
+        risk.estimator = matcher
+        risk.estimator_ = matcher
+    model = MatchModel(
+        attributes=list(meta["attributes"]), features=parts["features"], matcher=matcher, risk_model=risk,
+        threshold=float(meta["threshold"]), task=meta["task"], blocking=meta.get("blocking"),
+        id_column=meta["id_column"], versions=dict(meta.get("versions") or {}),
+    )
+    model.check(str(file))
+    return model

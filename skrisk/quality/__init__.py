@@ -1,0 +1,44 @@
+"""How good is the matcher, where should the threshold be, and is another batch worth it?
+
+:func:`audit_sample` draws audit pairs by importance sampling (in proportion to LearnRisk's risk,
+to the matcher's uncertainty, or uniformly, always with a uniform floor that bounds the weights);
+:func:`estimate_quality` turns their answers into estimated precision, recall and F1 of the
+matcher on the whole candidate set, with intervals; :func:`choose_threshold` picks the match
+threshold for a target (maximum F1, a precision or a recall). :class:`StabilizingPredictions`
+and :class:`RiskPlateau` are stopping rules fed once per round.
+
+Examples
+--------
+>>> import numpy as np
+>>> from skrisk.quality import audit_sample, estimate_quality
+>>> rng = np.random.RandomState(0)
+>>> proba = rng.uniform(size=2000)
+>>> truth = (rng.uniform(size=2000) < proba).astype(int)
+>>> s = audit_sample(proba, n=200, method="score", random_state=0)
+>>> est = estimate_quality(truth[s.positions], proba[s.positions], s.weights)
+>>> lo, hi = est.f1_interval
+>>> bool(lo < est.f1 < hi)
+True
+"""
+
+from ._estimate import (
+    AuditSample,
+    QualityEstimate,
+    ThresholdChoice,
+    audit_sample,
+    choose_threshold,
+    estimate_quality,
+)
+from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa
+
+__all__ = [
+    "AuditSample",
+    "QualityEstimate",
+    "RiskPlateau",
+    "StabilizingPredictions",
+    "ThresholdChoice",
+    "audit_sample",
+    "choose_threshold",
+    "cohen_kappa",
+    "estimate_quality",
+]

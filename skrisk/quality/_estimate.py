@@ -1,0 +1,506 @@
+"""Audit samples drawn by importance sampling, and the estimates and threshold they give.
+
+The matcher's precision, recall and F1 on a whole candidate set are ratios of three totals over
+the pairs, TP = sum d y, FP = sum d (1 - y) and FN = sum (1 - d) y (``d`` the matcher's decision,
+``y`` the truth). :func:`audit_sample` draws ``n`` pairs *with replacement*, pair ``i`` with a
+known probability ``q_i``; the Hansen-Hurwitz weight ``w_i = 1 / (N q_i)`` makes
+``sum_j w_j f(j) / n`` an unbiased estimate of the mean of any ``f`` over the ``N`` pairs, so the
+weighted totals, and therefore the ratio estimates of precision, recall and F1, are consistent
+whatever the sampling design. :func:`audit_sample` aims the draws the way OASIS does (the
+instrumental distribution that minimises the F1 estimate's asymptotic variance), with the
+probability that a pair is a match taken from LearnRisk's risk (``"risk"``) or from the matcher's
+score (``"score"``); a uniform floor ``epsilon / N`` in every ``q_i`` bounds every weight by
+``1 / epsilon``.
+
+Each of the three measures is a weighted proportion: precision the share of true matches among
+the predicted ones (weights ``w d``), recall the share of predicted among the true matches
+(weights ``w y``), and F1 = 2 TP / (2 TP + FP + FN) the share of "both" among units weighted
+``w (d + y)``. Its interval is a Wilson score interval at the effective sample size given by the
+linearised (delta-method) variance of the with-replacement ratio estimator. When every audited
+pair of the domain agrees (an estimate of 0 or 1), that variance is 0; the effective size is then
+the domain's weight counted in units of the mean weight of the draws where the unseen outcome
+could occur (at most Kish's effective size), so a rare, heavily weighted kind of error that the
+audit missed still widens the interval. ``benchmarks/bench_quality.py`` measures the coverage.
+
+References
+----------
+.. [1] Marchant, N. G. and Rubinstein, B. I. P. "In search of an entity resolution OASIS: optimal
+   asymmetric sampling for evaluation", PVLDB 10(11), 2017.
+.. [2] Hansen, M. H. and Hurwitz, W. N. "On the theory of sampling from finite populations",
+   Ann. Math. Statist. 14(4), 1943.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Union
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import norm
+from sklearn.utils import check_random_state
+
+from .._typing import FloatArray, IntArray, RandomStateLike
+from ..exceptions import DataError
+from ..matchers._base import MATCH_THRESHOLD
+
+__all__ = [
+    "AuditSample",
+    "QualityEstimate",
+    "ThresholdChoice",
+    "audit_sample",
+    "choose_threshold",
+    "estimate_quality",
+]
+
+METHODS = ("risk", "score", "uniform")
+Target = Union[str, Mapping[str, float]]
+
+
+@dataclass(frozen=True)
+class AuditSample:
+    """Pairs drawn for an audit, with the probability each draw had.
+
+    Attributes
+    ----------
+    positions : ndarray of intp, shape (n,)
+        The drawn positions into the candidate set, in draw order; a pair may be drawn more than
+        once (ask it once and use its answer for every draw).
+    probabilities : ndarray of float64, shape (n,)
+        ``q_i``: the probability that one draw picks that pair.
+    weights : ndarray of float64, shape (n,)
+        Importance weights ``1 / (N q_i)`` (1 for a uniform sample, at most ``1 / floor``).
+    method : str
+        ``"risk"``, ``"score"`` or ``"uniform"``.
+    floor : float
+        The share of every draw's probability spread uniformly.
+    n_population : int
+        ``N``, the size of the candidate set.
+    """
+
+    positions: IntArray
+    probabilities: FloatArray
+    weights: FloatArray
+    method: str
+    floor: float
+    n_population: int
+
+    def __len__(self) -> int:
+        return int(len(self.positions))
+
+
+@dataclass(frozen=True)
+class QualityEstimate:
+    """Estimated precision, recall and F1 of a matcher's decisions, with intervals.
+
+    A measure that the audit cannot estimate (e.g. precision when no audited pair is predicted a
+    match) is ``nan`` with the interval ``(0.0, 1.0)``.
+
+    Attributes
+    ----------
+    precision, recall, f1 : float
+        Ratio estimates.
+    precision_interval, recall_interval, f1_interval : tuple of float
+        ``(low, high)`` at ``confidence``.
+    n_audit : int
+        Audit draws used.
+    n_matches : int
+        Audit draws that are true matches.
+    threshold : float
+        The decision ``p > threshold``.
+    confidence : float
+    """
+
+    precision: float
+    recall: float
+    f1: float
+    precision_interval: tuple[float, float]
+    recall_interval: tuple[float, float]
+    f1_interval: tuple[float, float]
+    n_audit: int
+    n_matches: int
+    threshold: float
+    confidence: float
+
+    def interval(self, measure: str) -> tuple[float, float]:
+        """The interval of ``"precision"``, ``"recall"`` or ``"f1"``."""
+        if measure not in ("precision", "recall", "f1"):
+            raise ValueError(f"measure must be 'precision', 'recall' or 'f1', got {measure!r}.")
+        return getattr(self, f"{measure}_interval")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``nan`` becomes ``None``)."""
+
+        def num(v: float) -> float | None:
+            return None if not np.isfinite(v) else round(float(v), 4)
+
+        out: dict[str, Any] = {"n_audit": self.n_audit, "n_matches": self.n_matches,
+                               "threshold": round(float(self.threshold), 4), "confidence": self.confidence}
+        for m in ("precision", "recall", "f1"):
+            out[m] = num(getattr(self, m))
+            out[f"{m}_interval"] = [num(v) for v in self.interval(m)]
+        return out
+
+    def text(self) -> str:
+        """One line, e.g. ``precision 0.91 (0.84-0.95), recall ... (90 % intervals, 60 audit answers)``."""
+
+        def one(m: str) -> str:
+            v = getattr(self, m)
+            lo, hi = self.interval(m)
+            return f"{m} ?" if not np.isfinite(v) else f"{m} {v:.2f} ({lo:.2f}-{hi:.2f})"
+
+        return (f"{one('precision')}, {one('recall')}, {one('f1').replace('f1', 'F1')} "
+                f"({self.confidence:.0%} intervals, {self.n_audit} audit answers)")
+
+
+@dataclass(frozen=True)
+class ThresholdChoice:
+    """A match threshold chosen for a target, with its estimated quality.
+
+    Attributes
+    ----------
+    threshold : float
+        Predict a match iff ``p > threshold``.
+    estimate : QualityEstimate
+        The audit's estimate at that threshold (optimistic for the measure the choice
+        maximised: the same audit chose it and scores it).
+    target : str or dict
+        What was asked (``"f1"``, ``{"precision": x}`` or ``{"recall": y}``).
+    met : bool
+        Whether the estimate reaches the target (always true for ``"f1"``).
+    candidates : ndarray of float64
+        The thresholds that were compared.
+    """
+
+    threshold: float
+    estimate: QualityEstimate
+    target: Target
+    met: bool
+    candidates: FloatArray = field(repr=False)
+
+    @property
+    def precision(self) -> float:
+        return self.estimate.precision
+
+    @property
+    def recall(self) -> float:
+        return self.estimate.recall
+
+    @property
+    def f1(self) -> float:
+        return self.estimate.f1
+
+
+# ---------------------------------------------------------------------------------------- checks
+def _vector(x: npt.ArrayLike, name: str, *, low: float | None = None, high: float | None = None) -> FloatArray:
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name} must be an array of numbers ({exc}).") from None
+    if a.ndim != 1:
+        raise DataError(f"{name} must be one-dimensional, got shape {a.shape}.")
+    bad = ~np.isfinite(a)
+    if low is not None:
+        bad |= a < low
+    if high is not None:
+        bad |= a > high
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        rng = f" in [{low}, {high}]" if high is not None else (f" >= {low}" if low is not None else "")
+        raise DataError(f"{name}[{i}] = {a[i]!r} is not a finite number{rng}: every value must be.")
+    return a
+
+
+def _audit_arrays(y_audit: Any, proba_audit: Any, weights: Any) -> tuple[FloatArray, FloatArray, FloatArray]:
+    y = _vector(y_audit, "y_audit")
+    if not np.isin(y, (0.0, 1.0)).all():
+        i = int(np.flatnonzero(~np.isin(y, (0.0, 1.0)))[0])
+        raise DataError(f"y_audit[{i}] = {y[i]!r}: labels must be 1 (match) or 0 (non-match); leave unsure pairs out.")
+    p = _vector(proba_audit, "proba_audit", low=0, high=1)
+    w = _vector(weights, "weights", low=0)
+    if not len(y) == len(p) == len(w):
+        raise DataError(
+            f"y_audit, proba_audit and weights must have one value per audit draw, got lengths "
+            f"{len(y)}, {len(p)} and {len(w)}."
+        )
+    if len(w) and (w <= 0).any():
+        i = int(np.flatnonzero(w <= 0)[0])
+        raise DataError(f"weights[{i}] = {w[i]!r}: importance weights must be positive.")
+    return y, p, w
+
+
+def _check_confidence(confidence: float) -> float:
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}.")
+    return float(confidence)
+
+
+# ---------------------------------------------------------------------------------------- sampling
+def _f1_instrumental(d: npt.NDArray[np.bool_], pi: FloatArray) -> FloatArray:
+    """Square root of each pair's expected squared influence on the F1 ratio estimate."""
+    denom = float(d.sum() + pi.sum())
+    f = 2 * float(pi[d].sum()) / denom if denom > 0 else 0.5
+    f = min(max(f, 0.05), 0.95)  # a guess of F1; keeps both kinds of pair in the sample
+    return np.where(d, np.sqrt(pi * (2 - 2 * f) ** 2 + (1 - pi) * f**2), f * np.sqrt(pi))
+
+
+def audit_sample(
+    proba: npt.ArrayLike,
+    *,
+    risk: npt.ArrayLike | None = None,
+    n: int,
+    method: str = "risk",
+    floor: float = 0.1,
+    random_state: RandomStateLike = None,
+) -> AuditSample:
+    """Draw ``n`` audit pairs with replacement by importance sampling.
+
+    Pair ``i`` is drawn with probability ``q_i = (1 - floor) s_i / sum(s) + floor / N``. For
+    ``"risk"`` and ``"score"``, ``s`` is the OASIS-style instrumental distribution that minimises
+    the asymptotic variance of the F1 estimate (Marchant and Rubinstein, 2017): with ``pi_i`` the
+    probability that pair ``i`` is a match, ``d_i`` the matcher's decision (``p > 0.5``) and
+    ``F`` the F1 expected under ``pi``,
+
+    * ``s_i = sqrt(pi_i (2 - 2F)^2 + (1 - pi_i) F^2)`` for a predicted match,
+    * ``s_i = F sqrt(pi_i)`` for a predicted non-match.
+
+    ``"risk"`` takes ``pi`` from the risk that the matcher's label is wrong (``pi = 1 - risk``
+    for a predicted match, ``risk`` for a predicted non-match); ``"score"`` takes the matcher's
+    own probability ``pi = p``. So both spend the audit where an answer moves the estimate:
+    predicted matches (precision), and predicted non-matches likely to be matches (recall);
+    a sample in proportion to the uncertainty alone would rarely audit a confident match.
+    ``"uniform"`` has ``q_i = 1 / N``. When every ``s_i`` is 0 the sample is uniform.
+
+    Parameters
+    ----------
+    proba : array-like of shape (N,)
+        Match probabilities of every candidate pair.
+    risk : array-like of shape (N,), optional
+        Risk of every pair (e.g. LearnRisk's ``predict_risk``); required by ``method="risk"``.
+    n : int
+        Number of draws.
+    method : {"risk", "score", "uniform"}, default="risk"
+    floor : float, default=0.1
+        Share of every draw spread uniformly over the pairs, in (0, 1]; every weight is at most
+        ``1 / floor``.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    AuditSample
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = audit_sample(np.linspace(0, 1, 100), n=5, method="score", random_state=0)
+    >>> len(s), bool(s.weights.max() <= 10)
+    (5, True)
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}.")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}.")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float, np.floating)) or not 0 < floor <= 1:
+        raise ValueError(f"floor must be a number in (0, 1], got {floor!r}: it bounds the weights by 1 / floor.")
+    p = _vector(proba, "proba", low=0, high=1)
+    N = len(p)
+    if N == 0:
+        raise DataError("proba is empty: there is no candidate pair to audit.")
+    s = np.ones(N)
+    if method == "risk":
+        if risk is None:
+            raise ValueError('method="risk" needs the risk of every pair: pass risk=..., or method="score".')
+        s = _vector(risk, "risk", low=0)
+        if len(s) != N:
+            raise DataError(f"risk has {len(s)} values but proba has {N}: give one per candidate pair.")
+    if method != "uniform":
+        d = p > MATCH_THRESHOLD
+        pi = p if method == "score" else np.clip(np.where(d, 1.0 - s, s), 0.0, 1.0)
+        s = _f1_instrumental(d, pi)
+    else:
+        s = np.ones(N)
+    total = s.sum()
+    if method == "uniform" or total <= 0:
+        q = np.full(N, 1.0 / N)
+    else:
+        q = (1.0 - floor) * s / total + floor / N
+        q /= q.sum()  # exact normalisation against rounding
+    rng = check_random_state(random_state)
+    pos = rng.choice(N, size=int(n), replace=True, p=q).astype(np.intp)
+    qi = q[pos]
+    return AuditSample(positions=pos, probabilities=qi, weights=1.0 / (N * qi), method=method,
+                       floor=float(floor), n_population=N)
+
+
+# ---------------------------------------------------------------------------------------- estimates
+def _wilson(p: float, n_eff: float, z: float) -> tuple[float, float]:
+    if not np.isfinite(p) or n_eff <= 0:
+        return (0.0, 1.0)
+    z2n = z * z / n_eff
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * np.sqrt(max(p * (1 - p), 0.0) / n_eff + z2n / (4 * n_eff))
+    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+
+
+def _proportion(v: FloatArray, s: FloatArray, z: float, w_odd: float) -> tuple[float, tuple[float, float]]:
+    """Ratio estimate ``sum v s / sum v`` over all draws (``v = 0`` outside the domain) and its interval.
+
+    ``w_odd`` is the weight a draw of the outcome not seen would have: when every draw in the
+    domain agrees (estimate 0 or 1), the interval counts the domain's weight in units of it.
+    """
+    total = v.sum()
+    if total <= 0:
+        return float("nan"), (0.0, 1.0)
+    est = float((v * s).sum() / total)
+    n = len(v)
+    var = float((v * v * (s - est) ** 2).sum()) / total**2
+    if n > 1:
+        var *= n / (n - 1)
+    if var > 0 and 0 < est < 1:
+        n_eff = est * (1 - est) / var
+    else:
+        n_eff = min(total**2 / float((v * v).sum()), total / w_odd)
+    return est, _wilson(est, n_eff, z)
+
+
+def _estimate(y: FloatArray, d: FloatArray, w: FloatArray, threshold: float, confidence: float) -> QualityEstimate:
+    z = float(norm.ppf(0.5 + confidence / 2))
+
+    def mean_w(mask: npt.NDArray[np.bool_]) -> float:  # the weight of a draw where the odd outcome may be
+        return float(w[mask].mean()) if mask.any() else float(w.max(initial=1.0))
+
+    prec, prec_i = _proportion(w * d, y, z, mean_w(d == 1))
+    rec, rec_i = _proportion(w * y, d, z, mean_w(d == 0))
+    f1, f1_i = _proportion(w * (d + y), d * y, z, mean_w(np.ones(len(w), dtype=bool)))
+    return QualityEstimate(
+        precision=prec, recall=rec, f1=f1, precision_interval=prec_i, recall_interval=rec_i,
+        f1_interval=f1_i, n_audit=int(len(y)), n_matches=int(y.sum()), threshold=float(threshold),
+        confidence=confidence,
+    )
+
+
+def estimate_quality(
+    y_audit: npt.ArrayLike,
+    proba_audit: npt.ArrayLike,
+    weights: npt.ArrayLike,
+    *,
+    threshold: float = MATCH_THRESHOLD,
+    confidence: float = 0.9,
+) -> QualityEstimate:
+    """Estimate precision, recall and F1 of the decisions ``p > threshold`` from audit answers.
+
+    Parameters
+    ----------
+    y_audit : array-like of shape (n,)
+        The true label of every audit draw (1 = match, 0 = non-match); a pair drawn twice
+        appears twice. Draws answered "unsure" must be left out.
+    proba_audit : array-like of shape (n,)
+        The matcher's match probability of every draw.
+    weights : array-like of shape (n,)
+        Importance weights (:attr:`AuditSample.weights`; any positive multiple gives the same
+        estimate).
+    threshold : float, default=MATCH_THRESHOLD
+    confidence : float, default=0.9
+        Coverage of the intervals.
+
+    Returns
+    -------
+    QualityEstimate
+
+    Examples
+    --------
+    >>> est = estimate_quality([1, 1, 0, 1, 0, 0], [0.9, 0.8, 0.7, 0.3, 0.2, 0.1], [1, 1, 1, 1, 1, 1])
+    >>> round(est.precision, 3), round(est.recall, 3), round(est.f1, 3)
+    (0.667, 0.667, 0.667)
+    """
+    y, p, w = _audit_arrays(y_audit, proba_audit, weights)
+    confidence = _check_confidence(confidence)
+    threshold = float(_vector([threshold], "threshold", low=0, high=1)[0])
+    return _estimate(y, (p > threshold).astype(np.float64), w, threshold, confidence)
+
+
+def _check_target(target: Any) -> tuple[str, float]:
+    if isinstance(target, str) and target == "f1":
+        return "f1", float("nan")
+    if isinstance(target, Mapping) and len(target) == 1:
+        ((key, value),) = target.items()
+        if key in ("precision", "recall") and not isinstance(value, bool) and isinstance(
+            value, (int, float, np.floating)
+        ) and 0 < value <= 1:
+            return str(key), float(value)
+    raise ValueError(
+        f'target must be "f1", {{"precision": x}} or {{"recall": y}} with x, y in (0, 1], got {target!r}.'
+    )
+
+
+def choose_threshold(
+    y_audit: npt.ArrayLike,
+    proba_audit: npt.ArrayLike,
+    weights: npt.ArrayLike,
+    *,
+    target: Target = "f1",
+    confidence: float = 0.9,
+) -> ThresholdChoice:
+    """Choose the match threshold that meets a target on the audit's estimates.
+
+    The candidates are 0, :data:`~skrisk.MATCH_THRESHOLD` and the midpoints between consecutive
+    distinct audited probabilities. ``"f1"`` takes the highest estimated F1 (ties: the one nearest
+    0.5); ``{"precision": x}`` the lowest threshold (most recall) whose estimated precision is at
+    least ``x``; ``{"recall": y}`` the highest threshold (most precision) whose estimated recall
+    is at least ``y``. When no candidate meets a precision or recall target, the one closest to
+    it is returned with ``met=False``. With no audited match (or none predicted) the threshold
+    stays :data:`~skrisk.MATCH_THRESHOLD`.
+
+    Parameters
+    ----------
+    y_audit, proba_audit, weights : array-like of shape (n,)
+        As in :func:`estimate_quality`.
+    target : "f1" or dict, default="f1"
+        ``"f1"``, ``{"precision": x}`` or ``{"recall": y}``.
+    confidence : float, default=0.9
+        Coverage of the intervals of the returned estimate.
+
+    Returns
+    -------
+    ThresholdChoice
+
+    Examples
+    --------
+    >>> c = choose_threshold([1, 1, 0, 1, 0, 0], [0.9, 0.8, 0.7, 0.3, 0.2, 0.1], [1] * 6)
+    >>> c.threshold, round(c.f1, 3)
+    (0.25, 0.857)
+    """
+    y, p, w = _audit_arrays(y_audit, proba_audit, weights)
+    confidence = _check_confidence(confidence)
+    kind, goal = _check_target(target)
+    u = np.unique(p)
+    cands = np.unique(np.concatenate([[0.0, MATCH_THRESHOLD], (u[:-1] + u[1:]) / 2]))
+    if len(y) == 0 or y.sum() == 0:
+        est = _estimate(y, (p > MATCH_THRESHOLD).astype(np.float64), w, MATCH_THRESHOLD, confidence)
+        return ThresholdChoice(MATCH_THRESHOLD, est, target, kind == "f1", cands)
+    D = (p[None, :] > cands[:, None]).astype(np.float64)  # (n_candidates, n)
+    tp = D @ (w * y)
+    pred = D @ w
+    pos = float((w * y).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec = np.where(pred > 0, tp / pred, np.nan)
+        rec = tp / pos
+        f1 = 2 * tp / (pred + pos)
+    near = -np.abs(cands - MATCH_THRESHOLD)
+    met = True
+    if kind == "f1":
+        best = np.lexsort((near, f1))[-1]
+    elif kind == "precision":
+        ok = np.flatnonzero(np.nan_to_num(prec, nan=-1.0) >= goal - 1e-12)
+        if len(ok):
+            best = ok.min()
+        else:
+            met = False
+            best = int(np.nanargmax(np.nan_to_num(prec, nan=-1.0)))
+    else:
+        ok = np.flatnonzero(rec >= goal - 1e-12)
+        best = ok.max() if len(ok) else 0
+        met = bool(len(ok))
+    t = float(cands[best])
+    est = _estimate(y, D[best], w, t, confidence)
+    return ThresholdChoice(t, est, target, met, cands)

@@ -1,0 +1,266 @@
+"""Stopping rules for active learning: stabilising predictions, and a plateau of the summed risk.
+
+Each rule is fed once per round (:meth:`update`) and says whether it recommends stopping
+(:attr:`should_stop`) and why (:meth:`state_text`). They only advise: the session shows the
+advice, the person decides.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.utils import check_random_state
+
+from .._typing import IntArray, RandomStateLike
+from ..exceptions import DataError
+from ._estimate import _vector
+
+__all__ = ["RiskPlateau", "StabilizingPredictions", "cohen_kappa"]
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+    return int(value)
+
+
+def _check_fraction(value: object, name: str, *, closed_low: bool) -> float:
+    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
+    if ok:
+        ok = (0 <= value <= 1) if closed_low else (0 < value <= 1)
+    if not ok:
+        raise ValueError(f"{name} must be a number in {'[0' if closed_low else '(0'}, 1], got {value!r}.")
+    return float(value)  # type: ignore[arg-type]
+
+
+def cohen_kappa(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
+    """Cohen's kappa of two binary labelings; 1.0 when they agree everywhere (even on one class).
+
+    Examples
+    --------
+    >>> cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]), cohen_kappa([0, 0, 0], [0, 0, 0])
+    (1.0, 1.0)
+    >>> cohen_kappa([1, 0, 1, 0], [0, 1, 0, 1])
+    -1.0
+    """
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or len(x) == 0:
+        raise ValueError("cohen_kappa needs two non-empty labelings of the same length.")
+    p_o = float(np.mean(x == y))
+    if p_o == 1.0:
+        return 1.0
+    px, py = float(x.mean()), float(y.mean())
+    p_e = px * py + (1 - px) * (1 - py)
+    return float((p_o - p_e) / (1 - p_e)) if p_e < 1 else 0.0
+
+
+class StabilizingPredictions:
+    """Stop when successive matchers agree on a fixed stop set (Bloodgood and Vijay-Shanker, 2009).
+
+    Each :meth:`update` takes the current matcher's predictions (labels, or match probabilities
+    cut at 0.5) of the same candidate pairs; on the first call a seeded random stop set of
+    ``sample_size`` of them is fixed. Cohen's kappa is computed between the predictions of
+    consecutive rounds on the stop set; the rule fires once the mean of the last ``window``
+    kappas is at least ``agreement``. (small-text's ``KappaAverage`` instead fires when the mean
+    absolute change between the window's kappas is below ``1 - agreement``; this class follows
+    the paper.)
+
+    Parameters
+    ----------
+    window : int, default=3
+        Number of successive kappas averaged.
+    agreement : float, default=0.99
+        The mean kappa at which the rule fires.
+    sample_size : int, default=1000
+        Size of the stop set (all pairs when there are fewer).
+    random_state : int, RandomState instance or None
+        Seeds the stop set.
+
+    Attributes
+    ----------
+    stop_set_ : ndarray of intp
+        Positions of the stop set.
+    kappas_ : list of float
+        Kappa of each round with the one before (one fewer than the updates).
+    n_updates_ : int
+    fired_at_ : int or None
+        The update (1-based) at which the rule first fired.
+
+    References
+    ----------
+    .. [1] Bloodgood, M. and Vijay-Shanker, K. "A method for stopping active learning based on
+       stabilizing predictions and the need for user-adjustable stopping", CoNLL 2009.
+
+    Examples
+    --------
+    >>> rule = StabilizingPredictions(window=2, agreement=0.9, random_state=0)
+    >>> for preds in ([0, 1, 0, 1], [0, 1, 1, 1], [0, 1, 1, 1], [0, 1, 1, 1]):
+    ...     _ = rule.update(preds)
+    >>> rule.kappas_, rule.should_stop, rule.fired_at_
+    ([0.5, 1.0, 1.0], True, 4)
+    """
+
+    def __init__(
+        self, window: int = 3, agreement: float = 0.99, sample_size: int = 1000, random_state: RandomStateLike = None
+    ) -> None:
+        self.window = window
+        self.agreement = agreement
+        self.sample_size = sample_size
+        self.random_state = random_state
+
+    def update(self, predictions: npt.ArrayLike) -> "StabilizingPredictions":
+        """Add one round's predictions of every candidate pair (the same pairs each round).
+
+        Parameters
+        ----------
+        predictions : array-like of shape (n_pairs,)
+            0/1 labels or match probabilities (a pair is a match iff above 0.5).
+
+        Returns
+        -------
+        self
+        """
+        window = _check_int(self.window, "window", 1)
+        _check_fraction(self.agreement, "agreement", closed_low=False)
+        size = _check_int(self.sample_size, "sample_size", 1)
+        x = _vector(predictions, "predictions", low=0, high=1)
+        if not hasattr(self, "stop_set_"):
+            if len(x) == 0:
+                raise DataError("predictions is empty: the stop set needs candidate pairs.")
+            rng = check_random_state(self.random_state)
+            n = len(x)
+            self.stop_set_: IntArray = (
+                np.arange(n, dtype=np.intp) if size >= n
+                else np.sort(rng.choice(n, size=size, replace=False)).astype(np.intp)
+            )
+            self.n_pairs_ = n
+            self.kappas_: list[float] = []
+            self.n_updates_ = 0
+            self.fired_at_: int | None = None
+            self._last: np.ndarray | None = None
+        elif len(x) != self.n_pairs_:
+            raise DataError(
+                f"predictions has {len(x)} values but the first update had {self.n_pairs_}: pass the "
+                "predictions of the same candidate pairs every round."
+            )
+        labels = (x[self.stop_set_] > 0.5).astype(np.int8)
+        if self._last is not None:
+            self.kappas_.append(cohen_kappa(self._last, labels))
+        self._last = labels
+        self.n_updates_ += 1
+        if self.fired_at_ is None and len(self.kappas_) >= window and np.mean(self.kappas_[-window:]) >= self.agreement:
+            self.fired_at_ = self.n_updates_
+        return self
+
+    @property
+    def should_stop(self) -> bool:
+        """Whether the mean of the last ``window`` kappas is at least ``agreement`` now."""
+        k = getattr(self, "kappas_", [])
+        return len(k) >= self.window and float(np.mean(k[-self.window :])) >= self.agreement
+
+    def state_text(self) -> str:
+        """One line on the rule's state, ending with its advice."""
+        k = getattr(self, "kappas_", [])
+        head = f"stabilising predictions (kappa of successive matchers on {len(getattr(self, 'stop_set_', []))} pairs)"
+        if len(k) < self.window:
+            return (f"{head}: {len(k)} of the {self.window} kappas it needs"
+                    + (f" (last {k[-1]:.3f})" if k else "") + ": go on.")
+        last = ", ".join(f"{v:.3f}" for v in k[-self.window :])
+        mean = float(np.mean(k[-self.window :]))
+        verdict = "recommends stopping" if self.should_stop else "go on"
+        return f"{head}: last {last}, mean {mean:.3f} vs {self.agreement:g} needed: {verdict}."
+
+
+class RiskPlateau:
+    """Stop when the expected number of mispredicted pool pairs stops falling.
+
+    The expected number is the summed risk of the unlabelled pool (LearnRisk's risk, or the
+    matcher's uncertainty): ``mean(risk) * n_pool`` when the risk is known on a subset of the
+    pool. The rule fires once it has not fallen by more than ``tol`` (relative) in each of the
+    last ``window`` rounds.
+
+    Parameters
+    ----------
+    window : int, default=3
+    tol : float, default=0.02
+        The relative fall ``(previous - current) / previous`` at or below which a round counts
+        as flat.
+
+    Attributes
+    ----------
+    totals_ : list of float
+        The expected mispredictions of each round.
+    n_updates_ : int
+    fired_at_ : int or None
+        The update (1-based) at which the rule first fired.
+
+    Examples
+    --------
+    >>> rule = RiskPlateau(window=2, tol=0.05)
+    >>> for total in (100.0, 60.0, 59.0, 58.5):
+    ...     _ = rule.update([total])
+    >>> rule.should_stop, rule.fired_at_
+    (True, 4)
+    """
+
+    def __init__(self, window: int = 3, tol: float = 0.02) -> None:
+        self.window = window
+        self.tol = tol
+
+    def update(self, risk: npt.ArrayLike, *, n_pool: int | None = None) -> "RiskPlateau":
+        """Add one round's risks of the unlabelled pool (or a random subset of it).
+
+        Parameters
+        ----------
+        risk : array-like of shape (n,)
+            Non-negative risks (e.g. LearnRisk's, in [0, 1]) of the pool pairs.
+        n_pool : int, optional
+            Size of the whole unlabelled pool when ``risk`` covers a random subset of it.
+
+        Returns
+        -------
+        self
+        """
+        window = _check_int(self.window, "window", 1)
+        tol = _check_fraction(self.tol, "tol", closed_low=True)
+        r = _vector(risk, "risk", low=0)
+        if len(r) == 0:
+            raise DataError("risk is empty: pass the risks of the unlabelled pool.")
+        total = float(r.sum()) if n_pool is None else float(r.mean()) * _check_int(n_pool, "n_pool", 1)
+        if not hasattr(self, "totals_"):
+            self.totals_: list[float] = []
+            self.n_updates_ = 0
+            self.fired_at_: int | None = None
+        self.totals_.append(total)
+        self.n_updates_ += 1
+        if self.fired_at_ is None and self._flat(window, tol):
+            self.fired_at_ = self.n_updates_
+        return self
+
+    def _falls(self) -> list[float]:
+        t = getattr(self, "totals_", [])
+        return [(a - b) / a if a > 0 else 0.0 for a, b in zip(t, t[1:])]
+
+    def _flat(self, window: int, tol: float) -> bool:
+        f = self._falls()
+        return len(f) >= window and all(x <= tol for x in f[-window:])
+
+    @property
+    def should_stop(self) -> bool:
+        """Whether each of the last ``window`` relative falls is at most ``tol``."""
+        return self._flat(self.window, self.tol)
+
+    def state_text(self) -> str:
+        """One line on the rule's state, ending with its advice."""
+        t = getattr(self, "totals_", [])
+        head = "expected mispredictions (sum of risks over the unlabelled pairs)"
+        if not t:
+            return f"{head}: not measured yet: go on."
+        f = self._falls()
+        change = "" if not f else f", {-f[-1]:+.1%} since the last round"
+        if len(f) < self.window:
+            return f"{head}: {t[-1]:.1f}{change}; {len(f)} of the {self.window} rounds it compares: go on."
+        verdict = "recommends stopping" if self.should_stop else "go on"
+        return (f"{head}: {t[-1]:.1f}{change}; fell by at most {self.tol:.0%} in each of the last "
+                f"{self.window} rounds: {'yes' if self.should_stop else 'no'}: {verdict}.")

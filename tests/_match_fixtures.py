@@ -1,0 +1,56 @@
+"""Fixtures of the match tests (tests/matching, tests/hostile): a small FEBRL dedup task split by entity
+into training records and new records, and a model trained on the training records."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skrisk import LearnRisk
+from skrisk.data import PairDataset, SimilarityFeatures, block, load_febrl
+from skrisk.data._febrl import febrl_entity
+from skrisk.matchers import FeatureMatcher
+from skrisk.matching import MatchModel
+
+ATTRS = ["given_name", "surname", "suburb", "postcode", "date_of_birth"]
+RULES = [("standard", "postcode"), ("standard", "date_of_birth"), ("standard", ["given_name", "surname"])]
+
+
+@pytest.fixture(scope="session")
+def febrl_split():
+    """(train table, new table, true pairs of the new table): FEBRL1 records split by entity."""
+    ds = load_febrl(0, dataset="febrl1")
+    table = ds.left[ATTRS]
+    ent = table.index.map(febrl_entity)
+    uniq = np.sort(ent.unique())
+    rng = np.random.default_rng(0)
+    new_ents = set(rng.choice(uniq, size=len(uniq) // 3, replace=False))
+    is_new = ent.isin(new_ents)
+    train, new = table[~is_new], table[is_new]
+    ids = new.index.to_numpy()
+    e = new.index.map(febrl_entity).to_numpy()
+    truth = [(min(a, b), max(a, b)) for i, a in enumerate(ids) for b in ids[i + 1:][e[i + 1:] == e[i]]]
+    return train, new, pd.DataFrame(truth, columns=["left_id", "right_id"])
+
+
+def _labelled(table: pd.DataFrame) -> PairDataset:
+    pairs = block(table, None, RULES).pairs
+    pairs["label"] = (pairs["left_id"].map(febrl_entity) == pairs["right_id"].map(febrl_entity)).astype(int)
+    return PairDataset.from_table(table, pairs, split="train", name="febrl1-train")
+
+
+@pytest.fixture(scope="session")
+def dedup_model(febrl_split):
+    train, _, _ = febrl_split
+    ds = _labelled(train)
+    sf = SimilarityFeatures().fit(ds.to_frame())
+    F = sf.transform(ds.to_frame())
+    m = FeatureMatcher(random_state=0).fit(F, ds.y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        risk = LearnRisk(m, cv=3, epochs=10, random_state=0)
+        risk._fit(F, ds.y, None, None, fitted=m, who="test")
+    return MatchModel(ATTRS, sf, m, risk_model=risk, task="dedup", blocking=RULES)

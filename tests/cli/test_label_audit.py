@@ -1,0 +1,158 @@
+"""Audits, estimates, threshold and stopping advice in labelling sessions (issue #18)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skrisk.exceptions import DataError
+from skrisk.labelling import LabellingSession, SessionConfig, read_events
+
+
+def _oracle_session(folder, A, B, gold, n_answers, config=None, **kw):
+    """Open (or resume) a session and answer ``n_answers`` questions from the gold matches."""
+    out = io.StringIO()
+    box = {}
+    given = []
+
+    def answer(prompt):
+        if len(given) >= n_answers:
+            return "q"
+        key = box["s"].state.pending()[0]
+        given.append(key)
+        return "y" if key in gold else "n"
+
+    box["s"] = s = LabellingSession.open(folder, left=A, right=B, config=config, input_fn=answer, out=out, **kw)
+    try:
+        s.run()
+        s.export()
+    finally:
+        s.close()
+    return s, out.getvalue(), given
+
+
+@pytest.fixture(scope="module")
+def audited(fz_tables, tmp_path_factory):
+    """A session with 3 audit pairs after every risk round, answered by the gold oracle."""
+    A, B, gold = fz_tables
+    folder = tmp_path_factory.mktemp("audit") / "s"
+    cfg = SessionConfig(batch=3, n_initial=4, audit=4, epochs=20, seed=3)
+    s, text, given = _oracle_session(folder, A, B, gold, 40, config=cfg)
+    return folder, s, text, given, gold
+
+
+def test_audit_batches_are_journaled_apart_from_training(audited):
+    folder, s, text, given, gold = audited
+    events = read_events(folder / "journal.jsonl")
+    batches = [e for e in events if e["event"] == "batch"]
+    audits = [b for b in batches if b["phase"] == "audit"]
+    risks = [b for b in batches if b["phase"] == "risk"]
+    assert len(audits) >= 3 and "Audit after round" in text and "not used for training" in text
+    n = len(s.keys)
+    for b in audits:  # every draw keeps the probability it was drawn with
+        assert len(b["draws"]) == 4 and all(0 < d["q"] <= 1 and d["n"] == n for d in b["draws"])
+        assert all("probability" not in i for i in b["items"])  # the matcher's guess is not shown
+    audit_pairs = {(i["left_id"], i["right_id"]) for b in audits for i in b["items"]}
+    assert audit_pairs and audit_pairs <= set(s.state.answers)
+    assert not audit_pairs & set(s.labels())  # never training labels
+    for b in risks[1:]:  # each round trained on the training answers only
+        assert b["n_labels"] < sum(1 for e in events if e["event"] == "answer" and e["seq"] < b["seq"])
+    labels = pd.read_csv(folder / "labels.csv", dtype=str, keep_default_na=False)
+    purpose = dict(zip(zip(labels["left_id"], labels["right_id"]), labels["purpose"]))
+    assert {purpose[k] for k in audit_pairs} == {"audit"}
+    assert set(labels["purpose"]) <= {"audit", "training", "given"} and len(labels) == len(set(given))
+
+
+def test_session_prints_estimate_threshold_and_stopping_state(audited):
+    folder, s, text, *_ = audited
+    assert "Stopping rule 1, stabilising predictions" in text
+    assert "Stopping rule 2, expected mispredictions" in text
+    assert "Estimate: 0 audit answer(s) so far, 10 more needed" in text
+    assert "Estimated on all candidate pairs from" in text and "(90 % intervals)" in text
+    assert "Threshold for the best estimated F1: p > " in text
+    status = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
+    last = status[-1]
+    assert last["estimate"]["n_audit"] >= 10
+    lo, hi = last["estimate"]["f1_interval"]
+    assert 0 <= lo <= last["estimate"]["f1"] <= hi <= 1
+
+
+def test_export_uses_the_chosen_threshold(audited):
+    folder, s, text, *_ = audited
+    pred = pd.read_csv(folder / "predicted_matches.csv")
+    t = [float(line.split("threshold p > ")[1].split(",")[0]) for line in text.splitlines()
+         if line.startswith("Exported") and "threshold p > " in line][-1]
+    assert "chosen for the best F1 estimated from" in text
+    assert (pred.loc[pred["source"] == "predicted", "probability"] > t - 5e-5).all()
+
+
+def test_resume_rebuilds_the_stopping_rules_from_the_journal(audited, fz_tables, tmp_path):
+    import shutil
+
+    folder, s, text, given, gold = audited
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    A, B, _ = fz_tables
+    s2, text2, _ = _oracle_session(copy, A, B, gold, 6)
+    n_risk = sum(1 for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk")
+    from skrisk.labelling._status import _rules
+
+    stab, plateau = _rules(s2)
+    assert stab.n_updates_ >= n_risk and len(plateau.totals_) == stab.n_updates_
+    assert "Stopping rule 1" in text2
+
+
+def test_audit_zero_asks_no_audit(fz_tables, tmp_path):
+    A, B, gold = fz_tables
+    cfg = SessionConfig(batch=3, n_initial=4, audit=0, epochs=20)
+    s, text, _ = _oracle_session(tmp_path / "s", A, B, gold, 12, config=cfg)
+    events = read_events(tmp_path / "s" / "journal.jsonl")
+    assert not [e for e in events if e.get("phase") == "audit"]
+    assert "audits are off" in text
+    assert json.loads((tmp_path / "s" / "session.json").read_text())["params"]["audit"] == 0
+
+
+def test_a_damaged_audit_draw_is_named(audited, fz_tables, tmp_path):
+    import shutil
+
+    folder, s, text, given, gold = audited
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    lines = (copy / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    for j, line in enumerate(lines):
+        ev = json.loads(line)
+        if ev.get("phase") == "audit":
+            ev["draws"][0]["q"] = 0
+            lines[j] = json.dumps(ev)
+            seq = ev["seq"]
+            break
+    (copy / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    A, B, _ = fz_tables
+    with pytest.raises(DataError) as err:
+        _oracle_session(copy, A, B, gold, 30)
+    msg = str(err.value)
+    assert "journal.jsonl" in msg and f"seq {seq}" in msg and "draw probability 0" in msg
+    assert "delete that line" in msg
+
+
+def test_old_manifest_without_audit_resumes_with_the_default(audited, fz_tables, tmp_path):
+    import shutil
+
+    folder, *_ = audited
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    manifest = json.loads((copy / "session.json").read_text())
+    del manifest["params"]["audit"]
+    (copy / "session.json").write_text(json.dumps(manifest))
+    A, B, gold = fz_tables
+    s, text, _ = _oracle_session(copy, A, B, gold, 1)
+    assert s.config.audit == SessionConfig().audit
+
+
+def test_bad_audit_option_is_refused(tmp_path):
+    with pytest.raises(DataError, match="audit must be a non-negative integer"):
+        SessionConfig(audit=-1).check()

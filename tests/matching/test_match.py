@@ -1,0 +1,59 @@
+"""skrisk.matching.match: new records of a FEBRL dedup task, and a linkage model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skrisk.matching import cluster_scores, load_model, match, pairwise_scores
+from skrisk.data._febrl import febrl_entity
+
+from _match_fixtures import dedup_model, febrl_split  # noqa: F401 - fixtures
+
+
+def test_dedup_match_finds_the_duplicates_of_new_records(dedup_model, febrl_split, tmp_path):
+    _, new, truth = febrl_split
+    model = load_model(dedup_model.save(tmp_path / "m.skrisk"))
+    res = match(model, new, chunk_size=97, progress=False)
+    m = res.matches
+    assert list(m.columns) == ["left_id", "right_id", "probability", "risk"]
+    assert (m["left_id"] < m["right_id"]).all() and (m["probability"] > model.threshold).all()
+    assert m["risk"].between(0, 1).all() and m["probability"].is_monotonic_decreasing
+    assert res.n_candidates > len(m) > 0
+    scores = pairwise_scores(m[["left_id", "right_id"]], truth, task="dedup")
+    assert scores["precision"] > 0.9 and scores["recall"] > 0.8, scores
+    clusters = res.entities.clusters
+    assert set(clusters["record_id"]) == set(new.index)  # every new record is in one entity
+    true_clusters = pd.DataFrame({"record_id": new.index, "entity_id": new.index.map(febrl_entity)})
+    cs = cluster_scores(clusters[["record_id", "entity_id"]], true_clusters)
+    assert cs["f1"] > 0.8, cs
+    assert set(res.timings) >= {"blocking", "scoring", "entities", "total"}
+
+
+def test_chunk_size_does_not_change_the_result(dedup_model, febrl_split):
+    _, new, _ = febrl_split
+    a = match(dedup_model, new, chunk_size=50, progress=False).matches
+    b = match(dedup_model, new, chunk_size=100_000, progress=False).matches
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_reasons_name_features(dedup_model, febrl_split):
+    _, new, _ = febrl_split
+    m = match(dedup_model, new.iloc[:120], reasons=True, progress=False).matches
+    assert "reasons" in m.columns and m["reasons"].str.len().gt(0).all()
+    assert not m["reasons"].str.contains(r"\bx\d+\b").any()  # feature names, not x<j>
+
+
+def test_linkage_one_to_one(dedup_model, febrl_split):
+    """A dedup model's parts, used as a linkage model of two halves: one-to-one entities."""
+    from dataclasses import replace
+
+    _, new, _ = febrl_split
+    model = replace(dedup_model, task="link")
+    org = new[new.index.str.endswith("-org")]
+    dup = new[~new.index.str.endswith("-org")]
+    res = match(model, org, dup, progress=False, one_to_one=True)
+    sizes = res.entities.clusters.groupby(["entity_id", "side"]).size()
+    assert sizes.max() == 1  # at most one record of each side per entity
+    assert set(res.entities.clusters["side"]) == {"left", "right"}

@@ -1,0 +1,160 @@
+"""Audit sampling, quality estimates and threshold choice (skrisk.quality)."""
+
+import numpy as np
+import pytest
+
+from skrisk.exceptions import DataError
+from skrisk.quality import audit_sample, choose_threshold, estimate_quality
+
+
+def _population(n=4000, seed=1):
+    """An ER-like candidate set: 5 % matches, a matcher right on most pairs, a risk that ranks errors."""
+    rng = np.random.RandomState(seed)
+    y = (rng.uniform(size=n) < 0.05).astype(int)
+    logit = np.where(y == 1, rng.normal(2.0, 1.5, n), rng.normal(-4.0, 1.5, n))
+    p = 1 / (1 + np.exp(-logit))
+    wrong = (p > 0.5).astype(int) != y
+    risk = np.clip(1.4 * np.minimum(p, 1 - p) + 0.3 * wrong * rng.uniform(size=n), 0, 1)
+    d = (p > 0.5).astype(int)
+    tp, fp, fn = (d * y).sum(), (d * (1 - y)).sum(), ((1 - d) * y).sum()
+    truth = {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "f1": 2 * tp / (2 * tp + fp + fn)}
+    return p, y, risk, truth
+
+
+@pytest.mark.parametrize("method", ["risk", "score", "uniform"])
+def test_weights_are_bounded_and_weighted_totals_unbiased(method):
+    p, y, risk, _ = _population()
+    d = (p > 0.5).astype(int)
+    est_tp, est_fp = [], []
+    for seed in range(300):
+        s = audit_sample(p, risk=risk, n=50, method=method, floor=0.1, random_state=seed)
+        assert s.weights.max() <= 10 + 1e-9 and (s.weights > 0).all()
+        assert np.allclose(s.weights, 1 / (len(p) * s.probabilities))
+        pos = s.positions
+        est_tp.append(np.mean(s.weights * d[pos] * y[pos]) * len(p))  # Hansen-Hurwitz totals
+        est_fp.append(np.mean(s.weights * d[pos] * (1 - y[pos])) * len(p))
+    true_tp, true_fp = (d * y).sum(), (d * (1 - y)).sum()
+    for est, true in ((est_tp, true_tp), (est_fp, true_fp)):  # within 4 standard errors
+        assert abs(np.mean(est) - true) < 4 * np.std(est) / np.sqrt(len(est)) + 1e-9
+    if method == "uniform":
+        assert np.allclose(s.weights, 1.0)
+
+
+def test_ratio_estimates_are_centred_on_the_truth():
+    p, y, risk, truth = _population()
+    ests = {m: [] for m in truth}
+    for seed in range(200):
+        s = audit_sample(p, risk=risk, n=300, method="risk", random_state=seed)
+        e = estimate_quality(y[s.positions], p[s.positions], s.weights)
+        for m in truth:
+            ests[m].append(getattr(e, m))
+    for m in truth:
+        assert abs(np.mean(ests[m]) - truth[m]) < 0.01, m
+
+
+@pytest.mark.parametrize("method,n", [("risk", 100), ("score", 100), ("uniform", 100)])
+def test_ninety_percent_intervals_cover_in_85_to_95_percent(method, n):
+    p, y, risk, truth = _population()
+    covered = {m: 0 for m in truth}
+    runs = 400
+    for seed in range(runs):
+        s = audit_sample(p, risk=risk, n=n, method=method, random_state=1000 + seed)
+        e = estimate_quality(y[s.positions], p[s.positions], s.weights, confidence=0.9)
+        for m in truth:
+            lo, hi = e.interval(m)
+            covered[m] += lo <= truth[m] <= hi
+    for m in truth:
+        assert 0.84 <= covered[m] / runs <= 0.96, (m, covered[m] / runs)
+
+
+def test_risk_sampling_gives_narrower_intervals_than_uniform():
+    p, y, risk, _ = _population()
+    width = {}
+    for method in ("risk", "uniform"):
+        w = []
+        for seed in range(100):
+            s = audit_sample(p, risk=risk, n=100, method=method, random_state=seed)
+            lo, hi = estimate_quality(y[s.positions], p[s.positions], s.weights).f1_interval
+            w.append(hi - lo)
+        width[method] = np.mean(w)
+    assert width["risk"] < 0.6 * width["uniform"]
+
+
+def test_estimate_on_a_hand_computed_case():
+    e = estimate_quality([1, 1, 0, 1, 0], [0.9, 0.8, 0.7, 0.2, 0.1], [1, 2, 1, 1, 1], threshold=0.5)
+    # weighted TP = 3, FP = 1, FN = 1
+    assert e.precision == pytest.approx(0.75) and e.recall == pytest.approx(0.75)
+    assert e.f1 == pytest.approx(0.75)
+    assert e.n_audit == 5 and e.n_matches == 3
+    assert 0 <= e.f1_interval[0] < 0.75 < e.f1_interval[1] <= 1
+    assert e.to_dict()["precision"] == 0.75
+
+
+def test_undefined_measures_are_nan_with_the_whole_interval():
+    e = estimate_quality([0, 0, 0], [0.1, 0.2, 0.3], [1, 1, 1])
+    assert np.isnan(e.precision) and e.precision_interval == (0.0, 1.0)
+    assert np.isnan(e.recall) and e.to_dict()["recall"] is None
+    assert "precision ?" in e.text()
+
+
+@pytest.mark.parametrize(
+    "kwargs,words",
+    [
+        ({"y_audit": [1, 0, 2]}, ["y_audit[2]", "1 (match) or 0"]),
+        ({"y_audit": [1, 0, np.nan]}, ["y_audit[2]", "finite"]),
+        ({"proba_audit": [0.1, 1.5, 0.3]}, ["proba_audit[1]", "[0, 1]"]),
+        ({"weights": [1, 0, 1]}, ["weights[1]", "positive"]),
+        ({"weights": [1, 1]}, ["one value per audit draw", "3, 3 and 2"]),
+    ],
+)
+def test_bad_audit_arrays_are_named(kwargs, words):
+    args = {"y_audit": [1, 0, 1], "proba_audit": [0.9, 0.2, 0.6], "weights": [1, 1, 1], **kwargs}
+    with pytest.raises(DataError) as err:
+        estimate_quality(args["y_audit"], args["proba_audit"], args["weights"])
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_bad_sampling_arguments():
+    p = np.linspace(0, 1, 10)
+    with pytest.raises(ValueError, match="risk of every pair"):
+        audit_sample(p, n=3, method="risk")
+    with pytest.raises(DataError, match="risk has 3 values"):
+        audit_sample(p, risk=[0.1, 0.2, 0.3], n=3)
+    with pytest.raises(ValueError, match="floor"):
+        audit_sample(p, n=3, method="score", floor=0)
+    with pytest.raises(ValueError, match="method"):
+        audit_sample(p, n=3, method="oasis")
+    with pytest.raises(DataError, match=r"proba\[2\]"):
+        audit_sample([0.1, 0.2, np.nan], n=3, method="score")
+    # no predicted match and no risk anywhere: nothing to aim at, the sample is uniform
+    s = audit_sample(np.linspace(0, 0.4, 10), risk=np.zeros(10), n=4, random_state=0)
+    assert np.allclose(s.weights, 1.0)
+
+
+def test_audits_aim_at_predicted_matches_and_likely_missed_matches():
+    p = np.array([0.99, 0.9, 0.6, 0.4, 0.01, 0.01])
+    risk = np.array([0.01, 0.1, 0.4, 0.4, 0.01, 0.5])  # the last pair: probably a missed match
+    s = audit_sample(p, risk=risk, n=20000, method="risk", floor=0.1, random_state=0)
+    share = np.bincount(s.positions, minlength=6) / 20000
+    assert share[0] > share[4] * 3 and share[5] > share[4] * 3  # a confident match is audited too
+    assert np.allclose(share.sum(), 1) and s.weights.max() <= 1 / 0.1 + 1e-9
+
+
+def test_choose_threshold_targets():
+    y = [1, 1, 0, 1, 0, 0]
+    p = [0.9, 0.8, 0.7, 0.3, 0.2, 0.1]
+    w = [1] * 6
+    best = choose_threshold(y, p, w)
+    assert best.threshold == 0.25 and best.f1 == pytest.approx(6 / 7) and best.met
+    prec = choose_threshold(y, p, w, target={"precision": 0.9})
+    assert prec.threshold == 0.75 and prec.precision == 1.0 and prec.recall == pytest.approx(2 / 3)
+    rec = choose_threshold(y, p, w, target={"recall": 1.0})
+    assert rec.threshold == 0.25 and rec.recall == 1.0 and rec.met
+    # a target no threshold reaches: the closest, flagged
+    impossible = choose_threshold([1, 0], [0.2, 0.9], [1, 1], target={"precision": 0.9})
+    assert not impossible.met
+    with pytest.raises(ValueError, match="target"):
+        choose_threshold(y, p, w, target={"precision": 1.5})
+    # no audited match: the default threshold
+    assert choose_threshold([0, 0], [0.2, 0.9], [1, 1]).threshold == 0.5

@@ -1,0 +1,56 @@
+"""Stopping rules (skrisk.quality)."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from skrisk.exceptions import DataError
+from skrisk.quality import RiskPlateau, StabilizingPredictions, cohen_kappa
+
+
+def test_kappa_matches_scikit_learn_and_handles_perfect_agreement():
+    rng = np.random.RandomState(0)
+    for _ in range(20):
+        a, b = rng.randint(0, 2, 50), rng.randint(0, 2, 50)
+        assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+    assert cohen_kappa([1, 1, 1], [1, 1, 1]) == 1.0
+
+
+def test_stabilizing_predictions_fires_after_window_agreeing_rounds():
+    rng = np.random.RandomState(0)
+    base = rng.uniform(size=5000)
+    rule = StabilizingPredictions(window=3, agreement=0.99, sample_size=1000, random_state=0)
+    rule.update(base)
+    assert len(rule.stop_set_) == 1000 and not rule.should_stop
+    noisy = np.where(rng.uniform(size=5000) < 0.2, 1 - base, base)  # a matcher that still changes
+    rule.update(noisy)
+    for _ in range(2):
+        rule.update(noisy)
+    assert not rule.should_stop and "go on" in rule.state_text()
+    rule.update(noisy)  # kappas now 1, 1, 1
+    assert rule.should_stop and rule.fired_at_ == 5
+    assert "recommends stopping" in rule.state_text()
+
+
+def test_stabilizing_predictions_refuses_another_pool_size():
+    rule = StabilizingPredictions(random_state=0).update([0, 1, 1])
+    with pytest.raises(DataError, match="first update had 3"):
+        rule.update([0, 1])
+    with pytest.raises(ValueError, match="window"):
+        StabilizingPredictions(window=0).update([0, 1])
+
+
+def test_risk_plateau():
+    rule = RiskPlateau(window=2, tol=0.05)
+    assert "not measured" in rule.state_text()
+    rule.update(np.full(100, 0.5))
+    rule.update(np.full(100, 0.3))
+    rule.update(np.full(100, 0.29))
+    assert not rule.should_stop
+    rule.update(np.full(10, 0.29), n_pool=100)  # a subset of the pool: the total is scaled up
+    assert rule.totals_[-1] == pytest.approx(29.0)
+    assert rule.should_stop and rule.fired_at_ == 4 and "recommends stopping" in rule.state_text()
+    rule.update(np.full(100, 0.1))  # a big fall: no longer flat
+    assert not rule.should_stop and rule.fired_at_ == 4
+    with pytest.raises(DataError, match=r"risk\[0\]"):
+        rule.update([-1.0])
