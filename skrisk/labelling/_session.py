@@ -777,7 +777,6 @@ class LabellingSession:
             picked, risks = sampler(learner, F[pool], n_instances=min(cfg.n_instances, len(pool)),
                                     random_state=_round_seed(cfg.seed, round_no, 2))
         risk_model = sampler.last_query_.risk_model
-        self._save_model(matcher, risk_model)
         fallback = risk_model is None
         proba_all = matcher.predict_proba(F)[:, 1]
         risk_all = np.minimum(proba_all, 1 - proba_all) if fallback else risk_model.predict_risk(F)
@@ -786,6 +785,7 @@ class LabellingSession:
                                      round_no, _round_seed(cfg.seed, round_no, 3))
         status["lines"] = status_lines(self, status)  # kept for status_text() (the Jupyter labeller)
         self._print(*status["lines"])
+        self._save_model(matcher, risk_model, threshold=status["threshold"])  # the round's chosen threshold
         chosen = F[pool[picked]]
         proba = matcher.predict_proba(chosen)[:, 1]
         items = []
@@ -819,7 +819,7 @@ class LabellingSession:
         return {"phase": "risk", "round": round_no, "n_labels": int(len(y_lab)), "items": items,
                 "notes": notes[:3], "status": status, "audit_draws": draws}
 
-    def _save_model(self, matcher: Any, risk_model: Any) -> Path:
+    def _save_model(self, matcher: Any, risk_model: Any, threshold: float | None = None) -> Path:
         """Save the model of this round (:data:`~skrisk.matching.MODEL_FILE`, atomically) for ``skrisk match``."""
         from ..matching import MODEL_FILE, MatchModel
         from ..matchers._base import MATCH_THRESHOLD
@@ -830,7 +830,8 @@ class LabellingSession:
             rules = _rules_from_json(rules)
         model = MatchModel(
             attributes=list(self.dataset.attributes), features=self._similarity, matcher=matcher,
-            risk_model=risk_model, threshold=float(manifest.get("threshold", MATCH_THRESHOLD)),
+            risk_model=risk_model,
+            threshold=float(threshold if threshold is not None else manifest.get("threshold", MATCH_THRESHOLD)),
             task=self.dataset.task, blocking=rules,
             id_column=manifest.get("id_column", "id"),
         )

@@ -11,7 +11,8 @@ The session calls this module from few places:
   ``batch`` event of phase ``"audit"`` (the pairs whose label is not known yet);
 * :func:`audit_keys` tells which answered pairs are audit answers: they are journaled and exported
   like every answer, and never used for training;
-* :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``.
+* :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``;
+  :func:`current_threshold` is the one chosen at the last round (for a saved model).
 
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
@@ -37,6 +38,7 @@ __all__ = [
     "MIN_AUDIT",
     "audit_batch",
     "audit_keys",
+    "current_threshold",
     "export_threshold",
     "round_status",
     "status_lines",
@@ -122,7 +124,7 @@ def _stop_set(session: "LabellingSession") -> np.ndarray:
 def _rules(session: "LabellingSession") -> tuple[StabilizingPredictions, RiskPlateau]:
     """Both stopping rules fed with the statuses stored in the journal's risk batches."""
     stab = StabilizingPredictions(window=3, agreement=0.99, sample_size=STOP_SET)
-    plateau = RiskPlateau(window=3, tol=0.02)
+    plateau = RiskPlateau(window=3, tol=0.05)
     size = len(_stop_set(session))
     for b in session.state.batches:
         st = b.get("status")
@@ -221,9 +223,11 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
             v, (lo, hi) = est[m], est[f"{m}_interval"]
             return f"{name} ?" if v is None else f"{name} {v:.2f} ({lo:.2f}-{hi:.2f})"
 
+        rough = " (rough: under 30 audit answers, errors the risk misses may not be seen yet)" if (
+            est["n_audit"] < 30) else ""
         lines.append(
             f"Estimated on all candidate pairs from {est['n_audit']} audit answers (90 % intervals): "
-            f"{one('precision', 'precision')}, {one('recall', 'recall')}, {one('f1', 'F1')}."
+            f"{one('precision', 'precision')}, {one('recall', 'recall')}, {one('f1', 'F1')}{rough}."
         )
         te = status.get("threshold_estimate")
         if te is not None:
@@ -279,3 +283,15 @@ def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[fl
     c = choose_threshold(y, p, w, target="f1")
     return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for the best F1 estimated from "
                          f"{len(y)} audit answers")
+
+
+def current_threshold(session: "LabellingSession") -> float:
+    """The threshold chosen at the last risk round (what a saved model should carry), else 0.5."""
+    for b in reversed(session.state.batches):
+        st = b.get("status")
+        if b.get("phase") == "risk" and isinstance(st, dict):
+            t = st.get("threshold")
+            if isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t <= 1:
+                return float(t)
+            break
+    return MATCH_THRESHOLD

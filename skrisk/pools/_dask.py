@@ -46,7 +46,9 @@ class WorkerLostError(SkriskError, RuntimeError):
 
 
 def _lost_worker_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [OSError, TimeoutError]
+    """What distributed raises when a worker or its connection is lost (not the errors a task
+    raises itself, e.g. a missing file, which reach the caller as they are)."""
+    errors: list[type[BaseException]] = []
     try:
         from distributed import CancelledError
         from distributed.comm.core import CommClosedError

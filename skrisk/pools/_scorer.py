@@ -188,14 +188,18 @@ class ChunkScorer:
     ) -> None:
         self.task = "dedup" if right is None or right is left else "link"
         right = left if right is None else right
-        if not isinstance(threshold, numbers.Real) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) \
+                or not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}.")
         if matcher_input not in _MATCHER_INPUTS:
-            raise ValueError(f"matcher_input must be one of {list(_MATCHER_INPUTS)}, got {matcher_input!r}.")
+            raise ValueError(
+                f"matcher_input must be one of {list(_MATCHER_INPUTS)}, got {matcher_input!r}."
+            )
         if not hasattr(features, "transform") or not hasattr(features, "n_features_in_"):
             raise NotFittedError(
                 "ChunkScorer needs fitted similarity features (SimilarityFeatures().fit(pair_frame)), "
-                f"got {type(features).__name__}{'' if hasattr(features, 'transform') else ' (no transform)'}."
+                f"got {type(features).__name__}"
+                f"{'' if hasattr(features, 'transform') else ' (no transform)'}."
             )
         if not callable(getattr(matcher, "predict_proba", None)):
             raise TypeError(

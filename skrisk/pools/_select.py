@@ -10,15 +10,17 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import torch
 
-from .._device import resolve_device
 from .._typing import RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
-from ..kmedoids import KMedoidsResult, weighted_fastpam
 from ._scorer import PAIR_COLUMNS, ChunkScorer, ScoredChunk
+
+if TYPE_CHECKING:  # torch is imported where the kernel runs (on the client), not on the workers
+    from ..kmedoids import KMedoidsResult
 
 __all__ = ["PoolQuery", "lipschitz_weights"]
 
@@ -63,7 +65,7 @@ class PoolQuery:
     n_pairs: int
     n_filtered: dict[str, int]
     n_candidates: int
-    kmedoids: KMedoidsResult
+    kmedoids: "KMedoidsResult"
     timings: dict[str, float] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -127,7 +129,8 @@ def check_query_params(n_instances: Any, preselect: Any, weighting: str, distanc
     if weighting not in _WEIGHTINGS:
         raise ValueError(f"weighting must be one of {list(_WEIGHTINGS)}, got {weighting!r}.")
     if distance_floor != "auto" and (
-        isinstance(distance_floor, bool) or not isinstance(distance_floor, numbers.Real) or distance_floor < 0
+        isinstance(distance_floor, bool) or not isinstance(distance_floor, numbers.Real)
+        or distance_floor < 0
     ):
         raise ValueError(f"distance_floor must be 'auto' or a distance >= 0, got {distance_floor!r}.")
     return max(int(n_instances), int(math.ceil(float(preselect) * int(n_instances))))
@@ -242,7 +245,9 @@ def top_positions(risk: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
     return idx[order[:m]]
 
 
-def labelled_representation(scorer: ChunkScorer, labelled: Any, who: str) -> tuple[pd.DataFrame | None, np.ndarray]:
+def labelled_representation(
+    scorer: ChunkScorer, labelled: Any, who: str
+) -> tuple[pd.DataFrame | None, np.ndarray]:
     """The labelled pairs (checked) and their representations."""
     if labelled is None:
         return None, np.empty((0, 0), dtype=np.float32)
@@ -266,11 +271,15 @@ def choose_batch(
     device: str,
     random_state: RandomStateLike,
     timings: dict[str, float],
-) -> tuple[np.ndarray, KMedoidsResult]:
+) -> tuple[np.ndarray, "KMedoidsResult"]:
     """Risk sampling's batch among the candidates (in key order): positions into ``cands``,
     riskiest first, and the kernel's result."""
     import time
 
+    import torch
+
+    from .._device import resolve_device
+    from ..kmedoids import weighted_fastpam
     from ..strategies._selection import min_distances
 
     t = time.perf_counter()

@@ -86,10 +86,10 @@ class PairSource:
     >>> [(c.number, c.start, len(c.pairs)) for c in src.chunks(2)]
     [(0, 0, 2), (1, 2, 1)]
     >>> bad = PairSource([pairs, pairs.rename(columns={"right_id": "rid"})])
-    >>> list(bad.chunks(10))
+    >>> list(bad.chunks(10))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    skrisk.exceptions.DataError: pair source (chunks): chunk 1 has the columns ['left_id', 'rid'] but chunk 0 had ['left_id', 'right_id'] (missing ['right_id'], extra ['rid']): every chunk needs the same columns, with 'left_id' and 'right_id'.
+    skrisk.exceptions.DataError: pair source (chunks): chunk 1 has the columns ['left_id', 'rid'] ...
     """
 
     def __init__(self, data: Any, *, name: str | None = None) -> None:
@@ -177,7 +177,8 @@ class PairSource:
                         "remove it."
                     ) from exc
                 if empty:  # a file without rows still has columns to check
-                    yield number, pd.DataFrame({c: [] for c in want}), f"chunk {number} (file {path!r})", names
+                    empty_frame = pd.DataFrame({c: [] for c in want})
+                    yield number, empty_frame, f"chunk {number} (file {path!r})", names
                     number += 1
             return
         data = self._data

@@ -141,8 +141,8 @@ def stream_query(
                 filtered[k] += v
             if keep.any():
                 pairs = chunk.pairs[keep].reset_index(drop=True) if not keep.all() else chunk.pairs
-                scored = scorer._score(pairs, representation=True, where=f"{who}: {src.name}: {chunk.where}",
-                                       rows=rows[keep])
+                scored = scorer._score(pairs, representation=True, rows=rows[keep],
+                                       where=f"{who}: {src.name}: {chunk.where}")
                 n_pairs += len(scored)
                 t_merge = time.perf_counter()
                 cands = cands.merge(Candidates.from_scored(scored, rows[keep], m), m)

@@ -40,7 +40,7 @@ def audited(fz_tables, tmp_path_factory):
     """A session with 3 audit pairs after every risk round, answered by the gold oracle."""
     A, B, gold = fz_tables
     folder = tmp_path_factory.mktemp("audit") / "s"
-    cfg = SessionConfig(batch=3, n_initial=4, audit=4, epochs=20, seed=3)
+    cfg = SessionConfig(n_instances=3, n_initial=4, audit=4, epochs=20, seed=3)
     s, text, given = _oracle_session(folder, A, B, gold, 40, config=cfg)
     return folder, s, text, given, gold
 
@@ -108,7 +108,7 @@ def test_resume_rebuilds_the_stopping_rules_from_the_journal(audited, fz_tables,
 
 def test_audit_zero_asks_no_audit(fz_tables, tmp_path):
     A, B, gold = fz_tables
-    cfg = SessionConfig(batch=3, n_initial=4, audit=0, epochs=20)
+    cfg = SessionConfig(n_instances=3, n_initial=4, audit=0, epochs=20)
     s, text, _ = _oracle_session(tmp_path / "s", A, B, gold, 12, config=cfg)
     events = read_events(tmp_path / "s" / "journal.jsonl")
     assert not [e for e in events if e.get("phase") == "audit"]
@@ -156,3 +156,19 @@ def test_old_manifest_without_audit_resumes_with_the_default(audited, fz_tables,
 def test_bad_audit_option_is_refused(tmp_path):
     with pytest.raises(DataError, match="audit must be a non-negative integer"):
         SessionConfig(audit=-1).check()
+
+
+def test_current_threshold_is_the_last_rounds_choice(audited):
+    from skrisk.labelling._status import current_threshold
+
+    folder, s, *_ = audited
+    last = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"][-1]
+    assert current_threshold(s) == last["threshold"]
+
+
+def test_saved_model_carries_the_chosen_threshold(audited):
+    from skrisk.labelling._status import current_threshold
+    from skrisk.matching import MODEL_FILE, load_model
+
+    folder, s, *_ = audited
+    assert load_model(folder / MODEL_FILE).threshold == pytest.approx(current_threshold(s))

@@ -52,5 +52,9 @@ def test_risk_plateau():
     assert rule.should_stop and rule.fired_at_ == 4 and "recommends stopping" in rule.state_text()
     rule.update(np.full(100, 0.1))  # a big fall: no longer flat
     assert not rule.should_stop and rule.fired_at_ == 4
+    rising = RiskPlateau(window=2, tol=0.05)
+    for total in (100.0, 130.0, 180.0):  # a total that jumps up is no plateau either
+        rising.update([total])
+    assert not rising.should_stop and rising.fired_at_ is None
     with pytest.raises(DataError, match=r"risk\[0\]"):
         rule.update([-1.0])
