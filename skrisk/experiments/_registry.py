@@ -139,6 +139,10 @@ _REGISTRY: dict[str, StrategyFactory] = {
     # variants of the default: another preselection factor, or no distance term
     **{f"risk_pre{m}w": _risk(f"the default with {m} * n_instances preselected pairs",
                               preselect=m, preselect_after="batch") for m in (3, 5)},
+    # the default with its whole-pool k-medoids stage capped far below the pool (issue #19: what
+    # the sample of benchmarks/bench_scale.py costs in label efficiency on a pool that fits)
+    "risk_cap2k": _risk("the default with the k-medoids stage on a 2,000-pair weight-stratified sample "
+                        "of the pool (max_kmedoids_pool=2000)", max_kmedoids_pool=2000),
     "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
                                preselect=2, preselect_after="batch", weighting="risk"),
 }
