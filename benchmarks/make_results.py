@@ -60,6 +60,7 @@ OUTPUTS = {
     "benchmarks/results/query.md": "query.md",
     "benchmarks/results/matching.md": "matching.md",
     "benchmarks/results/quality.md": "quality.md",
+    "benchmarks/results/scale.md": "scale.md",
 }
 
 DEFAULT = "risk_pre2w"
@@ -725,6 +726,56 @@ def block_quality_report(_: str, ctx: dict) -> str:
     return _bench_module("bench_quality").report(RESULTS / "quality")
 
 
+def _scale_records(name: str) -> list[dict]:
+    path = RESULTS / "scale" / f"{name}_bench.jsonl"
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: rerun `python benchmarks/bench_scale.py --experiment {name}`.")
+    return _read_jsonl(path)
+
+
+def _load1(rec: dict, part: dict | None = None) -> str:
+    load = (part or {}).get("load_before") or rec.get("load_avg_start")
+    return f"{load[0]:.1f}" if load else "-"
+
+
+def block_scale_query(_: str, ctx: dict) -> str:
+    """One in-memory query on 100k / 1M pools: time per phase, peak memory, default vs preselected."""
+    lines = ["| date | pool | features s | query | probabilities s | risk s | kernel s | **total s** | k-medoids points | peak RSS GB | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in _scale_records("scale"):
+        for q in ("default", "preselected"):
+            d = r[q]
+            first = q == "default"
+            lines.append(
+                f"| {r['date'][:16] if first else ''} | {r['pool']:,} | {format(r['prep_s']['features'], '.1f') if first else ''} | {q} "
+                f"| {d['probabilities']:.1f} | {d['risk']:.1f} | {d['kernel']:.2f} | **{d['query_total']:.1f}** "
+                f"| {d.get('kmedoids_points', '-'):,} | {r['peak_rss_mb'] / 1024:.2f} | {_load1(r, d)} |")
+    return "\n".join(lines)
+
+
+def block_scale_td(_: str, ctx: dict) -> str:
+    """The sampled k-medoids stage against the whole pool: total deviation ratio and kernel time."""
+    lines = ["| pool | max_kmedoids_pool | TD ratio (over the whole pool) | batch overlap with the whole-pool batch | kernel s | load (1 min) |",
+             "|---|---|---|---|---|---|"]
+    for r in _scale_records("td"):
+        cap = r["max_kmedoids_pool"]
+        lines.append(f"| {r['pool']:,} | {'none' if cap is None else f'{cap:,}'} | {r['td_ratio']:.4f} "
+                     f"| {r.get('batch_overlap_with_uncapped', '-')} | {r['kernel']:.1f} | {_load1(r)} |")
+    return "\n".join(lines)
+
+
+def block_scale_stream(_: str, ctx: dict) -> str:
+    """The streamed query (skrisk.pools.stream_query) on 1M and 10M pairs."""
+    lines = ["| date | pool | chunk | scoring s | kernel s | risk model fit s | query + fit s | pairs/s scored | peak RSS GB | load (1 min) | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in _scale_records("stream"):
+        st = r["stream"]
+        lines.append(f"| {r['date'][:16]} | {r['pool']:,} | {r['chunk_size']:,} | {st['score']:.0f} | {st['kernel']:.2f} "
+                     f"| {r['prep_s']['risk_fit']:.1f} | {st['query_plus_risk_fit']:.0f} | {r['pool_scored'] / st['score']:,.0f} "
+                     f"| {r['peak_rss_mb'] / 1024:.2f} | {_load1(r, st)} | {r.get('note') or ''} |")
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "rnn_refactor": block_rnn_refactor,
     "api16": block_api16,
@@ -753,6 +804,9 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "query_table": block_query_table,
     "match_table": block_match_table,
     "quality_report": block_quality_report,
+    "scale_query": block_scale_query,
+    "scale_td": block_scale_td,
+    "scale_stream": block_scale_stream,
 }
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)(?::([^}]*))?\}\}")

@@ -1,6 +1,6 @@
 """ER pair data: tables (two for linkage, one for dedup), candidate pairs, loaders, blocking, tokens, vectors, features."""
 
-from ._blocking import BLOCKING_METHODS, BlockingResult, block
+from ._blocking import BLOCKING_METHODS, BlockingResult, block, blocking_rules_from_json, blocking_rules_to_json
 from ._csv import load_csv_tables
 from ._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext
 from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS, febrl_entity, load_febrl
@@ -29,6 +29,8 @@ __all__ = [
     "Vocabulary",
     "WordVectors",
     "block",
+    "blocking_rules_from_json",
+    "blocking_rules_to_json",
     "corpus_sentences",
     "febrl_entity",
     "fetch_deepmatcher",

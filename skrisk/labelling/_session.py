@@ -30,6 +30,7 @@ import pandas as pd
 from .. import __version__
 from .._fileio import FolderLock
 from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
+from ..data import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 from ..risk._defaults import DEFAULT_EPOCHS
@@ -187,41 +188,10 @@ def _read_manifest(path: Path) -> dict:
         raise bad('"exported" is not an object')
     if manifest.get("blocking") is not None:
         try:
-            manifest["blocking"] = _rules_from_json(manifest["blocking"])
+            manifest["blocking"] = blocking_rules_from_json(manifest["blocking"])
         except (TypeError, ValueError, KeyError) as exc:
             raise bad(f'"blocking" is not a list of blocking rules ({exc})') from exc
     return manifest
-
-
-def _rules_to_json(rules: Any) -> list | None:
-    """Blocking rules as JSON: ``[{"method", "columns", "params"}, ...]`` (``None``: the default)."""
-    if rules is None:
-        return None
-    if isinstance(rules, tuple) and rules and isinstance(rules[0], str):
-        rules = [rules]
-    out = []
-    for rule in rules:
-        cols = rule[1]
-        out.append({
-            "method": str(rule[0]),
-            "columns": None if cols is None else ([cols] if isinstance(cols, str) else [str(c) for c in cols]),
-            "params": dict(rule[2]) if len(rule) > 2 else {},
-        })
-    return out
-
-
-def _rules_from_json(data: Any) -> list[tuple[str, Any, dict]]:
-    if not isinstance(data, list):
-        raise TypeError("not a list")
-    rules = []
-    for r in data:
-        if not isinstance(r, dict) or not isinstance(r["method"], str) or not isinstance(r.get("params", {}), dict):
-            raise TypeError(f"bad rule {r!r}")
-        cols = r.get("columns")
-        if cols is not None and not (isinstance(cols, list) and all(isinstance(c, str) for c in cols)):
-            raise TypeError(f"bad columns {cols!r}")
-        rules.append((r["method"], cols, dict(r.get("params", {}))))
-    return rules
 
 
 def _table_word(side: str) -> str:
@@ -642,7 +612,7 @@ class LabellingSession:
             "encoding": encoding,
             "task": dataset.task,
             "inputs": inputs,
-            "blocking": _rules_to_json(blocking) if pairs is None else None,
+            "blocking": blocking_rules_to_json(blocking) if pairs is None else None,
             "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
             "params": {
                 "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
@@ -827,7 +797,7 @@ class LabellingSession:
         manifest = self._manifest or {}
         rules = manifest.get("blocking")
         if rules and isinstance(rules[0], dict):  # a new session's manifest holds them as JSON
-            rules = _rules_from_json(rules)
+            rules = blocking_rules_from_json(rules)
         model = MatchModel(
             attributes=list(self.dataset.attributes), features=self._similarity, matcher=matcher,
             risk_model=risk_model,

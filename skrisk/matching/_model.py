@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .._fileio import atomic_write_bytes
+from ..data import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
 
@@ -103,26 +104,12 @@ def _is_rnn(obj: object) -> bool:
     return mod is not None and isinstance(obj, mod.RNNMatcher)
 
 
-def _jsonable_rules(rules: object) -> list | None:
-    """Blocking rules as JSON: ``[[method, [cols], {params}], ...]`` (None: the default rule)."""
-    if rules is None:
-        return None
-    if isinstance(rules, tuple) and rules and isinstance(rules[0], str):
-        rules = [rules]
-    out = []
-    for rule in rules:  # type: ignore[union-attr]
-        if not isinstance(rule, (tuple, list)) or len(rule) not in (2, 3) or not isinstance(rule[0], str):
-            raise TypeError(f"A blocking rule is (method, columns[, params]), got {rule!r}.")
-        # columns None: every attribute of the model
-        cols = None if rule[1] is None else [rule[1]] if isinstance(rule[1], str) else [str(c) for c in rule[1]]
-        params = dict(rule[2]) if len(rule) == 3 else {}
-        for k, v in params.items():
-            if not isinstance(v, (bool, int, float, str, type(None))):
-                raise TypeError(f"Blocking rule {rule!r}: parameter {k}={v!r} is not a number, string or None.")
-            if isinstance(v, (np.integer, np.floating)):
-                params[k] = v.item()
-        out.append([rule[0], cols, params])
-    return out
+def _blocking_of(meta: dict, file: Path) -> list | None:
+    """The blocking rules of a model file's ``model.json``, checked."""
+    try:
+        return blocking_rules_from_json(meta.get("blocking"))
+    except TypeError as exc:
+        raise _bad(file, f"the blocking rules in {_META} are damaged ({exc})") from None
 
 
 @dataclass
@@ -223,7 +210,7 @@ class MatchModel:
             )
         if self.risk_model is not None and not hasattr(self.risk_model, "_distribution"):
             raise DataError(f"{where}: risk_model must be a fitted skrisk LearnRisk, got {type(self.risk_model).__name__}.")
-        _jsonable_rules(self.blocking)
+        blocking_rules_to_json(self.blocking)
 
     def check_table(self, table: pd.DataFrame, source: str) -> None:
         """Raise :class:`DataError` when ``table`` (read from ``source``) lacks an attribute the model needs."""
@@ -281,7 +268,7 @@ class MatchModel:
             "format_version": FORMAT_VERSION,
             "attributes": list(self.attributes),
             "task": self.task,
-            "blocking": _jsonable_rules(self.blocking),
+            "blocking": blocking_rules_to_json(self.blocking),
             "id_column": self.id_column,
             "threshold": float(self.threshold),
             "matcher_kind": kind,
@@ -488,7 +475,7 @@ def load_model(
         risk.estimator_ = matcher
     model = MatchModel(
         attributes=list(meta["attributes"]), features=parts["features"], matcher=matcher, risk_model=risk,
-        threshold=float(meta["threshold"]), task=meta["task"], blocking=meta.get("blocking"),
+        threshold=float(meta["threshold"]), task=meta["task"], blocking=_blocking_of(meta, file),
         id_column=meta["id_column"], versions=dict(meta.get("versions") or {}),
     )
     model.check(str(file))

@@ -54,7 +54,7 @@ def test_feature_model_round_trip(feature_model, data, tmp_path):
     np.testing.assert_allclose(after.risk, before.risk)
     assert loaded.risk_model.risk_model_ is not None
     assert loaded.threshold == 0.4 and loaded.task == "link" and loaded.attributes == te.attributes
-    assert loaded.blocking == [["standard", ["city"], {}], ["tokens", ["name"], {"top_k": 3}]]
+    assert loaded.blocking == [("standard", ["city"], {}), ("tokens", ["name"], {"top_k": 3})]
     assert loaded.risk_model.estimator_ is loaded.matcher
     assert loaded.versions["skrisk"]
 
@@ -173,6 +173,17 @@ def test_newer_format_version_is_refused_clearly(feature_model, tmp_path):
                                                   versions={"skrisk": "9.0.0"}))
     with pytest.raises(DataError, match=r"written by skrisk 9\.0\.0 in model format 2.*Upgrade skrisk"):
         load_model(newer)
+
+
+@pytest.mark.parametrize("blocking", ["tokens", [["standard", ["city"], {}]], [{"method": 3}],
+                                      [{"method": "tokens", "columns": "name"}]])
+def test_damaged_blocking_rules_are_refused(feature_model, tmp_path, blocking):
+    """model.json's blocking rules are read in their one JSON form, or refused naming the file."""
+    path = feature_model.save(tmp_path / "m.skrisk")
+    bad = tmp_path / "bad.skrisk"
+    _rewrite_meta(path, bad, lambda m: m.update(blocking=blocking))
+    with pytest.raises(DataError, match=r"bad\.skrisk: the blocking rules in model\.json are damaged"):
+        load_model(bad)
 
 
 def test_parts_from_another_task_are_refused(feature_model, tmp_path):
