@@ -28,7 +28,6 @@ __all__ = [
     "WorkerLostError",
     "dask_block",
     "dask_query",
-    "lipschitz_weights",
     "stream_query",
 ]
 
@@ -39,7 +38,6 @@ _LAZY = {
     "PairSource": "._source",
     "SourceChunk": "._source",
     "PoolQuery": "._select",
-    "lipschitz_weights": "._select",
     "stream_query": "._stream",
     "WorkerLostError": "._dask",
     "dask_block": "._dask",

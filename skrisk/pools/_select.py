@@ -22,7 +22,7 @@ from ._scorer import PAIR_COLUMNS, ChunkScorer, ScoredChunk
 if TYPE_CHECKING:  # torch is imported where the kernel runs (on the client), not on the workers
     from ..kmedoids import KMedoidsResult
 
-__all__ = ["PoolQuery", "lipschitz_weights"]
+__all__ = ["PoolQuery"]
 
 _SEP = "\x1f"  # joins the two ids of a pair into one key (a character no id file holds)
 _WEIGHTINGS = ("lipschitz", "risk", "unit")
@@ -73,47 +73,6 @@ class PoolQuery:
             f"PoolQuery(n_instances={len(self.positions)}, n_pairs={self.n_pairs}, "
             f"n_candidates={self.n_candidates}, total_s={self.timings.get('total', float('nan')):.3f})"
         )
-
-
-def lipschitz_weights(
-    risk: np.ndarray, distances: np.ndarray, *, eps: float = 1e-8, distance_floor: float | str = "auto"
-) -> np.ndarray:
-    """Risk sampling's point weights (paper eq. 6), ``R_i / min_j ||x_i - x_j||``, guarded.
-
-    Parameters
-    ----------
-    risk : ndarray of shape (n,)
-        Risks of the pool pairs.
-    distances : ndarray of shape (n,)
-        Each pair's distance to its nearest labelled pair.
-    eps : float, default=1e-8
-        Added to the distance.
-    distance_floor : float or "auto", default="auto"
-        A distance is raised to at least this value; ``"auto"``: 1 % of the median positive
-        distance. A pair at distance 0 (up to ``1e-7`` of that median) from a labelled pair gets
-        weight 0: the labelled pair covers it already.
-
-    Returns
-    -------
-    ndarray of float64, shape (n,)
-
-    Notes
-    -----
-    The rule of :class:`~skrisk.RiskSampler` (``weighting="lipschitz"``); in a streamed query the
-    median is taken over the preselected candidates, whose distances are the only ones kept.
-
-    Examples
-    --------
-    >>> lipschitz_weights(np.array([0.4, 0.2, 0.3]), np.array([2.0, 1.0, 0.0])).round(6).tolist()
-    [0.2, 0.2, 0.0]
-    """
-    d = np.asarray(distances, dtype=np.float64)
-    positive = d[d > 0]
-    scale = float(np.median(positive)) if positive.size else 1.0
-    floor = 0.01 * scale if distance_floor == "auto" else float(distance_floor)
-    weights = np.asarray(risk, dtype=np.float64) / np.maximum(d + eps, floor)
-    weights[d <= 1e-7 * scale] = 0.0
-    return weights
 
 
 def check_query_params(n_instances: Any, preselect: Any, weighting: str, distance_floor: Any) -> int:
@@ -280,7 +239,7 @@ def choose_batch(
 
     from .._device import resolve_device
     from ..kmedoids import weighted_fastpam
-    from ..strategies._selection import min_distances
+    from ..strategies._selection import lipschitz_weights, min_distances
 
     t = time.perf_counter()
     n_lab = len(rep_lab)

@@ -74,7 +74,7 @@ def stream_query(
         Candidates kept for the kernel, as a multiple of ``n_instances`` (>= 1).
     weighting : {"lipschitz", "risk", "unit"}, default="lipschitz"
         Point weights, as :class:`~skrisk.RiskSampler`'s ``weighting``.
-    eps, distance_floor : see :func:`lipschitz_weights`.
+    eps, distance_floor : see :func:`skrisk.strategies.lipschitz_weights`.
     device : str, default="auto"
         Device of the distance and kernel computations.
     random_state : int, RandomState or None, default=None

@@ -32,6 +32,7 @@ from ._selection import (
     checked_finite,
     checked_proba,
     labelled_pool,
+    lipschitz_weights,
     min_distances,
     proba_function,
     top_k,
@@ -555,16 +556,7 @@ class RiskSampler(BaseEstimator):
 
     def _lipschitz(self, risk: np.ndarray, d_lab: np.ndarray) -> np.ndarray:
         """Eq. 6, ``R_i / min_j ||x_i - x_j||``, with the zero-distance guard (``distance_floor``)."""
-        d = np.asarray(d_lab, dtype=np.float64)
-        positive = d[d > 0]
-        scale = float(np.median(positive)) if positive.size else 1.0
-        if self.distance_floor == "auto":
-            floor = 0.01 * scale
-        else:
-            floor = float(self.distance_floor)
-        weights = risk / np.maximum(d + self.eps, floor)
-        weights[d <= 1e-7 * scale] = 0.0  # duplicates of labelled pairs: covered at cost 0
-        return weights
+        return lipschitz_weights(risk, d_lab, eps=self.eps, distance_floor=self.distance_floor)
 
     def _proba_and_repr(
         self, learner: Any, X_pool: Any, X_lab: Any, proba_fn: Any, need_repr: bool, Z_pool: Any = None

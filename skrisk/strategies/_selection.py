@@ -348,3 +348,47 @@ def min_distances(
         d2 = (a * a).sum(1, keepdim=True) + b2[None, :] - 2.0 * a @ B_t.T
         out[start : start + block_size] = d2.clamp_min_(0).min(1).values.sqrt_()
     return out.cpu().numpy()
+
+
+def lipschitz_weights(
+    risk: np.ndarray, distances: np.ndarray, *, eps: float = 1e-8, distance_floor: float | str = "auto"
+) -> np.ndarray:
+    """Risk sampling's point weights (paper eq. 6), ``R_i / min_j ||x_i - x_j||``, guarded.
+
+    Parameters
+    ----------
+    risk : ndarray of shape (n,)
+        Risks of the pool pairs.
+    distances : ndarray of shape (n,)
+        Each pair's distance to its nearest labelled pair.
+    eps : float, default=1e-8
+        Added to the distance.
+    distance_floor : float or "auto", default="auto"
+        A distance is raised to at least this value; ``"auto"``: 1 % of the median positive
+        distance. A pair at distance 0 (up to ``1e-7`` of that median) from a labelled pair gets
+        weight 0: the labelled pair covers it already.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+
+    Notes
+    -----
+    The one implementation of the rule, used by :class:`~skrisk.RiskSampler`
+    (``weighting="lipschitz"``) and by :func:`skrisk.pools.stream_query` / ``dask_query`` (where
+    the median is taken over the preselected candidates, whose distances are the only ones kept).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrisk.strategies import lipschitz_weights
+    >>> lipschitz_weights(np.array([0.4, 0.2, 0.3]), np.array([2.0, 1.0, 0.0])).round(6).tolist()
+    [0.2, 0.2, 0.0]
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    positive = d[d > 0]
+    scale = float(np.median(positive)) if positive.size else 1.0
+    floor = 0.01 * scale if distance_floor == "auto" else float(distance_floor)
+    weights = np.asarray(risk, dtype=np.float64) / np.maximum(d + eps, floor)
+    weights[d <= 1e-7 * scale] = 0.0
+    return weights
