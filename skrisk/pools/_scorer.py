@@ -136,8 +136,9 @@ class ChunkScorer:
     matcher_input : {"auto", "features", "pairs"}, default="auto"
         What the matcher is given: the similarity-feature matrix, or the pair frame. ``"auto"``:
         the pair frame when the matcher was fitted on one (a FeatureMatcher whose
-        ``input_kind_`` is ``"frame"``, or an estimator / pipeline whose input columns are
-        ``left_<a>``/``right_<a>``), else the features.
+        ``input_kind_`` is ``"frame"``, or an estimator / pipeline that recorded at fit time
+        (``feature_names_in_``) exactly the pair-frame columns ``features`` was fitted on), else
+        the features. Nothing is guessed from column-name prefixes.
 
     Attributes
     ----------
@@ -270,8 +271,10 @@ class ChunkScorer:
                 "it fitted on the similarity features, or give the encoder and matcher as one "
                 "Pipeline on pair frames."
             )
+        # declared at fit time, never guessed: the matcher (or its pipeline's first step) recorded
+        # exactly the pair-frame columns the similarity features were fitted on
         names = _input_names(self.matcher)
-        if names is not None and any(n.startswith(("left_", "right_")) for n in names):
+        if names is not None and names == _input_names(self.features):
             return "pairs"
         return "features"
 
