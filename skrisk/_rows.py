@@ -116,3 +116,47 @@ def stack_rows(parts: Sequence[Any]) -> Any:
     if isinstance(first, list):
         return [row for p in parts for row in p]
     return np.concatenate([np.asarray(p) for p in parts], axis=0)
+
+
+def first_non_finite(X: Any) -> tuple[int, int, str] | None:
+    """``(count, first row, where)`` of the rows of a pool holding NaN or infinity, or None.
+
+    Looks at float values only (ndarray, sparse matrix, torch tensor, the float columns of a
+    DataFrame, every float array of a mapping / SliceDict); token ids and text are left alone.
+    ``where`` names the column or key of the first bad row ("" for a bare array). The one check
+    of non-finite pools, used by the strategies and by :class:`skrisk.active.ActiveLearner`.
+    """
+    if isinstance(X, pd.Series):
+        X = X.to_frame()
+    if isinstance(X, pd.DataFrame):
+        cols = X.select_dtypes(include="floating")
+        parts = [(f"column {c!r}", cols[c].to_numpy()) for c in cols.columns]
+    elif isinstance(X, Mapping):
+        parts = [(f"key {k!r}", v) for k, v in X.items()]
+    elif isinstance(X, (list, tuple)):
+        return None
+    else:
+        parts = [("", X)]
+    bad_rows: np.ndarray | None = None
+    first_where = ""
+    for where, v in parts:
+        if sp.issparse(v):
+            v = v.tocsr()
+            if v.dtype.kind != "f" or np.isfinite(v.data).all():
+                continue
+            rows = np.zeros(v.shape[0], dtype=bool)
+            rows[np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[~np.isfinite(v.data)]] = True
+        else:
+            a = v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v)
+            if a.dtype.kind != "f" or a.ndim == 0:
+                continue
+            rows = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1)
+            if rows.any() and not where and a.ndim == 2:  # a bare matrix: name the column
+                where = f"column {int(np.flatnonzero(~np.isfinite(a[np.flatnonzero(rows)[0]]))[0])}"
+        if rows.any():
+            if bad_rows is None or np.flatnonzero(rows)[0] < np.flatnonzero(bad_rows)[0]:
+                first_where = where
+            bad_rows = rows if bad_rows is None else (bad_rows | rows)
+    if bad_rows is None:
+        return None
+    return int(bad_rows.sum()), int(np.flatnonzero(bad_rows)[0]), first_where

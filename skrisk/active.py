@@ -30,7 +30,7 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._rows import num_rows, pool_kind, stack_rows, take_rows
+from ._rows import first_non_finite, num_rows, pool_kind, stack_rows, take_rows
 from .exceptions import DataError, NotFittedError
 
 __all__ = ["ActiveLearner", "unpack_query"]
@@ -120,40 +120,6 @@ def _as_pool(X: Any) -> Any:
     if not isinstance(X, (Mapping, list, tuple)) and not hasattr(X, "shape") and hasattr(X, "__array__"):
         return np.asarray(X)
     return X
-
-
-def _nonfinite(X: Any) -> str | None:
-    """Where the first NaN or infinite number of ``X`` is (None when there is none)."""
-    kind = pool_kind(X)
-    if kind == "mapping":
-        for key, value in X.items():
-            where = _nonfinite(value)
-            if where is not None:
-                return f"key {key!r}, {where}"
-        return None
-    if kind == "sparse":
-        coo = X.tocoo()
-        bad = np.flatnonzero(~np.isfinite(coo.data)) if coo.data.dtype.kind in "fc" else []
-        return f"row {coo.row[bad[0]]}, column {coo.col[bad[0]]}" if len(bad) else None
-    if kind == "frame":
-        frame = X.to_frame() if isinstance(X, pd.Series) else X
-        for j, col in enumerate(frame.columns):
-            values = frame.iloc[:, j].to_numpy()
-            if values.dtype.kind in "fc":
-                bad = np.flatnonzero(~np.isfinite(values))
-                if len(bad):
-                    return f"row {bad[0]}, column {col!r}"
-        return None
-    try:
-        arr = np.asarray(X)
-    except ValueError:  # ragged lists: nothing numeric to check
-        return None
-    if arr.dtype.kind not in "fc":
-        return None
-    bad = np.argwhere(~np.isfinite(arr))
-    if not len(bad):
-        return None
-    return f"row {bad[0][0]}" + (f", column {bad[0][1]}" if arr.ndim > 1 else "")
 
 
 def _check_like(old: Any, new: Any, what: str) -> Any:
@@ -463,10 +429,12 @@ class ActiveLearner(BaseEstimator):
             raise DataError(f"{what}: the label at position {at} is {y_arr.reshape(n, -1)[at].tolist()}: "
                             "every label must be a class (no missing value, NaN or infinity).")
         if self.force_all_finite:
-            where = _nonfinite(X)
-            if where is not None:
+            found = first_non_finite(X)
+            if found is not None:
+                count, row, where = found
                 raise DataError(
-                    f"{what}: X holds NaN or infinity at {where}. Replace it (impute), or pass "
+                    f"{what}: X holds NaN or infinity in {count} row(s), first at row {row}"
+                    f"{', ' + where if where else ''}. Replace it (impute), or pass "
                     "ActiveLearner(..., force_all_finite=False) when the estimator handles missing values."
                 )
         return y_arr

@@ -13,7 +13,7 @@ import torch
 from sklearn.utils import check_random_state
 
 from .._device import resolve_device
-from .._rows import num_rows, pool_kind
+from .._rows import first_non_finite, num_rows, pool_kind
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
 
@@ -216,47 +216,13 @@ def checked_finite(values: Any, learner: Any, strategy: str, method: str, *, wha
     return A
 
 
-def _first_non_finite(parts: list[tuple[str, Any]]) -> tuple[int, int, str] | None:
-    """(count, first row, where) of rows holding NaN/inf in the float arrays of ``parts``."""
-    bad_rows: np.ndarray | None = None
-    first_where = ""
-    for where, v in parts:
-        if sp.issparse(v):
-            v = v.tocsr()
-            if v.dtype.kind != "f" or np.isfinite(v.data).all():
-                continue
-            rows = np.zeros(v.shape[0], dtype=bool)
-            rows[np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[~np.isfinite(v.data)]] = True
-        else:
-            a = np.asarray(v) if not isinstance(v, torch.Tensor) else v.detach().cpu().numpy()
-            if a.dtype.kind != "f" or a.ndim == 0:
-                continue
-            rows = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1)
-        if rows.any():
-            if bad_rows is None or np.flatnonzero(rows)[0] < np.flatnonzero(bad_rows)[0]:
-                first_where = where
-            bad_rows = rows if bad_rows is None else (bad_rows | rows)
-    if bad_rows is None:
-        return None
-    return int(bad_rows.sum()), int(np.flatnonzero(bad_rows)[0]), first_where
-
-
 def check_pool_finite(X_pool: Any, strategy: str) -> None:
     """Raise a clear :class:`~skrisk.exceptions.DataError` when float features hold NaN or inf.
 
     Looks at float arrays only (ndarray, sparse matrix, torch tensor, the float columns of a
     DataFrame, every float array of a mapping / SliceDict); token ids and text are left alone.
     """
-    if isinstance(X_pool, pd.DataFrame):
-        cols = X_pool.select_dtypes(include="floating")
-        parts = [(f"column {c!r}", cols[c].to_numpy()) for c in cols.columns]
-    elif isinstance(X_pool, Mapping):
-        parts = [(f"key {k!r}", v) for k, v in X_pool.items()]
-    elif isinstance(X_pool, (list, tuple)):
-        return
-    else:
-        parts = [("", X_pool)]
-    found = _first_non_finite(parts)
+    found = first_non_finite(X_pool)
     if found is not None:
         count, row, where = found
         raise DataError(
