@@ -506,6 +506,10 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
+        # the input is a pair frame (the left and the right value of each attribute, text), the
+        # same declaration as PairEncoder's: not a generic 2-D numeric array, so scikit-learn's
+        # common checks skip it, as they skip its own text vectorizers
+        tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.input_tags.allow_nan = True
         tags.requires_fit = True
