@@ -208,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--initial", type=_positive, help="labels gathered before training (default 6)")
     lab.add_argument("--max-pool", type=_positive,
                      help="unlabelled pairs considered per round (default 3000; bounds the time per round)")
+    lab.add_argument("--target", default=None,
+                     help="what the match threshold of the exports and the saved model is chosen for, from "
+                          "the audit answers: f1 (default), precision=X or recall=X (e.g. precision=0.9)")
     lab.add_argument("--audit", type=_non_negative, default=None,
                      help="audit pairs asked after each risk-sampling round (default 5; 0: none). Drawn at "
                           "random, more often where a wrong prediction is likely, they estimate precision "
@@ -405,12 +408,13 @@ def _cmd_label(args: argparse.Namespace) -> int:
                   "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
             folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs, force=args.force,
-            overrides={"n_instances": args.batch, "max_pool": args.max_pool, "audit": args.audit},
+            overrides={"n_instances": args.batch, "max_pool": args.max_pool, "audit": args.audit,
+                       "target": args.target},
         )
     else:
         cfg = SessionConfig()
         for attr, val in (("n_instances", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
-                          ("seed", args.seed), ("audit", args.audit)):
+                          ("seed", args.seed), ("audit", args.audit), ("target", args.target)):
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(

@@ -86,6 +86,10 @@ class SessionConfig:
     audit : int
         Audit pairs drawn after each risk round (0: none); their answers estimate precision and
         recall and are never used for training (see :mod:`skrisk.labelling._status`).
+    target : str
+        What the match threshold is chosen for, from the audit answers: ``"f1"`` (the best
+        estimated F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at
+        least 0.9) or ``"recall=0.8"``; exports and the saved model use it.
     """
 
     n_instances: int = 10
@@ -94,6 +98,7 @@ class SessionConfig:
     seed: int = 0
     epochs: int = DEFAULT_EPOCHS
     audit: int = 5
+    target: str = "f1"
 
     def check(self) -> None:
         """Raise :class:`DataError` (a ``ValueError``) naming the first invalid parameter."""
@@ -106,9 +111,37 @@ class SessionConfig:
         a = self.audit
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or a < 0:
             raise DataError(f"audit must be a non-negative integer (0 turns audits off), got {a!r}.")
+        parse_target(self.target)
         s = self.seed
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s <= _MAX_SEED:
             raise DataError(f"seed must be an integer from 0 to {_MAX_SEED}, got {s!r}: pass such a --seed.")
+
+
+def parse_target(text: object) -> str | dict[str, float]:
+    """A threshold target as :func:`skrisk.quality.choose_threshold` takes it, from its text form.
+
+    ``"f1"``, ``"precision=X"`` or ``"recall=X"`` with X in (0, 1]; anything else is a
+    :class:`DataError` that says what to write.
+
+    Examples
+    --------
+    >>> parse_target("f1"), parse_target("precision=0.9")
+    ('f1', {'precision': 0.9})
+    """
+    fix = 'write f1, precision=X or recall=X with X from 0 to 1 (e.g. --target precision=0.9)'
+    if not isinstance(text, str):
+        raise DataError(f"target must be a text, got {text!r}: {fix}.")
+    t = text.strip().lower()
+    if t == "f1":
+        return "f1"
+    name, sep, value = t.partition("=")
+    try:
+        x = float(value) if sep and name.strip() in ("precision", "recall") else None
+    except ValueError:
+        x = None
+    if x is None or not 0.0 < x <= 1.0:
+        raise DataError(f"target {text!r} is not understood: {fix}.")
+    return {name.strip(): x}
 
 
 def _round_seed(seed: int, round_no: int, purpose: int) -> int:
@@ -174,11 +207,13 @@ def _read_manifest(path: Path) -> dict:
     if isinstance(params, dict) and "batch" in params and "n_instances" not in params:
         params["n_instances"] = params.pop("batch")  # the name of manifests written before n_instances
     fields = SessionConfig.__dataclass_fields__
-    optional = ("audit",)  # added later: older sessions lack it and get the default
+    optional = ("audit", "target")  # added later: older sessions lack them and get the defaults
+    texts = ("target",)
     if not isinstance(params, dict) or not all(
-        isinstance(params.get(k), int) for k in fields if k not in optional or k in params
+        isinstance(params.get(k), str if k in texts else int) for k in fields if k not in optional or k in params
     ):
-        raise bad('"params" lacks one of the integers ' + ", ".join(k for k in fields if k not in optional))
+        raise bad('"params" lacks one of the integers ' + ", ".join(k for k in fields if k not in optional)
+                  + ' (or its "target" is not a text)')
     if not isinstance(manifest.get("id_column", "id"), str):
         raise bad('"id_column" is not a text')
     manifest.setdefault("id_column", "id")
@@ -509,7 +544,7 @@ class LabellingSession:
                     )
             params = dict(manifest["params"])
             for k, v in (overrides or {}).items():
-                if v is not None and k in ("n_instances", "max_pool", "epochs", "audit"):
+                if v is not None and k in ("n_instances", "max_pool", "epochs", "audit", "target"):
                     params[k] = v
             cfg = SessionConfig(**{k: params[k] for k in SessionConfig.__dataclass_fields__ if k in params})
             try:
@@ -616,7 +651,7 @@ class LabellingSession:
             "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
             "params": {
                 "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
-                "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit,
+                "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit, "target": cfg.target,
             },
         }
         atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")

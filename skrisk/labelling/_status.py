@@ -181,9 +181,10 @@ def round_status(
     if len(y) >= MIN_AUDIT:
         status["estimate"] = estimate_quality(y, p, w).to_dict()
         if y.sum() > 0:
-            choice = choose_threshold(y, p, w, target="f1")
+            choice = choose_threshold(y, p, w, target=_target(session))
             status["threshold"] = round(choice.threshold, 4)
             status["threshold_estimate"] = choice.estimate.to_dict()
+            status["threshold_met"] = bool(choice.met)
     pred = (proba[_stop_set(session)] > MATCH_THRESHOLD).astype(np.uint8)
     status["stop_predictions"] = np.packbits(pred).tobytes().hex()
     status["expected_errors"] = round(float(np.mean(pool_risk)) * n_free, 3) if len(pool_risk) else 0.0
@@ -231,8 +232,9 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
         )
         te = status.get("threshold_estimate")
         if te is not None:
+            met = "" if status.get("threshold_met", True) else " (not reached: the closest threshold)"
             lines.append(
-                f"Threshold for the best estimated F1: p > {status['threshold']:.2f} (precision "
+                f"Threshold for {_target_words(session)}{met}: p > {status['threshold']:.2f} (precision "
                 f"{te['precision'] or 0:.2f}, recall {te['recall'] or 0:.2f}, F1 {te['f1'] or 0:.2f}); "
                 "exports use it."
             )
@@ -280,9 +282,26 @@ def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[fl
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: the audit draws are unreadable: {exc}"
     if len(y) < MIN_AUDIT or y.sum() == 0:
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: too few audit answers to choose one"
-    c = choose_threshold(y, p, w, target="f1")
-    return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for the best F1 estimated from "
+    c = choose_threshold(y, p, w, target=_target(session))
+    met = "" if c.met else " (not reached: the closest threshold)"
+    words = "the best F1" if _target(session) == "f1" else _target_words(session).removeprefix("estimated ")
+    return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for {words}{met} estimated from "
                          f"{len(y)} audit answers")
+
+
+def _target(session: "LabellingSession") -> Any:
+    """The session's threshold target in :func:`~skrisk.quality.choose_threshold`'s form."""
+    from ._session import parse_target
+
+    return parse_target(getattr(session.config, "target", "f1"))
+
+
+def _target_words(session: "LabellingSession") -> str:
+    t = _target(session)
+    if t == "f1":
+        return "the best estimated F1"
+    (name, x), = t.items()
+    return f"estimated {name} >= {x:g}"
 
 
 def current_threshold(session: "LabellingSession") -> float:

@@ -90,6 +90,30 @@ def test_export_uses_the_chosen_threshold(audited):
     assert (pred.loc[pred["source"] == "predicted", "probability"] > t - 5e-5).all()
 
 
+def test_threshold_target_precision_is_used_and_kept(audited, fz_tables, tmp_path):
+    """--target precision=X: the session chooses the threshold for that target, says so, exports with it."""
+    import shutil
+
+    folder, s, text, given, gold = audited
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    A, B, _ = fz_tables
+    s2, text2, _ = _oracle_session(copy, A, B, gold, 8, overrides={"target": "precision=0.95"})
+    assert "Threshold for estimated precision >= 0.95" in text2
+    assert "chosen for precision >= 0.95" in text2
+    manifest = json.loads((copy / "session.json").read_text())
+    assert manifest["params"]["target"] == "precision=0.95"
+    status = [e["status"] for e in read_events(copy / "journal.jsonl") if e.get("phase") == "risk"][-1]
+    te = status["threshold_estimate"]
+    assert status["threshold_met"] is False or te["precision"] >= 0.95
+
+
+@pytest.mark.parametrize("bad", ["precision", "precision=2", "f2", "recall=-0.1", "accuracy=0.9"])
+def test_bad_threshold_target_is_refused_with_the_fix(bad):
+    with pytest.raises(DataError, match="f1, precision=X or recall=X"):
+        SessionConfig(target=bad).check()
+
+
 def test_resume_rebuilds_the_stopping_rules_from_the_journal(audited, fz_tables, tmp_path):
     import shutil
 
