@@ -11,7 +11,7 @@ import argparse
 import errno
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .risk._defaults import DEFAULT_EPOCHS
 
@@ -20,34 +20,22 @@ __all__ = ["main", "build_parser"]
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
+def _argument(cast: Callable[[str], Any], ok: Callable[[Any], bool], expected: str) -> Callable[[str], Any]:
+    """An argparse ``type=``: ``cast`` the text, and refuse it unless ``ok``, saying what is ``expected``."""
+    def parse(text: str) -> Any:
+        try:
+            v = cast(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {v}")
+        return v
+    return parse
 
 
-def _non_negative(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
-
-
-def _unit_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
-    if not 0.0 <= v < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 (inclusive) to 1 (exclusive), got {text}")
-    return v
+_positive = _argument(int, lambda v: v >= 1, "a positive integer")
+_non_negative = _argument(int, lambda v: v >= 0, "an integer >= 0")
+_unit_float = _argument(float, lambda v: 0.0 <= v < 1.0, "a number from 0 (inclusive) to 1 (exclusive)")
 
 
 #: The blocking options shared by ``skrisk label`` and ``skrisk match``.
