@@ -698,26 +698,31 @@ def block_rnn_refactor(_: str, ctx: dict) -> str:
 
 def block_match_table(_: str, ctx: dict) -> str:
     """``skrisk match`` on a dedup and a linkage task: speed per phase, memory, pair and cluster scores."""
-    path = RESULTS / "match" / "bench_match.json"
-    if not path.is_file():
-        raise ResultsError(f"{_rel(path)} is missing: rerun `python benchmarks/bench_match.py`.")
-    rec = json.loads(path.read_text())
-    lines = ["| task | dataset | labels | candidates | pairs/s scored (features / matcher / risk) | pairs/s end to end "
-             "| peak RSS MB (before match) | pairwise P / R / F1 | cluster P / R / F1 | B-cubed F1 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rec["results"]:
-        ps, pw, cl = r["pairs_per_second"], r["pairwise"], r["cluster"]
-        bc = cl.get("bcubed_f1", cl.get("b_cubed_f1"))
-        lines.append(
-            f"| {r['task']} | {r['dataset']} | {r.get('labels', '-')} | {r['n_candidates']:,} | {ps['scoring']:,.0f} "
-            f"({ps['features']:,.0f} / {ps['matcher']:,.0f} / {ps['risk']:,.0f}) | {ps['end_to_end']:,.0f} "
-            f"| {r['peak_rss_mb']:.0f} ({r['rss_before_match_mb']:.0f}) "
-            f"| {pw['precision']:.3f} / {pw['recall']:.3f} / {pw['f1']:.3f} "
-            f"| {cl['precision']:.3f} / {cl['recall']:.3f} / {cl['f1']:.3f} | {'-' if bc is None else f'{bc:.3f}'} |")
-    m = rec["meta"]
-    lines += ["", f"_command_: `{m['command'].strip()}`; machine: {m['machine']}, Python {m['python']}, "
-              f"{m['torch_threads']} torch thread(s); date: {m['date']}; load average at the start: "
-              f"{', '.join(f'{x:.1f}' for x in m['loadavg'])}"]
+    paths = sorted((RESULTS / "match").glob("bench_match*.json"))
+    if not paths:
+        raise ResultsError(f"{_rel(RESULTS / 'match')} holds no bench_match*.json: rerun "
+                           "`python benchmarks/bench_match.py --out DIR` and copy its record there.")
+    lines = ["| run (load at the start) | task | dataset | labels | candidates | pairs/s scored (features / matcher / risk) "
+             "| pairs/s end to end | peak RSS MB (before match) | pairwise P / R / F1 | cluster P / R / F1 | B-cubed F1 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    metas = []
+    for path in paths:
+        rec = json.loads(path.read_text())
+        m = rec["meta"]
+        run = f"{m['date'][:16]} ({m['loadavg'][0]:.1f})"
+        metas.append(f"`{path.name}`: `{m['command'].strip()}`, {m['date']}, load average "
+                     f"{', '.join(f'{x:.1f}' for x in m['loadavg'])}")
+        for r in rec["results"]:
+            ps, pw, cl = r["pairs_per_second"], r["pairwise"], r["cluster"]
+            bc = cl.get("bcubed_f1")
+            lines.append(
+                f"| {run} | {r['task']} | {r['dataset']} | {r.get('labels', '-')} | {r['n_candidates']:,} "
+                f"| {ps['scoring']:,.0f} ({ps['features']:,.0f} / {ps['matcher']:,.0f} / {ps['risk']:,.0f}) "
+                f"| {ps['end_to_end']:,.0f} | {r['peak_rss_mb']:.0f} ({r['rss_before_match_mb']:.0f}) "
+                f"| {pw['precision']:.3f} / {pw['recall']:.3f} / {pw['f1']:.3f} "
+                f"| {cl['precision']:.3f} / {cl['recall']:.3f} / {cl['f1']:.3f} | {'-' if bc is None else f'{bc:.3f}'} |")
+    lines += ["", f"Machine: {m['machine']}, Python {m['python']}, {m['torch_threads']} torch thread(s). Runs: "
+              + "; ".join(metas) + "."]
     return "\n".join(lines)
 
 
