@@ -41,7 +41,7 @@ from sklearn.preprocessing import StandardScaler
 from skrisk.data import load_deepmatcher
 from skrisk.matchers import match_labels
 from skrisk.risk import DEFAULT_EPOCHS, mispredicted
-from skrisk.risk._estimator import LearnRiskEstimator  # the private research core
+from skrisk.risk.research import LearnRiskEstimator  # the research core (given probabilities)
 
 try:  # the lead exports it from skrisk.data once the foundation issue lands
     from skrisk.data import SimilarityFeatures

@@ -195,7 +195,7 @@ def _child_td(size: int, args: argparse.Namespace) -> list[dict[str, Any]]:
     import numpy as np
     import torch
 
-    from skrisk.strategies._selection import min_distances
+    from skrisk.strategies import min_distances
 
     prep: dict[str, float] = {}
     data = _build(size, args, prep)

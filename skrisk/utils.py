@@ -7,8 +7,12 @@ benchmark records); they are public so that scripts around skrisk write files th
   temporary file in the same folder (never a torn file, never a shared temporary name).
 * :class:`FolderLock` / :class:`FolderInUseError` -- an OS lock on a folder for a process's life.
 * :func:`read_jsonl` -- an append-only JSON-lines file, a torn last line dropped (or cut off).
+* :func:`stratified_choice` -- a seeded sample of positions drawn per class (the one stratified
+  sampler skrisk's experiments, sessions and benchmarks use).
 """
 
 from ._fileio import FolderInUseError, FolderLock, atomic_write_bytes, atomic_write_text, read_jsonl
+from ._sampling import stratified_choice
 
-__all__ = ["FolderInUseError", "FolderLock", "atomic_write_bytes", "atomic_write_text", "read_jsonl"]
+__all__ = ["FolderInUseError", "FolderLock", "atomic_write_bytes", "atomic_write_text", "read_jsonl",
+           "stratified_choice"]

@@ -8,8 +8,8 @@
 
 The research core that LearnRisk is built on (the risk model, truncated-normal VaR with RankNet
 training, on similarity features plus the matcher's probability as a column of ``X``) is
-``skrisk.risk._estimator.LearnRiskEstimator``: private, for research on given probabilities, and
-not a scikit-learn estimator of the public API (its ``X`` has a domain, a probability column in
+``skrisk.risk.research.LearnRiskEstimator``: for research on given probabilities, and not one of
+the scikit-learn estimators of this package (its ``X`` has a domain, a probability column in
 [0, 1], that sklearn's generic checks do not respect).
 
 Names are imported on first use (the risk model needs torch), so ``import skrisk.risk`` is light.

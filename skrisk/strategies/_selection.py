@@ -293,7 +293,14 @@ def min_distances(
     Memory is O(block_size * len(B)); distances come from matrix products in ``dtype`` and are
     clamped at zero before the square root, after centring on ``B``'s mean (in float32 a zero
     distance can still come out as a few 1e-3 for vectors of norm ~10: use float64 where small
-    distances matter).
+    distances matter). The denominator of risk sampling's weights (:func:`lipschitz_weights`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrisk.strategies import min_distances
+    >>> min_distances(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[0.0, 0.0]])).round(4).tolist()
+    [0.0, 5.0]
     """
     dev = resolve_device(device)
     if dev.type == "mps" and dtype == torch.float64:  # pragma: no cover - no float64 on MPS
