@@ -4,23 +4,35 @@ One simulated session per dataset and seed: the FeatureMatcher with skrisk's def
 sampling (``skrisk.experiments``: ``build_task``, ``STRATEGIES["risk"]``,
 ``run_active_learning``), ``--n-seed`` random labels, then ``--batch`` pairs a round up to
 ``--max-labels``; the oracle answers from the gold labels. At every round the matcher is scored on
-the test split (the candidate set the estimates are about; its truth is known here).
+the audited pairs (the candidate set the estimates are about; its truth is known here):
+
+* ``--candidates test`` (default): the pool is the dataset's train split, the audited pairs its
+  test split;
+* ``--candidates blocked``: the two tables are blocked as ``skrisk label`` blocks them
+  (``skrisk.data.block``, tokens over all attributes, top 10), and the blocked candidates are
+  both the pool and the audited pairs, as in a labelling session (LearnRisk still ranks on the
+  dataset's valid split).
 
 * **Audits** (at the label counts ``--audit-at``): the matcher is fixed, only the audit draw
-  varies. For each method (risk: in proportion to LearnRisk's risk of the test pairs; score:
-  to ``sqrt(p (1 - p))``; uniform), each audit size and ``--audit-seeds`` draws: whether the 90 %
-  interval covers the matcher's true precision, recall and F1 on the test split, its mean width,
-  and the threshold :func:`~skrisk.quality.choose_threshold` picks (max F1, precision >= 0.9)
-  with its estimated and true precision/recall.
+  varies. For each method (risk: aimed with LearnRisk's risk of the audited pairs; score: with the
+  matcher's probability; uniform), each audit size and ``--audit-seeds`` draws: whether the 90 %
+  interval covers the matcher's true precision, recall and F1, its mean width, and the threshold
+  :func:`~skrisk.quality.choose_threshold` picks (F1 by the one-standard-error rule, the
+  default; F1's best estimate, ``se_tolerance=0``; precision >= 0.9) with its estimated and true
+  precision/recall.
 * **Stopping rules**: ``StabilizingPredictions`` (kappa on 1000 test pairs, window 3,
   agreement 0.99) and ``RiskPlateau`` (summed risk of the unlabelled pool, window 3, tol 0.05):
   the labels when each first fires and the F1 lost against the run's final F1.
 
 Writes one JSON per dataset and seed under ``--out`` and, with ``--report``, the markdown tables.
+``--states DIR`` keeps the frozen matchers' probabilities and risks; ``--reaudit`` then recomputes
+the audits of the records from them (after a change to the estimates) without rerunning the
+active learning.
 
 Examples
 --------
     nice -n 10 python benchmarks/bench_quality.py --datasets dblp_scholar abt_buy --seeds 0 1 2
+    nice -n 10 python benchmarks/bench_quality.py --datasets abt_buy --candidates blocked --max-labels 250
     python benchmarks/bench_quality.py --report
 """
 
@@ -36,7 +48,18 @@ from pathlib import Path
 
 import numpy as np
 
-from skrisk.experiments import build_task, machine_line, make_matcher_factory, make_strategy, run_active_learning
+import pandas as pd
+
+from skrisk.data import PairDataset, SimilarityFeatures, block
+from skrisk.experiments import (
+    ALTask,
+    build_task,
+    load_dataset,
+    machine_line,
+    make_matcher_factory,
+    make_strategy,
+    run_active_learning,
+)
 from skrisk.quality import RiskPlateau, StabilizingPredictions, audit_sample, choose_threshold, estimate_quality
 
 METHODS = ("risk", "score", "uniform")
@@ -61,7 +84,7 @@ def audit_state(p: np.ndarray, risk: np.ndarray, y: np.ndarray, sizes: list[int]
             cov = {m: [] for m in truth}
             width = {m: [] for m in truth}
             est_f1 = []
-            thr = {"f1": [], "precision": []}
+            thr = {"f1": [], "f1_max": [], "precision": []}
             for s in range(n_seeds):
                 a = audit_sample(p, risk=risk, n=n, method=method, random_state=s)
                 ya, pa = y[a.positions], p[a.positions]
@@ -71,8 +94,8 @@ def audit_state(p: np.ndarray, risk: np.ndarray, y: np.ndarray, sizes: list[int]
                     lo, hi = e.interval(m)
                     cov[m].append(lo <= truth[m] <= hi)
                     width[m].append(hi - lo)
-                for key, target in (("f1", "f1"), ("precision", {"precision": 0.9})):
-                    c = choose_threshold(ya, pa, a.weights, target=target)
+                for key, target, tol in (("f1", "f1", 1.0), ("f1_max", "f1", 0.0), ("precision", {"precision": 0.9}, 1.0)):
+                    c = choose_threshold(ya, pa, a.weights, target=target, se_tolerance=tol)
                     t = _truth(p, y, c.threshold)
                     thr[key].append([c.threshold, c.precision, c.recall, c.f1, t["precision"], t["recall"], t["f1"],
                                      c.met])
@@ -89,8 +112,41 @@ def audit_state(p: np.ndarray, risk: np.ndarray, y: np.ndarray, sizes: list[int]
     return out
 
 
+def blocked_task(name: str, cache: str | None) -> tuple[ALTask, dict]:
+    """The session's candidate set: ``block`` the two tables (skrisk's default rule, as ``skrisk label``).
+
+    The pool *and* the pairs the estimates are about are all blocked candidates (truth: the
+    dataset's labelled matches, all splits); LearnRisk ranks on the dataset's ``valid`` split.
+    """
+    ds = load_dataset(name)
+    gold = ds.pairs.loc[ds.labels == 1, ["left_id", "right_id"]]
+    res = block(ds.left, ds.right, true_links=gold)
+    cand = res.pairs.assign(split="train")
+    valid = ds.pairs.loc[ds.pairs["split"] == "valid", ["left_id", "right_id", "label"]].assign(split="valid")
+    frame = pd.concat([cand, valid], ignore_index=True)
+    both = PairDataset(ds.left, ds.right, frame.reset_index(drop=True), name=f"{name}_blocked")
+    path = Path(cache) / f"{name}_blocked_feature_{len(both)}.npz" if cache else None
+    if path is not None and path.exists():
+        with np.load(path, allow_pickle=False) as z:
+            X = z["X"]
+    else:
+        X = SimilarityFeatures().fit_transform(both.to_frame()).astype(np.float32)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, X=X)
+    n = len(cand)
+    info = {"n_candidates": n, "pair_completeness": res.pair_completeness, "n_true_links": res.n_true_links,
+            "candidate_matches": int(cand["label"].sum())}
+    return ALTask(X=X, y=both.y, pool=np.arange(n), valid=np.arange(n, len(both)), test=np.arange(n),
+                  name=f"{name}_blocked"), info
+
+
 def run_one(name: str, seed: int, args: argparse.Namespace) -> dict:
-    task = build_task(name, matcher="feature", cache_dir=args.cache, max_pool=args.max_pool)
+    info: dict = {}
+    if args.candidates == "blocked":
+        task, info = blocked_task(name, args.cache)
+    else:
+        task = build_task(name, matcher="feature", cache_dir=args.cache, max_pool=args.max_pool)
     X_test, y_test = task.rows(task.test), task.y[task.test]
     strategy = make_strategy("risk", task, risk_params={"epochs": args.risk_epochs}, random_state=seed)
     states: list[dict] = []
@@ -120,6 +176,10 @@ def run_one(name: str, seed: int, args: argparse.Namespace) -> dict:
                        "kappa": stab.kappas_[-1] if stab.kappas_ else None, "expected_errors": plateau.totals_[-1],
                        "stabilizing_stop": stab.should_stop, "plateau_stop": plateau.should_stop})
         if rec["n_labelled"] in args.audit_at:
+            if args.states:
+                Path(args.states).mkdir(parents=True, exist_ok=True)
+                np.savez_compressed(Path(args.states) / f"{task.name}_seed{seed}_{rec['n_labelled']}.npz",
+                                    p=st["p"], risk=st["risk"], y=y_test)
             t1 = time.perf_counter()
             for a in audit_state(st["p"], st["risk"], y_test, args.audit_sizes, args.audit_seeds):
                 audits.append({"n_labelled": rec["n_labelled"], **a})
@@ -134,7 +194,8 @@ def run_one(name: str, seed: int, args: argparse.Namespace) -> dict:
         return {"labels": r["n_labelled"], "f1": r["f1"], "f1_lost": final_f1 - r["f1"]}
 
     return {
-        "dataset": name, "seed": seed, "final_labels": records[-1]["n_labelled"], "final_f1": final_f1,
+        "dataset": task.name, "seed": seed, "candidates": args.candidates, **info,
+        "final_labels": records[-1]["n_labelled"], "final_f1": final_f1,
         "max_f1": max(r["f1"] for r in records), "rounds": rounds, "audits": audits,
         "stopping": {"stabilizing": fired(stab), "plateau": fired(plateau)},
         "al_seconds": round(al_s, 1), "n_test": int(len(y_test)), "test_matches": int(y_test.sum()),
@@ -143,11 +204,29 @@ def run_one(name: str, seed: int, args: argparse.Namespace) -> dict:
     }
 
 
+def reaudit(out: Path, states: Path, args: argparse.Namespace) -> None:
+    """Recompute every record's audits from the kept states (same draws: the audit seeds are 0..K-1)."""
+    for path in sorted(out.glob("*_seed*.json")):
+        rec = json.loads(path.read_text())
+        points = sorted({a["n_labelled"] for a in rec["audits"]})
+        audits = []
+        for n_lab in points:
+            with np.load(states / f"{rec['dataset']}_seed{rec['seed']}_{n_lab}.npz", allow_pickle=False) as z:
+                p, risk, y = z["p"], z["risk"], z["y"]
+            for a in audit_state(p, risk, y, args.audit_sizes, args.audit_seeds):
+                audits.append({"n_labelled": n_lab, **a})
+        rec["audits"] = audits
+        rec["settings"].update(audit_sizes=args.audit_sizes, audit_seeds=args.audit_seeds)
+        rec["audits_recomputed"] = {"date": date.today().isoformat(), "env": machine_line(args.threads)}
+        path.write_text(json.dumps(rec, indent=1) + "\n")
+        print(f"{path.name}: audits recomputed at {points} labels", flush=True)
+
+
 def _f(x: float | None, d: int = 3) -> str:
     return "-" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
 
 
-def report(out: Path) -> str:
+def report(out: Path, tables: tuple[str, ...] = ("coverage", "threshold", "stopping")) -> str:
     runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_seed*.json"))]
     if not runs:
         return f"No records under {out}."
@@ -166,25 +245,32 @@ def report(out: Path) -> str:
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | " + " | ".join(
             _f(m[f"{s}_{q}"], 2 if s == "width" else 3) for s in ("coverage", "width") for q in ("precision", "recall", "f1")
         ) + " |")
-    lines += ["", "### Chosen threshold (n audit = 100): estimated vs true on the test split", "",
+    if "threshold" not in tables:
+        return "\n".join(lines)
+    lines += ["", "### Chosen threshold (n audit = 100): estimated vs true on the audited pairs", "",
               "| dataset | labels | method | target | threshold | est P | true P | est R | true R | true F1 | F1 at 0.5 |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(rows, key=lambda k: (k[0], k[1], METHODS.index(k[2]), k[3])):
         if key[3] != 100:
             continue
         a = rows[key]
-        for target in ("f1", "precision"):
+        names = {"f1": "F1, 1-SE rule", "f1_max": "F1, best estimate", "precision": "P >= 0.9"}
+        for target in [t for t in names if f"threshold_{t}" in a[0]]:
             t = {k: np.mean([x[f"threshold_{target}"][k] for x in a]) for k in a[0][f"threshold_{target}"]}
             f05 = np.mean([x["truth"]["f1"] for x in a])
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {'max F1' if target == 'f1' else 'P >= 0.9'} | "
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {names[target]} | "
                          f"{_f(t['threshold'], 2)} | {_f(t['est_precision'])} | {_f(t['true_precision'])} | "
                          f"{_f(t['est_recall'])} | {_f(t['true_recall'])} | {_f(t['true_f1'])} | {_f(f05)} |")
+    if "stopping" not in tables:
+        return "\n".join(lines)
     lines += ["", "### Stopping rules (labels when the rule first fires; F1 lost against the run's final F1)", "",
               "Window 3 for both; the stabilising rule at several agreements, the plateau at several tolerances "
               "(recomputed from the recorded per-round kappas and expected mispredictions).", "",
               "| dataset | seed | final labels | final F1 | rule | fires at labels | F1 then | F1 lost |",
               "|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (r["dataset"], r["seed"])):
+        if r.get("candidates") == "blocked":
+            continue
         for rule, at in _fired_variants(r["rounds"]):
             if at is None:
                 lines.append(f"| {r['dataset']} | {r['seed']} | {r['final_labels']} | {_f(r['final_f1'])} | {rule} | "
@@ -232,10 +318,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--cache", default=os.environ.get("SKRISK_CACHE", "/tmp/skrisk_cache"))
     p.add_argument("--out", default="benchmarks/results/quality")
+    p.add_argument("--candidates", choices=["test", "blocked"], default="test",
+                   help="test: audit the test split; blocked: pool and audits over the blocked candidate set "
+                        "of the two tables, as a labelling session has it")
+    p.add_argument("--states", default=None,
+                   help="keep the frozen matchers' probabilities and risks (npz) here, for --reaudit")
+    p.add_argument("--reaudit", action="store_true",
+                   help="recompute the audits of the records under --out from the states under --states "
+                        "(after a change to the estimates; the active learning is not rerun)")
     p.add_argument("--report", action="store_true", help="only print the tables of the records under --out")
     args = p.parse_args(argv)
     out = Path(args.out)
-    if not args.report:
+    if args.reaudit:
+        if not args.states:
+            p.error("--reaudit needs --states")
+        reaudit(out, Path(args.states), args)
+    elif not args.report:
         import torch
 
         torch.set_num_threads(args.threads)
@@ -244,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             for seed in args.seeds:
                 t0 = time.perf_counter()
                 res = run_one(name, seed, args)
-                (out / f"{name}_seed{seed}.json").write_text(json.dumps(res, indent=1) + "\n")
+                (out / f"{res['dataset']}_seed{seed}.json").write_text(json.dumps(res, indent=1) + "\n")
                 print(f"{name} seed {seed}: {time.perf_counter() - t0:.0f} s, final F1 {res['final_f1']:.3f}, "
                       f"stopping {res['stopping']}", flush=True)
     print(report(out))

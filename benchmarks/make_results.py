@@ -731,6 +731,21 @@ def block_quality_report(_: str, ctx: dict) -> str:
     return _bench_module("bench_quality").report(RESULTS / "quality")
 
 
+def block_quality_holdout(_: str, ctx: dict) -> str:
+    """The coverage table of ``bench_quality.py`` on the held-out datasets (``results/quality/holdout``)."""
+    return _bench_module("bench_quality").report(RESULTS / "quality" / "holdout", tables=("coverage",))
+
+
+def block_session_report(_: str, ctx: dict) -> str:
+    """The tables of ``bench_session.py --report``: scripted ``skrisk label`` sessions against the truth."""
+    return _bench_module("bench_session").report(RESULTS / "quality" / "sessions")
+
+
+def block_session_before(_: str, ctx: dict) -> str:
+    """``bench_session.py --report`` of the sessions run before audited pairs stayed in the pool."""
+    return _bench_module("bench_session").report(RESULTS / "quality" / "sessions-before")
+
+
 def _scale_records(name: str) -> list[dict]:
     path = RESULTS / "scale" / f"{name}_bench.jsonl"
     if not path.is_file():
@@ -809,6 +824,9 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "query_table": block_query_table,
     "match_table": block_match_table,
     "quality_report": block_quality_report,
+    "quality_holdout": block_quality_holdout,
+    "session_report": block_session_report,
+    "session_before": block_session_before,
     "scale_query": block_scale_query,
     "scale_td": block_scale_td,
     "scale_stream": block_scale_stream,

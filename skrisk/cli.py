@@ -203,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="audit pairs asked after each risk-sampling round (default 5; 0: none). Drawn at "
                           "random, more often where a wrong prediction is likely, they estimate precision "
                           "and recall (shown after each round, with the threshold for the best F1 that "
-                          "exports use, and the stopping rules' advice); never used for training")
+                          "exports use, and the stopping rules' advice); an audit answer trains the "
+                          "matcher only if risk sampling picks that pair later (it is not asked again)")
     lab.add_argument("--seed", type=int, default=None,
                      help="random seed of a new session, 0 to 4294967295 (default 0)")
     lab.add_argument("--encoding", default=None,

@@ -85,7 +85,8 @@ class SessionConfig:
         LearnRisk training epochs per round.
     audit : int
         Audit pairs drawn after each risk round (0: none); their answers estimate precision and
-        recall and are never used for training (see :mod:`skrisk.labelling._status`).
+        recall; one trains the matcher only if a later round picks that pair (then its answer is
+        reused, not asked again; see :func:`skrisk.labelling._status.audit_keys`).
     target : str
         What the match threshold is chosen for, from the audit answers: ``"f1"`` (the best
         estimated F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at
@@ -687,7 +688,8 @@ class LabellingSession:
         return self._features
 
     def labels(self) -> dict[tuple[str, str], int]:
-        """Training labels in force: given ones, then the yes/no answers (answers win); never audit answers."""
+        """Training labels in force: given ones, then the yes/no answers (answers win); not the answers
+        of audited pairs that no training batch picked (see :func:`~skrisk.labelling._status.audit_keys`)."""
         audit = audit_keys(self)
         return {**self.given, **{k: v for k, v in self.state.labels().items() if k not in audit}}
 
@@ -711,13 +713,23 @@ class LabellingSession:
         n_yes = sum(v == 1 for v in labels.values())
         n_no = len(labels) - n_yes
         asked = self._asked()
-        free = [i for i, k in enumerate(self.keys) if k not in asked]
-        if not free:
+        # audited pairs answered yes/no stay in the pool: picked later, their answer is reused
+        reusable = audit_keys(self) & set(self.state.labels()) - set(self.state.reask)
+        free = [i for i, k in enumerate(self.keys) if k not in asked or k in reusable]
+        if not free or all(self.keys[i] in reusable for i in free):
             return None
         round_no = len(self.state.batches)
         if n_yes == 0 or n_no == 0 or len(labels) < self.config.n_initial:
-            return self._seed_batch(free, n_yes, n_no, len(labels), round_no)
-        return self._risk_batch(free, labels, round_no)
+            batch = self._seed_batch(free, n_yes, n_no, len(labels), round_no)
+        else:
+            batch = self._risk_batch(free, labels, round_no)
+        reused = sum((str(i["left_id"]), str(i["right_id"])) in reusable for i in batch["items"])
+        if reused:
+            batch.setdefault("notes", []).append(
+                f"{reused} of the pairs picked this round {'was' if reused == 1 else 'were'} answered in an audit: "
+                "the answer is reused for training, not asked again."
+            )
+        return batch
 
     def _seed_batch(self, free: list[int], n_yes: int, n_no: int, n_lab: int, round_no: int) -> dict:
         s = self._avg_similarity()
@@ -1068,7 +1080,7 @@ class LabellingSession:
         kind = batch["phase"] if batch else "risk"
         title = (
             f"Starting pairs (round {batch['round'] + 1})" if batch and kind == "initial"
-            else f"Audit after round {batch['round'] + 1} (not used for training)" if batch and kind == "audit"
+            else f"Audit after round {batch['round'] + 1} (for the estimate)" if batch and kind == "audit"
             else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
         )
         reask = key in self.state.reask
@@ -1288,8 +1300,9 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
 
     ``predicted_matches.csv``: every candidate that is a match, by an answer (``source`` =
     ``labelled``, audit answers included) or by the matcher trained on all training labels
-    (``source`` = ``predicted``, ``probability`` above the threshold chosen for the best F1
-    estimated from the audit answers, 0.5 while there are too few), sorted by probability; pairs
+    (``source`` = ``predicted``, ``probability`` above the threshold chosen from the audit answers
+    for the session's target, by default F1 with the one-standard-error rule of
+    :func:`skrisk.quality.choose_threshold`; 0.5 while there are too few), sorted by probability; pairs
     answered "no" are never listed.
 
     Every text cell is neutralised against spreadsheet formula injection

@@ -9,8 +9,9 @@ The session calls this module from few places:
   resumed session rebuilds everything from its journal, and :func:`status_lines` prints it;
 * once that round's questions are answered, :func:`audit_batch` turns the stored draws into a
   ``batch`` event of phase ``"audit"`` (the pairs whose label is not known yet);
-* :func:`audit_keys` tells which answered pairs are audit answers: they are journaled and exported
-  like every answer, and never used for training;
+* :func:`audit_keys` tells which answered pairs are audit answers that train nothing: audited
+  pairs stay in the pool, and one that a later round picks is trained on with its audit answer
+  (not asked again), so the matchers do not depend on which pairs were audited;
 * :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``;
   :func:`current_threshold` is the one chosen at the last round (for a saved model).
 
@@ -54,16 +55,25 @@ FLOOR = 0.1
 AUDIT_HELP = (
     "After each risk-sampling round the session asks a few audit pairs (--audit K, 0 to turn it off): "
     "drawn at random, more often where the risk of a wrong prediction is high, they estimate the "
-    "matcher's precision and recall on all candidate pairs and are never used for training."
+    "matcher's precision and recall on all candidate pairs. An audit answer trains the matcher only "
+    "if risk sampling picks that pair later (then it is not asked again), as it would without the audit."
 )
 
 
 def audit_keys(session: "LabellingSession") -> set[tuple[str, str]]:
-    """Pairs asked in an audit batch: their answers are kept apart from the training labels."""
-    return {
-        (str(i["left_id"]), str(i["right_id"]))
-        for b in session.state.batches if b.get("phase") == "audit" for i in b.get("items", [])
-    }
+    """Pairs asked in an audit batch and never picked for training: their answers train nothing.
+
+    An audited pair stays in the pool: when risk sampling (or a starting batch) picks it later, its
+    audit answer is reused as a training label, exactly as if it had been asked then. So the
+    matchers the session trains do not depend on which pairs were audited, and the audit remains an
+    unbiased sample of their mistakes (keeping audited pairs out of the pool would leave their
+    errors unfixed while training fixes similar pairs elsewhere, and bias the estimates).
+    """
+    audited, picked = set(), set()
+    for b in session.state.batches:
+        keys = {(str(i["left_id"]), str(i["right_id"])) for i in b.get("items", [])}
+        (audited if b.get("phase") == "audit" else picked).update(keys)
+    return audited - picked
 
 
 def _bad(session: "LabellingSession", seq: Any, what: str) -> DataError:
@@ -268,7 +278,8 @@ def audit_batch(session: "LabellingSession") -> dict | None:
             "left_id": key[0], "right_id": key[1],
             "explanation": (
                 "An audit pair: drawn at random (more often where a wrong prediction is likely) to "
-                "estimate precision and recall. Your answer is not used for training."
+                "estimate precision and recall. Your answer trains the matcher only if risk sampling "
+                "picks this pair later."
             ),
         })
     return {"phase": "audit", "round": last["round"], "items": items, "draws": draws}
@@ -284,7 +295,7 @@ def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[fl
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: too few audit answers to choose one"
     c = choose_threshold(y, p, w, target=_target(session))
     met = "" if c.met else " (not reached: the closest threshold)"
-    words = "the best F1" if _target(session) == "f1" else _target_words(session).removeprefix("estimated ")
+    words = "the best F1 (one-SE rule)" if _target(session) == "f1" else _target_words(session).removeprefix("estimated ")
     return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for {words}{met} estimated from "
                          f"{len(y)} audit answers")
 
@@ -299,7 +310,7 @@ def _target(session: "LabellingSession") -> Any:
 def _target_words(session: "LabellingSession") -> str:
     t = _target(session)
     if t == "f1":
-        return "the best estimated F1"
+        return "the best estimated F1 (one-SE rule)"
     (name, x), = t.items()
     return f"estimated {name} >= {x:g}"
 

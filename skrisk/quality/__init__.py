@@ -1,10 +1,10 @@
 """How good is the matcher, where should the threshold be, and is another batch worth it?
 
-:func:`audit_sample` draws audit pairs by importance sampling (in proportion to LearnRisk's risk,
-to the matcher's uncertainty, or uniformly, always with a uniform floor that bounds the weights);
+:func:`audit_sample` draws audit pairs by importance sampling (aimed with LearnRisk's risk or
+with the matcher's score, or uniform, always with a uniform floor that bounds the weights);
 :func:`estimate_quality` turns their answers into estimated precision, recall and F1 of the
 matcher on the whole candidate set, with intervals; :func:`choose_threshold` picks the match
-threshold for a target (maximum F1, a precision or a recall). :class:`StabilizingPredictions`
+threshold for a target (F1, by the one-standard-error rule; a precision or a recall). :class:`StabilizingPredictions`
 and :class:`RiskPlateau` are stopping rules fed once per round.
 
 Examples

@@ -51,19 +51,24 @@ def test_audit_batches_are_journaled_apart_from_training(audited):
     batches = [e for e in events if e["event"] == "batch"]
     audits = [b for b in batches if b["phase"] == "audit"]
     risks = [b for b in batches if b["phase"] == "risk"]
-    assert len(audits) >= 3 and "Audit after round" in text and "not used for training" in text
+    assert len(audits) >= 3 and "Audit after round" in text and "(for the estimate)" in text
     n = len(s.keys)
     for b in audits:  # every draw keeps the probability it was drawn with
         assert len(b["draws"]) == 4 and all(0 < d["q"] <= 1 and d["n"] == n for d in b["draws"])
         assert all("probability" not in i for i in b["items"])  # the matcher's guess is not shown
-    audit_pairs = {(i["left_id"], i["right_id"]) for b in audits for i in b["items"]}
-    assert audit_pairs and audit_pairs <= set(s.state.answers)
-    assert not audit_pairs & set(s.labels())  # never training labels
-    for b in risks[1:]:  # each round trained on the training answers only
+    audit_pairs = {(i["left_id"], i["right_id"]) for b in audits[:-1] for i in b["items"]}
+    assert audit_pairs and audit_pairs <= set(s.state.answers)  # (the last audit may be cut short by "q")
+    picked = {(i["left_id"], i["right_id"]) for b in batches if b["phase"] != "audit" for i in b["items"]}
+    # an audit answer trains only when a later training batch picked that pair (then it is not asked again)
+    assert audit_pairs & set(s.labels()) == audit_pairs & picked
+    asked = [(e["left_id"], e["right_id"]) for e in events if e["event"] == "answer"]
+    assert len(asked) == len(set(asked))  # no pair asked twice
+    for b in risks[1:]:  # each round trained on fewer labels than answers: audit answers stay apart
         assert b["n_labels"] < sum(1 for e in events if e["event"] == "answer" and e["seq"] < b["seq"])
     labels = pd.read_csv(folder / "labels.csv", dtype=str, keep_default_na=False)
     purpose = dict(zip(zip(labels["left_id"], labels["right_id"]), labels["purpose"]))
-    assert {purpose[k] for k in audit_pairs} == {"audit"}
+    assert {purpose[k] for k in audit_pairs - picked} == {"audit"}
+    assert {purpose[k] for k in audit_pairs & picked} <= {"training"}
     assert set(labels["purpose"]) <= {"audit", "training", "given"} and len(labels) == len(set(given))
 
 
@@ -73,7 +78,7 @@ def test_session_prints_estimate_threshold_and_stopping_state(audited):
     assert "Stopping rule 2, expected mispredictions" in text
     assert "Estimate: 0 audit answer(s) so far, 10 more needed" in text
     assert "Estimated on all candidate pairs from" in text and "(90 % intervals)" in text
-    assert "Threshold for the best estimated F1: p > " in text
+    assert "Threshold for the best estimated F1 (one-SE rule): p > " in text
     status = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
     last = status[-1]
     assert last["estimate"]["n_audit"] >= 10
@@ -86,7 +91,7 @@ def test_export_uses_the_chosen_threshold(audited):
     pred = pd.read_csv(folder / "predicted_matches.csv")
     t = [float(line.split("threshold p > ")[1].split(",")[0]) for line in text.splitlines()
          if line.startswith("Exported") and "threshold p > " in line][-1]
-    assert "chosen for the best F1 estimated from" in text
+    assert "chosen for the best F1 (one-SE rule) estimated from" in text
     assert (pred.loc[pred["source"] == "predicted", "probability"] > t - 5e-5).all()
 
 
@@ -196,3 +201,30 @@ def test_saved_model_carries_the_chosen_threshold(audited):
 
     folder, s, *_ = audited
     assert load_model(folder / MODEL_FILE).threshold == pytest.approx(current_threshold(s))
+
+
+def test_an_audited_pair_picked_later_trains_with_its_audit_answer(fz_tables, tmp_path):
+    """Audited pairs stay in the pool: risk sampling may pick one, which then trains with its audit
+    answer and is not asked again (so which pairs were audited does not change the matchers)."""
+    A, B, gold = fz_tables
+    folder = tmp_path / "s"
+    cfg = SessionConfig(n_instances=5, n_initial=4, audit=40, epochs=20, seed=1)
+    s, text, given = _oracle_session(folder, A, B, gold, 90, config=cfg)
+    events = read_events(folder / "journal.jsonl")
+    audited_at = {}
+    reused = set()
+    for e in events:
+        if e["event"] != "batch":
+            continue
+        keys = [(i["left_id"], i["right_id"]) for i in e["items"]]
+        if e["phase"] == "audit":
+            audited_at.update({k: e["seq"] for k in keys if k not in audited_at})
+        else:
+            reused |= {k for k in keys if k in audited_at}
+    assert reused, "no audited pair was picked later: make the audit larger"
+    assert "answered in an audit: the answer is reused for training, not asked again" in text
+    answers = [(e["left_id"], e["right_id"]) for e in events if e["event"] == "answer"]
+    labels = s.labels()
+    for k in reused:
+        assert answers.count(k) == 1  # asked once, in its audit
+        assert labels[k] == (1 if k in gold else 0)  # and trained on with that answer

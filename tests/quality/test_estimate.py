@@ -67,6 +67,29 @@ def test_ninety_percent_intervals_cover_in_85_to_95_percent(method, n):
         assert 0.84 <= covered[m] / runs <= 0.96, (m, covered[m] / runs)
 
 
+def test_small_audits_cover_when_the_risk_is_blind_to_the_missed_matches():
+    """25 answers, half the matches missed with a low score that the risk does not flag: the missed
+    matches are drawn rarely and weigh heavily, so most audits see none of them; the F1 interval
+    must still cover at about its stated rate (the plain Wilson interval covered 0.79 here)."""
+    rng = np.random.RandomState(0)
+    n = 3000
+    y = (rng.uniform(size=n) < 0.1).astype(int)
+    u = rng.uniform(size=n)
+    p = np.where(y == 1, np.where(u < 0.5, rng.uniform(0.6, 1.0, n), rng.uniform(0.02, 0.3, n)),
+                 np.where(u < 0.03, rng.uniform(0.5, 0.9, n), rng.uniform(0.0, 0.4, n)))
+    risk = np.minimum(p, 1 - p)
+    d = (p > 0.5).astype(int)
+    tp, fp, fn = (d * y).sum(), (d * (1 - y)).sum(), ((1 - d) * y).sum()
+    f1 = 2 * tp / (2 * tp + fp + fn)
+    runs = 400
+    covered = 0
+    for seed in range(runs):
+        s = audit_sample(p, risk=risk, n=25, method="risk", random_state=seed)
+        lo, hi = estimate_quality(y[s.positions], p[s.positions], s.weights).f1_interval
+        covered += lo <= f1 <= hi
+    assert 0.85 <= covered / runs <= 0.96, covered / runs
+
+
 def test_risk_sampling_gives_narrower_intervals_than_uniform():
     p, y, risk, _ = _population()
     width = {}
@@ -145,8 +168,18 @@ def test_choose_threshold_targets():
     y = [1, 1, 0, 1, 0, 0]
     p = [0.9, 0.8, 0.7, 0.3, 0.2, 0.1]
     w = [1] * 6
-    best = choose_threshold(y, p, w)
+    best = choose_threshold(y, p, w, se_tolerance=0)
     assert best.threshold == 0.25 and best.f1 == pytest.approx(6 / 7) and best.met
+    # the one-standard-error rule: with many answers a real gain moves the threshold...
+    many = choose_threshold(y * 10, p * 10, w * 10)
+    assert many.threshold == 0.25 and many.f1 == pytest.approx(6 / 7)
+    # ...with few, a gain within one standard error keeps the threshold nearest 0.5
+    y13 = [1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0]
+    p13 = [0.97, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.45, 0.3, 0.2, 0.1, 0.05, 0.02]
+    assert choose_threshold(y13, p13, [1] * 13, se_tolerance=0).threshold == 0.375
+    assert choose_threshold(y13, p13, [1] * 13).threshold == 0.5
+    with pytest.raises(ValueError, match="se_tolerance"):
+        choose_threshold(y, p, w, se_tolerance=-1)
     prec = choose_threshold(y, p, w, target={"precision": 0.9})
     assert prec.threshold == 0.75 and prec.precision == 1.0 and prec.recall == pytest.approx(2 / 3)
     rec = choose_threshold(y, p, w, target={"recall": 1.0})
