@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from skrisk.data import get_data_home
 from skrisk.experiments import machine_line
 from skrisk.labelling import LabellingSession, SessionConfig
 from skrisk.matching import MODEL_FILE, load_model
@@ -186,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-        data = Path(os.environ.get("SKRISK_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-        folder = data / args.dataset
+        folder = get_data_home() / args.dataset
         out.mkdir(parents=True, exist_ok=True)
         for seed in args.seeds:
             res = run_session(folder, seed, args)

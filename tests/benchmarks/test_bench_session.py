@@ -1,0 +1,36 @@
+"""Smoke run of the scripted-session benchmark (a real LabellingSession on Fodors-Zagats)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("bench_session", ROOT / "benchmarks" / "bench_session.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.needs_data
+def test_session_records_the_printed_estimate_beside_the_truth(tmp_path):
+    bench = _load_script()
+    assert bench.main(["--dataset", "fodors_zagats", "--seeds", "0", "1", "--labels", "40", "--out", str(tmp_path)]) == 0
+    first, second = (json.loads((tmp_path / f"fodors_zagats_session_seed{s}.json").read_text()) for s in (0, 1))
+    assert first["candidate_matches"] > 0 and first["n_candidates"] > first["candidate_matches"]
+    rounds = first["rounds"]
+    assert rounds and rounds[-1]["n_labels"] >= 40
+    assert [r["n_audit"] for r in rounds] == sorted(r["n_audit"] for r in rounds)  # audits accumulate
+    est = next(r for r in rounds if r["estimate"] is not None)["estimate"]
+    lo, hi = est["f1_interval"]
+    assert 0 <= lo <= est["f1"] <= hi <= 1
+    for r in rounds:
+        assert 0 <= r["truth"]["f1"] <= 1 and r["threshold_truth"]["f1"] is not None
+    assert any(r["lines"] for r in rounds) and not any("lines" in r for r in second["rounds"])  # first seed only
+    assert "Coverage of the printed 90 % intervals" in bench.report(tmp_path)
