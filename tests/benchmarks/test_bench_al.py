@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_al", ROOT / "benchmarks" / "bench_al.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.mark.usefixtures("beer")
-def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
-    bench = _load_script()
+def test_quick_benchmark_writes_csv_png_and_table_and_resumes(bench_script, tmp_path):
+    bench = bench_script("bench_al")
     argv = ["--quick", "--strategies", "risk", "random", "--no-progress", "--threads", "1",
             "--out", str(tmp_path)]
     assert bench.main(argv) == 0
@@ -58,14 +47,12 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(tmp_path):
 
 
 @pytest.mark.usefixtures("beer")
-def test_risk_quality_replays_recorded_runs(tmp_path):
+def test_risk_quality_replays_recorded_runs(bench_script, tmp_path):
     """bench_risk_quality refits the model a recorded run saw and scores risk against uncertainty."""
-    bench = _load_script()
+    bench = bench_script("bench_al")
     assert bench.main(["--quick", "--strategies", "risk", "--no-progress", "--threads", "1",
                        "--out", str(tmp_path)]) == 0
-    spec = importlib.util.spec_from_file_location("bench_rq", ROOT / "benchmarks" / "bench_risk_quality.py")
-    rq = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rq)
+    rq = bench_script("bench_risk_quality")
     argv = ["--dataset", "beer", "--matcher", "feature", "--seeds", "2", "--rounds", "0", "1", "7",
             "--batch", "20", "--risk-epochs", "50", "--out", str(tmp_path)]
     assert rq.main(argv) == 0
@@ -83,12 +70,12 @@ def test_risk_quality_replays_recorded_runs(tmp_path):
     assert rq.main([*argv, "--strategy", "entropy"]) == 1
 
 
-def test_strategies_are_record_names_resolved_through_the_alias_table(capsys):
+def test_strategies_are_record_names_resolved_through_the_alias_table(bench_script, capsys):
     """``--strategies`` takes the names the tables were written with: ``risk`` is the paper's method
     and ``risk_pre2w`` skrisk's default; the registry's ``risk_paper`` would name it twice."""
     from skrisk.experiments import STRATEGIES, registry_name
 
-    bench = _load_script()
+    bench = bench_script("bench_al")
     assert [registry_name(n) for n in ("risk", "risk_pre2w")] == ["risk_paper", "risk"]
     assert all(registry_name(n) in STRATEGIES for n in [*bench.STRATEGY_NAMES, *bench.ABLATIONS, *bench.VARIANTS])
     for bad in ("risk_paper", "riskk"):

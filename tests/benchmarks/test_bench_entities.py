@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_entities", ROOT / "benchmarks" / "bench_entities.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_quick_run_writes_json_and_table(tmp_path):
-    bench = _load_script()
+def test_quick_run_writes_json_and_table(bench_script, tmp_path):
+    bench = bench_script("bench_entities")
     assert bench.main(["--tasks", "febrl1", "--quick", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "entities.json").read_text())
     assert record["meta"]["seeds"] == 1 and "loadavg_before" in record["meta"]

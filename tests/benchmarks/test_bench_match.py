@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_match", ROOT / "benchmarks" / "bench_match.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.mark.needs_data
-def test_quick_run_writes_json(tmp_path):
-    bench = _load_script()
+def test_quick_run_writes_json(bench_script, tmp_path):
+    bench = bench_script("bench_match")
     assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "bench_match.json").read_text())
     assert "loadavg" in record["meta"] and "command" in record["meta"]

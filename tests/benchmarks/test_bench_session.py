@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_session", ROOT / "benchmarks" / "bench_session.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.mark.needs_data
-def test_session_records_the_printed_estimate_beside_the_truth(tmp_path):
-    bench = _load_script()
+def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp_path):
+    bench = bench_script("bench_session")
     assert bench.main(["--dataset", "fodors_zagats", "--seeds", "0", "1", "--labels", "40", "--out", str(tmp_path)]) == 0
     first, second = (json.loads((tmp_path / f"fodors_zagats_session_seed{s}.json").read_text()) for s in (0, 1))
     assert first["candidate_matches"] > 0 and first["n_candidates"] > first["candidate_matches"]

@@ -6,7 +6,6 @@ records and compared with the committed pages.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 from pathlib import Path
@@ -19,11 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def mr():
-    spec = importlib.util.spec_from_file_location("make_results", ROOT / "benchmarks" / "make_results.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def mr(bench_script):
+    return bench_script("make_results")
 
 
 def test_committed_pages_regenerate_identically(mr, capsys):
