@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from skrisk import LearnRisk
-from skrisk.data import PairDataset, SimilarityFeatures, block, load_febrl
-from skrisk.data._febrl import febrl_entity
+from skrisk.data import PairDataset, SimilarityFeatures, block, febrl_entity, load_febrl
 from skrisk.matchers import FeatureMatcher
 from skrisk.matching import MatchModel
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from skrisk.cli import main
-from skrisk.data._febrl import febrl_entity
+from skrisk.data import febrl_entity
 from skrisk.matching import cluster_scores, load_model, pairwise_scores
 
 from .conftest import LabelProcess, current_pair, n_decisions, wait_until

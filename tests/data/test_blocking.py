@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from skrisk.data._blocking import BlockingResult, block
+from skrisk.data import BlockingResult, block
 from skrisk.exceptions import DataError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skrisk.data._febrl import FEBRL_BLOCKING, load_febrl
+from skrisk.data import FEBRL_BLOCKING, load_febrl
 
 
 @pytest.fixture(scope="module")

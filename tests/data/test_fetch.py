@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from skrisk.data._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, fetch_deepmatcher
+from skrisk.data import DEEPMATCHER_ARCHIVES, ChecksumError, fetch_deepmatcher
 from skrisk.exceptions import DataError
 
 FILES = {

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skrisk.data._loaders import load_deepmatcher, read_pairs, read_table
-from skrisk.data._pairs import PairDataset
+from skrisk.data import PairDataset, load_deepmatcher, read_pairs, read_table
 from skrisk.exceptions import DataError
 
 # ../shared/data/README.md: train / valid / test pairs and positive rate

@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skrisk.data._similarity as simmod
-from skrisk.data._similarity import SIMILARITY_METRICS, SimilarityFeatures
+from skrisk.data import SIMILARITY_METRICS, SimilarityFeatures
 
 def _frame(left, right, attr="a"):
     return pd.DataFrame({f"left_{attr}": left, f"right_{attr}": right})

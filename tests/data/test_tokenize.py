@@ -8,8 +8,7 @@ import pytest
 from sklearn.base import clone
 from skorch.helper import SliceDict
 
-from skrisk.data._similarity import SimilarityFeatures
-from skrisk.data._tokenize import PAD_ID, UNK_ID, PairEncoder, Vocabulary, tokenize
+from skrisk.data import PAD_ID, UNK_ID, PairEncoder, SimilarityFeatures, Vocabulary, tokenize
 
 
 def test_tokenize():

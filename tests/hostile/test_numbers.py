@@ -17,7 +17,7 @@ from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError, EmptyPoolError
 from skrisk.kmedoids import WeightedKMedoids, weighted_fastpam
 from skrisk.matchers import FeatureMatcher
-from skrisk.risk._estimator import LearnRiskEstimator
+from skrisk.risk.research import LearnRiskEstimator
 from _paper_strategies import STRATEGIES
 from skrisk.strategies import RiskSampler
 from skrisk.strategies._selection import checked_proba

@@ -9,9 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from skrisk.data._embeddings import train_fasttext
-from skrisk.data._tokenize import PairEncoder
-from skrisk.matchers._rnn import RNNMatcher
+from skrisk.data import PairEncoder, train_fasttext
+from skrisk.matchers import RNNMatcher
 
 torch.set_num_threads(1)
 

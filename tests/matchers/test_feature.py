@@ -11,10 +11,9 @@ from sklearn.metrics import f1_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from skorch.helper import SliceDict
 
-from skrisk.data._similarity import SimilarityFeatures
+from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import MissingCapabilityError, NotFittedError
-from skrisk.matchers import require
-from skrisk.matchers._feature import FeatureMatcher
+from skrisk.matchers import FeatureMatcher, require
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,9 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from skorch.helper import SliceDict
 
-from skrisk.data._similarity import SimilarityFeatures
-from skrisk.data._tokenize import PairEncoder
+from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.exceptions import NotFittedError
-from skrisk.matchers import require
-from skrisk.matchers._rnn import RNNMatcher, make_rnn_pipeline
+from skrisk.matchers import RNNMatcher, make_rnn_pipeline, require
 
 
 def _constant_f1(y):

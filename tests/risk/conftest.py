@@ -14,7 +14,7 @@ def _risk_data(ds):
     try:
         from skrisk.data import SimilarityFeatures
     except ImportError:  # until the lead re-exports it
-        from skrisk.data._similarity import SimilarityFeatures
+        from skrisk.data import SimilarityFeatures
 
     sim = SimilarityFeatures().fit(ds.split("train").to_frame())
     names = list(sim.get_feature_names_out())

@@ -1,7 +1,7 @@
 """scikit-learn's estimator checks for LearnRisk (no expected failures) and its private research core.
 
 ``LearnRisk`` is the public meta-estimator around a matcher and passes every check. The research
-core ``skrisk.risk._estimator.LearnRiskEstimator`` (private, not a public estimator) takes the
+core ``skrisk.risk.research.LearnRiskEstimator`` (kept out of the estimator API) takes the
 matcher's probability as a column of ``X``, a domain the generic checks do not know (their random
 data put values like 99.8 or -1.3 in that column, which the core refuses by design). It is run
 through every check on a test-only subclass that maps the checks' data into the domain (a
@@ -19,7 +19,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skrisk.matchers import FeatureMatcher
 from skrisk.risk import LearnRisk
-from skrisk.risk._estimator import LearnRiskEstimator
+from skrisk.risk.research import LearnRiskEstimator
 
 class _InDomain(LearnRiskEstimator):
     """Test harness: maps arbitrary check data into LearnRisk's domain, then runs the real code."""

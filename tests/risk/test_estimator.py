@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 
 from skrisk.risk import RiskExplanation, mispredicted
-from skrisk.risk._estimator import LearnRiskEstimator
+from skrisk.risk.research import LearnRiskEstimator
 
 FAST = dict(epochs=15, random_state=0)
 

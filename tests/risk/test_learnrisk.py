@@ -16,9 +16,8 @@ import skrisk
 from skrisk import MATCH_THRESHOLD, LearnRisk, match_labels
 from skrisk.exceptions import NotFittedError
 from skrisk.matchers import FeatureMatcher
-from skrisk.risk import mispredicted, oof_proba, risk_roc_auc
-from skrisk.risk._estimator import LearnRiskEstimator
-from skrisk.risk import _model
+from skrisk.risk import _model, mispredicted, oof_proba, risk_roc_auc
+from skrisk.risk.research import LearnRiskEstimator
 
 
 def _pairs(n, seed=0):

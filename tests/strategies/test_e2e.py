@@ -22,10 +22,9 @@ from sklearn.base import clone
 
 from skrisk._rows import num_rows, stack_rows, take_rows
 from skrisk.active import ActiveLearner, unpack_query
-from skrisk.data import SimilarityFeatures
-from skrisk.data._tokenize import PairEncoder
+from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
-from skrisk.matchers._rnn import RNNMatcher
+from skrisk.matchers import RNNMatcher
 from _paper_strategies import STRATEGIES
 from skrisk.strategies import RiskSampler
 
