@@ -41,10 +41,8 @@ def _labelled(table: pd.DataFrame) -> PairDataset:
     return PairDataset.from_table(table, pairs, split="train", name="febrl1-train")
 
 
-@pytest.fixture(scope="session")
-def dedup_model(febrl_split):
-    train, _, _ = febrl_split
-    ds = _labelled(train)
+def feature_match_model(ds: PairDataset, attributes: list[str], **params) -> MatchModel:
+    """A MatchModel of similarity features, a FeatureMatcher and LearnRisk trained on ``ds`` (small, seeded)."""
     sf = SimilarityFeatures().fit(ds.to_frame())
     F = sf.transform(ds.to_frame())
     m = FeatureMatcher(random_state=0).fit(F, ds.y)
@@ -52,4 +50,10 @@ def dedup_model(febrl_split):
         warnings.simplefilter("ignore", UserWarning)
         risk = LearnRisk(m, cv=3, epochs=10, random_state=0)
         risk._fit(F, ds.y, None, None, fitted=m, who="test")
-    return MatchModel(ATTRS, sf, m, risk_model=risk, task="dedup", blocking=RULES)
+    return MatchModel(attributes, sf, m, risk_model=risk, **params)
+
+
+@pytest.fixture(scope="session")
+def dedup_model(febrl_split):
+    train, _, _ = febrl_split
+    return feature_match_model(_labelled(train), ATTRS, task="dedup", blocking=RULES)

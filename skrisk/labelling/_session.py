@@ -714,7 +714,7 @@ class LabellingSession:
         n_no = len(labels) - n_yes
         asked = self._asked()
         # audited pairs answered yes/no stay in the pool: picked later, their answer is reused
-        reusable = audit_keys(self) & set(self.state.labels()) - set(self.state.reask)
+        reusable = (audit_keys(self) & set(self.state.labels())) - set(self.state.reask)
         free = [i for i, k in enumerate(self.keys) if k not in asked or k in reusable]
         if not free or all(self.keys[i] in reusable for i in free):
             return None

@@ -19,6 +19,19 @@ def _gold_answer(key, gold):
     return "yes" if tuple(key) in gold else "no"
 
 
+def _answer_then_quit(proc, session, n_answers, gold, expected):
+    """Answer ``n_answers`` console questions from the gold (each journaled before the next), then quit."""
+    for n in range(1, n_answers + 1):
+        pair = current_pair(proc.wait_prompt(n))
+        before = n_decisions(session)
+        proc.send("y" if pair in gold else "n")
+        expected[pair] = _gold_answer(pair, gold)
+        wait_until(lambda: n_decisions(session) == before + 1)
+    proc.wait_prompt(n_answers + 1)
+    proc.send("q")
+    proc.proc.wait(60)
+
+
 def test_console_then_widget_then_console_keeps_every_answer_once(fz_tables, tmp_path):
     A, B, gold = fz_tables
     session = tmp_path / "sess"
@@ -27,15 +40,7 @@ def test_console_then_widget_then_console_keeps_every_answer_once(fz_tables, tmp
     first = LabelProcess(["--left", str(A), "--right", str(B), "--session", str(session), "--batch", "4"],
                          tmp_path, tmp_path / "1.log")
     try:
-        for n in range(1, 5):
-            pair = current_pair(first.wait_prompt(n))
-            before = n_decisions(session)
-            first.send("y" if pair in gold else "n")
-            expected[pair] = _gold_answer(pair, gold)
-            wait_until(lambda: n_decisions(session) == before + 1)
-        first.wait_prompt(5)
-        first.send("q")
-        first.proc.wait(60)
+        _answer_then_quit(first, session, 4, gold, expected)
     finally:
         first.close()
     # 2. the notebook: the same folder, the next question, buttons clicked from Python
@@ -71,15 +76,7 @@ def test_console_then_widget_then_console_keeps_every_answer_once(fz_tables, tmp
     try:
         pair = current_pair(second.wait_prompt(1))
         assert pair == risk_q.key
-        for n in range(1, 4):
-            pair = current_pair(second.wait_prompt(n))
-            before = n_decisions(session)
-            second.send("y" if pair in gold else "n")
-            expected[pair] = _gold_answer(pair, gold)
-            wait_until(lambda: n_decisions(session) == before + 1)
-        second.wait_prompt(4)
-        second.send("q")
-        second.proc.wait(60)
+        _answer_then_quit(second, session, 3, gold, expected)
     finally:
         second.close()
     events = journal_events(session)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import pickle
-import warnings
 import zipfile
 from pathlib import Path
 
@@ -13,12 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from skrisk import LearnRisk
 from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.datasets import make_pairs
 from skrisk.exceptions import DataError
-from skrisk.matchers import FeatureMatcher, RNNMatcher, make_rnn_pipeline
+from skrisk.matchers import RNNMatcher, make_rnn_pipeline
 from skrisk.matching import FORMAT_VERSION, MatchModel, load_model
+
+from _match_fixtures import feature_match_model
 
 MARKER = Path(__file__).with_name("_unpickled_code_ran.txt")
 
@@ -33,15 +33,8 @@ def data():
 @pytest.fixture(scope="module")
 def feature_model(data):
     tr, _ = data
-    sf = SimilarityFeatures().fit(tr.to_frame())
-    F = sf.transform(tr.to_frame())
-    m = FeatureMatcher(random_state=0).fit(F, tr.y)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        risk = LearnRisk(m, cv=3, epochs=10, random_state=0)
-        risk._fit(F, tr.y, None, None, fitted=m, who="test")
-    return MatchModel(tr.attributes, sf, m, risk_model=risk, threshold=0.4,
-                      blocking=[("standard", "city"), ("tokens", ["name"], {"top_k": 3})])
+    return feature_match_model(tr, tr.attributes, threshold=0.4,
+                               blocking=[("standard", "city"), ("tokens", ["name"], {"top_k": 3})])
 
 
 def test_feature_model_round_trip(feature_model, data, tmp_path):
