@@ -86,11 +86,14 @@ def _id_columns(frame: pd.DataFrame, path: Path) -> tuple[str, str]:
 
 
 def _read_pair_file(
-    path: Path, left: pd.DataFrame, right: pd.DataFrame, files: tuple[Path, Path], encoding: str, what: str
+    path: Path, left: pd.DataFrame, right: pd.DataFrame, files: tuple[Path, Path], encoding: str, what: str,
+    exported: bool = False,
 ) -> pd.DataFrame:
     """Read a pair or match file into ``left_id, right_id[, label][, split]`` and check its ids."""
     _require_file(path, what)
     df, lines = _read_csv(path, encoding)
+    if exported:  # written by skrisk.utils.write_csv_export: one leading quote was added
+        df = df.map(lambda v: v[1:] if isinstance(v, str) and v.startswith("'") else v)
     if len(df) == 0:
         raise DataError(f"{path} ({what}) holds no rows: add pairs, or leave the argument out.")
     lc, rc = _id_columns(df, path)
@@ -181,6 +184,7 @@ def load_csv_tables(
     pairs_encoding: str | None = None,
     name: str | None = None,
     return_blocking: bool = False,
+    pairs_exported: bool = False,
 ) -> PairDataset | tuple[PairDataset, BlockingResult | None]:
     """Build a pair dataset from two CSV tables of records.
 
@@ -228,6 +232,10 @@ def load_csv_tables(
         Dataset name; defaults to ``"<left stem>-<right stem>"``.
     return_blocking : bool, default=False
         Also return the :class:`BlockingResult` (``None`` when ``pairs_csv`` was given).
+    pairs_exported : bool, default=False
+        ``pairs_csv`` was written by :func:`skrisk.utils.write_csv_export` (as a labelling
+        session's ``candidates.csv``): one leading ``'``, its mark against spreadsheet formulas,
+        is removed from every cell that has one, as :func:`skrisk.utils.read_csv_export` does.
 
     Returns
     -------
@@ -284,7 +292,7 @@ def load_csv_tables(
         matches = m[["left_id", "right_id"]]
     result: BlockingResult | None = None
     if pairs_csv is not None:
-        pairs = _read_pair_file(Path(pairs_csv), left, right, files, pair_enc, "Pairs")
+        pairs = _read_pair_file(Path(pairs_csv), left, right, files, pair_enc, "Pairs", exported=pairs_exported)
         if matches is not None:
             if "label" in pairs.columns:
                 raise DataError(

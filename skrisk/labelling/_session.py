@@ -28,13 +28,13 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from .._fileio import FolderLock
-from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
+from .._fileio import FolderLock, check_not_link, read_csv_export, write_csv_export
+from .._safetext import display_width, visible, wrap_to_width
 from ..data import blocking_rules_from_json, blocking_rules_to_json
-from ..exceptions import DataError
+from ..exceptions import DataError, SkriskError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 from ..risk._defaults import DEFAULT_EPOCHS
-from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, replay
+from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, repair_journal, replay
 from ._status import AUDIT_HELP, audit_batch, audit_keys, export_threshold, round_status, status_lines
 
 __all__ = ["LabellingSession", "Question", "SessionConfig", "export_session"]
@@ -47,6 +47,10 @@ PREDICTED_CSV = "predicted_matches.csv"
 _FORMAT = "skrisk-labelling-session"
 _MAX_SEED = 2**32 - 1
 _MAX_CELL = 2000  # characters of one cell shown in the console (the rest is summarised)
+_MAX_ID = 60  # characters of an id shown in the console and in messages (the stored id is whole)
+#: every file a session writes in its folder (checked for links before anything is touched)
+_SESSION_FILES = (MANIFEST, JOURNAL, CANDIDATES, LABELS_CSV, PREDICTED_CSV, "model.skrisk",
+                  JOURNAL + ".torn", "journal.rejected.jsonl")
 
 _HELP = (
     "Answers: y = same entity (match), n = different entities, u = unsure (kept, not used for "
@@ -223,11 +227,20 @@ def _read_manifest(path: Path) -> dict:
     if manifest.get("exported") is not None and not isinstance(manifest["exported"], dict):
         raise bad('"exported" is not an object')
     if manifest.get("blocking") is not None:
-        try:
-            manifest["blocking"] = blocking_rules_from_json(manifest["blocking"])
+        try:  # checked here, kept in its JSON form (the form every manifest write must keep)
+            blocking_rules_from_json(manifest["blocking"])
         except (TypeError, ValueError, KeyError) as exc:
             raise bad(f'"blocking" is not a list of blocking rules ({exc})') from exc
+    if manifest.get("session_id") is not None and not isinstance(manifest["session_id"], str):
+        raise bad('"session_id" is not a text')
     return manifest
+
+
+def _new_session_id() -> str:
+    """A session's identity, carried by each of its journal lines (random: unique across folders)."""
+    import uuid
+
+    return uuid.uuid4().hex
 
 
 def _table_word(side: str) -> str:
@@ -257,6 +270,22 @@ def _cell(value: object) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return ""
     return " ".join(str(value).split())
+
+
+def short_id(value: object) -> str:
+    """An id as shown in the console and in messages: at most ``_MAX_ID`` characters, escaped.
+
+    The stored id (journal, exports) is always whole; only its display is cut, with a marker.
+
+    Examples
+    --------
+    >>> short_id("a" * 100)[-30:]
+    'aaaaaaa [... 40 more characters]'
+    """
+    text = str(value)
+    if len(text) > _MAX_ID:
+        text = f"{text[:_MAX_ID]} [... {len(text) - _MAX_ID} more characters]"
+    return visible(text)
 
 
 def _shown(text: str) -> str:
@@ -415,6 +444,7 @@ class LabellingSession:
         out: TextIO | None = None,
         table: str | os.PathLike | None = None,
         blocking: Any = None,
+        repair: bool = False,
     ) -> "LabellingSession":
         """Start a session in ``folder`` or resume the one stored there.
 
@@ -430,7 +460,13 @@ class LabellingSession:
         SHA-256); a table that moved is accepted at its new path, which the manifest then records.
         ``overrides`` (e.g. ``{"n_instances": 5}``) change parameters of a resumed session. ``force``
         resumes a session whose journal holds fewer events than at its last export (the old
-        ``labels.csv`` is kept as a backup at the next export).
+        ``labels.csv`` is kept as a backup at the next export). ``repair`` moves the journal lines
+        that cannot be read, or do not continue the session's journal, to
+        ``journal.rejected.jsonl`` (see :func:`~skrisk.labelling.repair_journal`) before resuming:
+        without it such a line is an error naming it, and nothing is changed.
+
+        Every file the session writes is checked first: a symbolic link (or a journal with a
+        second hard link) is refused before anything is read, cut or written.
 
         Raises
         ------
@@ -464,12 +500,16 @@ class LabellingSession:
         try:
             lock.acquire()
         except OSError as exc:
+            if isinstance(exc, SkriskError):
+                raise
             raise _write_error(folder / FolderLock.LOCK_NAME, exc) from exc
         try:
+            for name in _SESSION_FILES:  # no write may go through a link planted in the folder
+                check_not_link(folder / name, hard=name == JOURNAL)
             session = cls._open_locked(
                 folder, left=left, right=right, pairs=pairs, id_column=id_column, encoding=encoding,
                 config=config, overrides=overrides, force=force, input_fn=input_fn, out=out,
-                table=table, blocking=blocking,
+                table=table, blocking=blocking, repair=repair,
             )
         except BaseException:
             lock.release()
@@ -484,6 +524,7 @@ class LabellingSession:
         cls, folder: Path, *, left: Any, right: Any, pairs: Any, id_column: str | None, encoding: str | None,
         config: SessionConfig | None, overrides: dict | None, force: bool,
         input_fn: Callable[[str], str] | None, out: TextIO, table: Any = None, blocking: Any = None,
+        repair: bool = False,
     ) -> "LabellingSession":
         from ..data import load_csv_tables
 
@@ -558,12 +599,21 @@ class LabellingSession:
             cand = folder / CANDIDATES
             if not cand.is_file():
                 raise DataError(f"{cand} is missing: the session folder is damaged; start a new one.")
+            cand_info = manifest.get("candidates")
             dataset = load_csv_tables(
                 paths["table"] if dedup else paths["left"], None if dedup else paths["right"],
                 pairs_csv=cand, id_column=manifest["id_column"], split=None,
                 name=manifest.get("name"), encoding=manifest.get("encoding", "utf-8"), pairs_encoding="utf-8",
+                pairs_exported=isinstance(cand_info, dict) and cand_info.get("neutralised") is True,
             )
-            journal = Journal(folder / JOURNAL)
+            sid = manifest.get("session_id")
+            migrated = sid is None  # a session of an older skrisk: its journal lines carry no identity
+            if migrated:
+                sid = manifest["session_id"] = _new_session_id()
+            if repair:
+                for line, why in repair_journal(folder / JOURNAL, session=sid):
+                    print(visible(f"Moved journal line {line} to journal.rejected.jsonl: {why}"), file=out, flush=True)
+            journal = Journal(folder / JOURNAL, session=sid)
             exported = manifest.get("exported") or {}
             last_seq = journal.next_seq - 1
             if isinstance(exported.get("last_seq"), int) and last_seq < exported["last_seq"] and not force:
@@ -576,7 +626,7 @@ class LabellingSession:
                     "holds the exported answers), or pass --force to go on with the journal as it is (the "
                     "old labels.csv is then kept as a backup beside the new one)."
                 )
-            changed = params != manifest["params"] or moved
+            changed = params != manifest["params"] or moved or migrated
             if changed:
                 manifest["params"] = params
                 atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
@@ -633,23 +683,26 @@ class LabellingSession:
         cand = dataset.pairs[["left_id", "right_id"]].copy()
         lab = dataset.pairs["label"].to_numpy()
         cand["label"] = pd.Series(np.where(lab >= 0, lab, -1)).map(lambda v: "" if v < 0 else str(v)).to_numpy()
-        atomic_write_text(folder / CANDIDATES, cand.to_csv(index=False))
+        write_csv_export(folder / CANDIDATES, cand, on_error=_write_error)
         # the same candidate order on resume: read back the file we just wrote
         dataset = load_csv_tables(left, right, pairs_csv=folder / CANDIDATES, id_column=id_column, split=None,
-                                  name=dataset.name, encoding=encoding, pairs_encoding="utf-8")
-        journal = Journal(folder / JOURNAL).open()  # fails early on a read-only folder
+                                  name=dataset.name, encoding=encoding, pairs_encoding="utf-8",
+                                  pairs_exported=True)
+        sid = _new_session_id()
+        journal = Journal(folder / JOURNAL, session=sid).open()  # fails early on a read-only folder
         manifest = {
             "format": _FORMAT,
             "version": 1,
             "skrisk_version": __version__,
             "created": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+            "session_id": sid,
             "name": dataset.name,
             "id_column": id_column,
             "encoding": encoding,
             "task": dataset.task,
             "inputs": inputs,
             "blocking": blocking_rules_to_json(blocking) if pairs is None else None,
-            "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
+            "candidates": {"file": CANDIDATES, "pairs": len(dataset), "neutralised": True},
             "params": {
                 "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
                 "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit, "target": cfg.target,
@@ -842,9 +895,7 @@ class LabellingSession:
         from ..matchers._base import MATCH_THRESHOLD
 
         manifest = self._manifest or {}
-        rules = manifest.get("blocking")
-        if rules and isinstance(rules[0], dict):  # a new session's manifest holds them as JSON
-            rules = blocking_rules_from_json(rules)
+        rules = blocking_rules_from_json(manifest.get("blocking"))  # the manifest keeps the JSON form
         model = MatchModel(
             attributes=list(self.dataset.attributes), features=self._similarity, matcher=matcher,
             risk_model=risk_model,
@@ -1241,11 +1292,6 @@ class LabellingSession:
                 self._lock = None
 
 
-def _unquote(value: str) -> str:
-    """Undo :func:`~skrisk._safetext.spreadsheet_safe` (one leading quote it added)."""
-    return value[1:] if value.startswith("'") else value
-
-
 def _check_no_shrink(session: LabellingSession, path: Path) -> Path | None:
     """Refuse an export that would drop answers of the ``labels.csv`` already there.
 
@@ -1259,12 +1305,12 @@ def _check_no_shrink(session: LabellingSession, path: Path) -> Path | None:
     known |= set(session.given)
     problem = ""
     try:
-        old = pd.read_csv(path, dtype=str, keep_default_na=False)
+        old = read_csv_export(path)
         if not {"left_id", "right_id", "answer"} <= set(old.columns):
             problem = "it lacks the left_id, right_id and answer columns skrisk writes"
         else:
-            old = old[old["answer"].map(_unquote) != "given"]
-            keys = set(zip(old["left_id"].map(_unquote), old["right_id"].map(_unquote)))
+            old = old[old["answer"] != "given"]
+            keys = set(zip(old["left_id"], old["right_id"]))
             lost = keys - known
             if lost:
                 problem = (
@@ -1272,7 +1318,7 @@ def _check_no_shrink(session: LabellingSession, path: Path) -> Path | None:
                     f"{sorted(lost)[0]}; {len(keys)} answer(s) in the file, {len(session.state.answers)} "
                     "in the journal): the journal was emptied, cut or replaced"
                 )
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
+    except (OSError, ValueError) as exc:
         problem = f"it cannot be read as a labels file ({exc})"
     if not problem:
         return None
@@ -1305,9 +1351,11 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     :func:`skrisk.quality.choose_threshold`; 0.5 while there are too few), sorted by probability; pairs
     answered "no" are never listed.
 
-    Every text cell is neutralised against spreadsheet formula injection
-    (:func:`~skrisk._safetext.spreadsheet_safe`: a leading ``'`` before ``=``, ``+``, ``-``, ``@``,
-    tab, CR or ``'``). An export never silently shrinks: when the ``labels.csv`` already there holds
+    Both files are written by :func:`skrisk.utils.write_csv_export`: every text cell is
+    neutralised against spreadsheet formula injection (a leading ``'`` when the first visible
+    character, after any whitespace or control characters, is ``=``, ``+``, ``-`` or ``@``, or when
+    the text starts with a control character or ``'``), and a CR or LF inside a cell is quoted;
+    :func:`skrisk.utils.read_csv_export` reads the exact values back. An export never silently shrinks: when the ``labels.csv`` already there holds
     answers the journal no longer has, :class:`DataError` is raised (with ``session.force`` the old
     file is kept as ``labels.before-<time>.csv``).
     """
@@ -1363,8 +1411,8 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     out_labels = session.folder / LABELS_CSV
     out_pred = session.folder / PREDICTED_CSV
     backup = _check_no_shrink(session, out_labels)
-    atomic_write_text(out_labels, spreadsheet_safe_frame(labels_df).to_csv(index=False))
-    atomic_write_text(out_pred, spreadsheet_safe_frame(pred).to_csv(index=False))
+    write_csv_export(out_labels, labels_df, on_error=_write_error)
+    write_csv_export(out_pred, pred, on_error=_write_error)
     manifest = session._manifest
     if manifest:  # the export's journal position: a journal that later shrinks is refused
         manifest["exported"] = {"last_seq": session.journal.next_seq - 1, "labels": int(len(labels_df))}
