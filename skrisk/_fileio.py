@@ -506,8 +506,16 @@ def read_jsonl(
     except OSError as exc:
         raise DataError(f"Cannot read {path}: {exc.strerror or exc}. Fix its permissions.") from exc
 
+    def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):  # parsers disagree on which value wins: refuse
+            seen: set[str] = set()
+            twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+            raise ValueError(f"the key {twice!r} appears twice")
+        return obj
+
     def parse(line: bytes) -> dict:
-        obj = json.loads(line.decode("utf-8"))
+        obj = json.loads(line.decode("utf-8"), object_pairs_hook=unique_keys)
         if not isinstance(obj, dict):
             raise ValueError(f"a JSON {type(obj).__name__}, not an object")
         return obj

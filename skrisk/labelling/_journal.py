@@ -298,7 +298,11 @@ class Journal:
         record = {"seq": self.next_seq, "t": _now(), "event": event, **fields}
         if self.session is not None:
             record["session"] = self.session
-        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        try:
+            data = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (only from the Python API): written as \\ud800
+            data = (json.dumps(record, separators=(",", ":")) + "\n").encode("ascii")
         try:
             append_durably(fd, data)
         except OSError as exc:

@@ -611,8 +611,13 @@ class LabellingSession:
             if migrated:
                 sid = manifest["session_id"] = _new_session_id()
             if repair:
-                for line, why in repair_journal(folder / JOURNAL, session=sid):
+                moved_lines = repair_journal(folder / JOURNAL, session=sid)
+                for line, why in moved_lines:
                     print(visible(f"Moved journal line {line} to journal.rejected.jsonl: {why}"), file=out, flush=True)
+                force = force or bool(moved_lines)  # the user chose to go on without those lines
+                if moved_lines and manifest.get("exported"):
+                    print(f"The {LABELS_CSV} exported before is kept as a backup at the next export.",
+                          file=out, flush=True)
             journal = Journal(folder / JOURNAL, session=sid)
             exported = manifest.get("exported") or {}
             last_seq = journal.next_seq - 1
