@@ -97,7 +97,7 @@ def check_not_link(path: str | os.PathLike, *, hard: bool = False) -> None:
         )
 
 
-_TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)\.)?[A-Za-z0-9_]{8}\.tmp$")
+_TMP_RE = re.compile(r"^\.(?P<name>.+?)\.(?:(?P<pid>\d+)\.)?[A-Za-z0-9_]{8}\.tmp$")
 
 
 def _pid_alive(pid: int) -> bool:
