@@ -4,6 +4,7 @@
   escape character that starts ANSI/OSC sequences), bidirectional overrides and isolates,
   zero-width and other invisible format characters, and line/paragraph separators are shown as
   ``\\x1b``-style escapes, so a cell can neither drive the terminal nor hide or reorder text.
+* :func:`visible_short` -- the same, cut to a few dozen characters with a marker (ids in prompts).
 * :func:`display_width` / :func:`wrap_to_width` -- columns a text takes in a terminal (wide East
   Asian characters take two), so tables of CJK text stay aligned.
 * :func:`spreadsheet_safe` / :func:`spreadsheet_safe_frame` -- the OWASP rule against CSV
@@ -27,6 +28,7 @@ __all__ = [
     "spreadsheet_safe",
     "spreadsheet_safe_frame",
     "visible",
+    "visible_short",
     "wrap_to_width",
 ]
 
@@ -73,6 +75,23 @@ def visible(text: object) -> str:
     if s.isprintable():  # fast path: no character of a hidden category
         return s
     return "".join(_escape(ch) if unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch for ch in s)
+
+
+def visible_short(text: object, limit: int = 60) -> str:
+    """:func:`visible` of at most ``limit`` characters of ``text``; a longer text ends with a marker.
+
+    For ids and names in prompts and messages: a 100,000-character id takes one line, not
+    hundreds. Only the display is cut; stored values stay whole.
+
+    Examples
+    --------
+    >>> visible_short("a" * 100, limit=10)
+    'aaaaaaaaaa [... 90 more characters]'
+    """
+    s = str(text)
+    if len(s) > limit:
+        s = f"{s[:limit]} [... {len(s) - limit} more characters]"
+    return visible(s)
 
 
 def _char_width(ch: str) -> int:

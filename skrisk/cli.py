@@ -245,7 +245,9 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--out", required=True, help="output folder (created when missing)")
     m.add_argument("--reasons", action="store_true", help="add the top three reasons of each match's risk")
     m.add_argument("--one-to-one", action="store_true",
-                   help="linkage of two duplicate-free tables: each record in at most one match of an entity")
+                   help="linkage of two duplicate-free tables: each record in at most one match, the "
+                        "assignment of largest total probability; matches.csv keeps only those pairs and "
+                        "each entity of entities.csv is one of them (or one unmatched record)")
     m.add_argument("--id-column", default=None, help="id column of the tables (default: the model's, usually id)")
     m.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV files (default utf-8); LEFT,RIGHT gives each table its own")

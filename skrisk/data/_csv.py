@@ -142,12 +142,26 @@ def _require_file(path: Path, what: str) -> None:
         raise FileNotFoundError(f"{what} file {path} does not exist: check the path.")
 
 
+def _table_encodings(encoding: str) -> tuple[str, str]:
+    """``"utf-8"`` -> both tables; ``"utf-8,latin-1"`` -> (left, right)."""
+    parts = [p.strip() for p in str(encoding).split(",")]
+    if len(parts) == 1:
+        return parts[0], parts[0]
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(
+            f"encoding={encoding!r}: give one text encoding for every table (e.g. 'utf-8'), or two separated by "
+            "a comma, the left table's and the right table's (e.g. 'utf-8,latin-1')."
+        )
+    return parts[0], parts[1]
+
+
 def _read_tables(
     left_csv: Path, right_csv: Path | None, id_column: str, encoding: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    enc_left, enc_right = _table_encodings(encoding)
     if right_csv is None:  # one table (deduplication): the same frame on both sides
         _require_file(left_csv, "Table")
-        table = read_table(left_csv, id_column=id_column, encoding=encoding)
+        table = read_table(left_csv, id_column=id_column, encoding=enc_left)
         if not list(table.columns):
             raise DataError(f"{left_csv} has an id column but no attribute: add at least one attribute column.")
         if len(table) < 2:
@@ -155,8 +169,8 @@ def _read_tables(
         return table, table
     _require_file(left_csv, "Left table")
     _require_file(right_csv, "Right table")
-    left = read_table(left_csv, id_column=id_column, encoding=encoding)
-    right = read_table(right_csv, id_column=id_column, encoding=encoding)
+    left = read_table(left_csv, id_column=id_column, encoding=enc_left)
+    right = read_table(right_csv, id_column=id_column, encoding=enc_right)
     lcols, rcols = list(left.columns), list(right.columns)
     if set(lcols) != set(rcols):
         raise DataError(
@@ -221,9 +235,12 @@ def load_csv_tables(
     random_state : int, RandomState instance or None, default=0
         Seed of the split.
     encoding : str, default="utf-8"
-        Text encoding of all the CSV files. A UTF-8 byte-order mark is dropped (``"utf-8"``
-        behaves like ``"utf-8-sig"``); bytes that do not decode raise :class:`DataError`
-        naming the file, the byte offset and the line, and saying which ``encoding=`` to pass.
+        Text encoding of all the CSV files, or two separated by a comma: the left table's and
+        the right table's (``"utf-8,latin-1"``; the pair files then use the left one). A UTF-8
+        byte-order mark is dropped (``"utf-8"`` behaves like ``"utf-8-sig"``); bytes that do not
+        decode raise :class:`DataError` naming the file, the byte offset and the line, and saying
+        which ``encoding=`` to pass; so does a file that is valid UTF-8 read with another
+        encoding (it would turn ``café`` into ``cafÃ©``).
     pairs_encoding : str, optional
         Text encoding of ``pairs_csv`` and ``matches_csv`` when it differs from the tables'
         (e.g. Latin-1 tables with a UTF-8 candidate file written by skrisk); defaults to
@@ -282,7 +299,7 @@ def load_csv_tables(
     if not isinstance(return_blocking, bool):
         raise TypeError(f"return_blocking must be True or False, got {return_blocking!r}.")
     left, right = _read_tables(left_csv, right_csv, id_column, encoding)
-    pair_enc = encoding if pairs_encoding is None else pairs_encoding
+    pair_enc = _table_encodings(encoding)[0] if pairs_encoding is None else pairs_encoding
     files = (left_csv, left_csv if right_csv is None else right_csv)
     matches = None
     if matches_csv is not None:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from .. import __version__
 from .._fileio import FolderLock, check_not_link, read_csv_export, write_csv_export
-from .._safetext import display_width, visible, wrap_to_width
+from .._safetext import display_width, visible, visible_short, wrap_to_width
 from ..data import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError, SkriskError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
@@ -47,7 +47,6 @@ PREDICTED_CSV = "predicted_matches.csv"
 _FORMAT = "skrisk-labelling-session"
 _MAX_SEED = 2**32 - 1
 _MAX_CELL = 2000  # characters of one cell shown in the console (the rest is summarised)
-_MAX_ID = 60  # characters of an id shown in the console and in messages (the stored id is whole)
 #: every file a session writes in its folder (checked for links before anything is touched)
 _SESSION_FILES = (MANIFEST, JOURNAL, CANDIDATES, LABELS_CSV, PREDICTED_CSV, "model.skrisk",
                   JOURNAL + ".torn", "journal.rejected.jsonl")
@@ -155,14 +154,19 @@ def _round_seed(seed: int, round_no: int, purpose: int) -> int:
 
 
 def _check_encoding(encoding: str) -> None:
+    """One codec name, or two separated by a comma (the left table's, the right table's)."""
     import codecs
 
+    parts = str(encoding).split(",")
     try:
-        codecs.lookup(encoding)
+        if len(parts) > 2:
+            raise LookupError
+        for part in parts:
+            codecs.lookup(part.strip())
     except (LookupError, TypeError):
         raise DataError(
             f"Unknown text encoding {encoding!r}: pass a Python codec name to --encoding, e.g. utf-8, "
-            "latin-1, cp1252 or utf-16."
+            "latin-1, cp1252 or utf-16, or two separated by a comma, one per table (utf-8,latin-1)."
         ) from None
 
 
@@ -272,22 +276,6 @@ def _cell(value: object) -> str:
     return " ".join(str(value).split())
 
 
-def short_id(value: object) -> str:
-    """An id as shown in the console and in messages: at most ``_MAX_ID`` characters, escaped.
-
-    The stored id (journal, exports) is always whole; only its display is cut, with a marker.
-
-    Examples
-    --------
-    >>> short_id("a" * 100)[-30:]
-    'aaaaaaa [... 40 more characters]'
-    """
-    text = str(value)
-    if len(text) > _MAX_ID:
-        text = f"{text[:_MAX_ID]} [... {len(text) - _MAX_ID} more characters]"
-    return visible(text)
-
-
 def _shown(text: str) -> str:
     """A cell as shown: at most ``_MAX_CELL`` characters, control characters made visible."""
     if len(text) > _MAX_CELL:
@@ -320,7 +308,27 @@ def item_reasons(item: dict) -> list[dict]:
         except (TypeError, ValueError):
             weight = 0.0
         out.append({"text": str(r["text"]), "direction": str(r.get("direction", "?")),
-                    "weight": weight if weight == weight else 0.0, "rule": str(r.get("rule", "") or "")})
+                    "weight": weight if weight == weight else 0.0, "rule": str(r.get("rule", "") or ""),
+                    "attribute": str(r.get("attribute") or r.get("feature") or r["text"])})
+    return out
+
+
+def short_reasons(reasons: list[dict], k: int = 3) -> list[dict]:
+    """The ``k`` strongest reasons of distinct attributes (the console's short list; ``r`` shows all).
+
+    Examples
+    --------
+    >>> rs = [{"attribute": a, "text": t} for a, t in [("name", "1"), ("name", "2"), ("city", "3")]]
+    >>> [r["text"] for r in short_reasons(rs)]
+    ['1', '3']
+    """
+    out, seen = [], set()
+    for r in reasons:
+        if r.get("attribute") not in seen:
+            seen.add(r.get("attribute"))
+            out.append(r)
+        if len(out) == k:
+            break
     return out
 
 
@@ -880,7 +888,8 @@ class LabellingSession:
                 why = str(exp)
                 reasons = [
                     {"text": r.text, "direction": r.direction, "weight": round(r.weight, 4),
-                     "feature": r.feature, "rule": r.rules[0] if r.rules else ""}
+                     "feature": r.feature, "attribute": r.attribute or r.feature,
+                     "rule": r.rules[0] if r.rules else ""}
                     for r in exp.reasons
                 ]
             items.append(
@@ -998,7 +1007,8 @@ class LabellingSession:
                 out.append(f"{_fit(a if t == 0 else '', aw)} {mark if t == 0 else ' '} {_fit(x, cw)} | {y}")
             return out
 
-        lines_id = row("attribute", [f"left record {visible(key[0])}"], [f"right record {visible(key[1])}"], " ")
+        lines_id = row("attribute", [f"left record {visible_short(key[0])}"],
+                       [f"right record {visible_short(key[1])}"], " ")
         vw = width - 5 if narrow else cw
         wrapped = []
         for a, lv, rv in values:
@@ -1013,8 +1023,8 @@ class LabellingSession:
                         f"risk that this label is wrong = {item['risk']:.3f}")
         reasons = item_reasons(item)
         if reasons:
-            shown_r = reasons if full else reasons[:3]
-            more = "" if full or len(reasons) <= 3 else f"; [r] shows all {len(reasons)}"
+            shown_r = reasons if full else short_reasons(reasons)
+            more = "" if full or len(shown_r) == len(reasons) else f"; [r] shows all {len(reasons)}"
             tail.append(f"Why risk sampling picked it (strongest first{more}):")
             for r in shown_r:
                 txt = visible(f"{r['text']} (suggests {r['direction']})")
@@ -1134,10 +1144,11 @@ class LabellingSession:
         batch_keys = [(str(i["left_id"]), str(i["right_id"])) for i in batch["items"]] if batch else [key]
         k = batch_keys.index(key) + 1 if key in batch_keys else 1
         kind = batch["phase"] if batch else "risk"
+        shown_no = self._round_number(batch) if batch else "?"
         title = (
-            f"Starting pairs (round {batch['round'] + 1})" if batch and kind == "initial"
-            else f"Audit after round {batch['round'] + 1} (for the estimate)" if batch and kind == "audit"
-            else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
+            f"Starting pairs (round {shown_no})" if batch and kind == "initial"
+            else f"Audit after round {shown_no} (for the estimate)" if batch and kind == "audit"
+            else f"Risk sampling round {shown_no}"
         )
         reask = key in self.state.reask
         if reask:
@@ -1146,6 +1157,18 @@ class LabellingSession:
             left_id=key[0], right_id=key[1], number=k, total=len(batch_keys), phase=kind, title=title,
             round=batch["round"] if batch else None, item=dict(self.state.items.get(key, {})), reask=reask,
         )
+
+    def _round_number(self, batch: dict) -> int:
+        """The round number shown (1-based): training batches count 1, 2, 3, ...; an audit batch
+        shows the number of the round it audits. The journal's ``round`` (the batch's position,
+        audits included, which seeds the round) is not changed, so old sessions replay as before."""
+        n = 0
+        for b in self.state.batches:
+            if b.get("phase") != "audit":
+                n += 1
+            if b is batch:
+                return max(n, 1)
+        return n + (batch.get("phase") != "audit")
 
     def answer(self, key: tuple[str, str], answer: str) -> dict:
         """Record the answer to a pair that is waiting for one (see :meth:`next_question`).
@@ -1166,7 +1189,7 @@ class LabellingSession:
             raise DataError(f"Unknown answer {answer!r}: give one of {', '.join(ANSWERS)}.")
         if key not in self.state.pending():
             raise DataError(
-                f"Pair {key} is not waiting for an answer (answered already, or never asked): answer "
+                f"Pair ({visible_short(key[0])}, {visible_short(key[1])}) is not waiting for an answer (answered already, or never asked): answer "
                 "the pair next_question() returns."
             )
         batch = self._batch_of(key)
@@ -1272,7 +1295,8 @@ class LabellingSession:
                 if last is None:
                     self._print("Nothing to undo.")
                 else:
-                    self._print(f"Undone: your {last['answer']!r} for pair ({last['left_id']}, {last['right_id']}).")
+                    self._print(f"Undone: your {last['answer']!r} for pair ({visible_short(last['left_id'])}, "
+                                f"{visible_short(last['right_id'])}).")
                 continue
             self.answer(q.key, ans)
 
