@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 import pandas as pd
 
-from .._fileio import FolderLock, atomic_write_text
+from .._fileio import FolderLock, atomic_write_text, write_csv_export
 from ..exceptions import DataError
 from ..risk._defaults import DEFAULT_EPOCHS
 from ._loop import ALTask, _write_error, run_active_learning
@@ -209,7 +209,7 @@ def run_demo(
     )
     _print_table(df, strategies, stream)
     csv_path, png_path = out / "learning_curve.csv", out / "learning_curve.png"
-    df.to_csv(csv_path, index=False)
+    write_csv_export(csv_path, df)
     plot_learning_curves(
         df, png_path, order=strategies, labels={"risk": "risk sampling", "random": "random sampling"},
         title=f"FEBRL4: risk vs random sampling (random forest matcher, batch {s.n_instances})",
@@ -364,7 +364,7 @@ def _run_locked(
         n_seed=n_seed, epochs=epochs, results_file=out / "results.jsonl", progress=progress, stream=stream,
     )
     _print_table(df, strategies, stream)
-    atomic_write_text(out / "learning_curve.csv", df.to_csv(index=False), on_error=_write_error)
+    write_csv_export(out / "learning_curve.csv", df, on_error=_write_error)
     written = [out / "learning_curve.csv"]
     if plot:
         png = out / "learning_curve.png"
