@@ -62,7 +62,8 @@ class LinkError(SkriskError, OSError):
 
 
 def check_not_link(path: str | os.PathLike, *, hard: bool = False) -> None:
-    """Refuse a ``path`` that is a symbolic link (and, with ``hard=True``, a file with 2+ hard links).
+    """Refuse a ``path`` that is a symbolic link, a FIFO, a device or a socket (and, with
+    ``hard=True``, a file with 2+ hard links); a missing path, a regular file or a folder passes.
 
     Called before anything is written, truncated or appended: a link planted in a session or
     output folder would otherwise make skrisk overwrite a file elsewhere.
@@ -88,6 +89,11 @@ def check_not_link(path: str | os.PathLike, *, hard: bool = False) -> None:
             f"{path} is a symbolic link (to {target}): skrisk never writes through a link, which could "
             "change a file elsewhere. Remove the link (or replace it by a copy of the file), then run "
             "again. Nothing was written."
+        )
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise LinkError(
+            f"{path} is not a file (but a FIFO, a device or a socket): reading it could block forever and "
+            "writing it would send data elsewhere. Move it away, then run again. Nothing was written."
         )
     if hard and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
         raise LinkError(
@@ -312,6 +318,10 @@ def read_csv_export(path: str | os.PathLike) -> "pd.DataFrame":
     from .exceptions import DataError
 
     path = Path(path)
+    try:
+        check_not_link(path)  # a FIFO would block the read forever
+    except LinkError as exc:
+        raise DataError(str(exc)) from None
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
     except (OSError, ValueError, pd.errors.ParserError) as exc:

@@ -313,6 +313,12 @@ def item_reasons(item: dict) -> list[dict]:
     return out
 
 
+def undone_text(last: dict) -> str:
+    """What the console and the notebook labeller say after an undo (ids cut for the screen)."""
+    return (f"Undone: your {last['answer']!r} for pair ({visible_short(last['left_id'])}, "
+            f"{visible_short(last['right_id'])}).")
+
+
 def short_reasons(reasons: list[dict], k: int = 3) -> list[dict]:
     """The ``k`` strongest reasons of distinct attributes (the console's short list; ``r`` shows all).
 
@@ -1295,8 +1301,7 @@ class LabellingSession:
                 if last is None:
                     self._print("Nothing to undo.")
                 else:
-                    self._print(f"Undone: your {last['answer']!r} for pair ({visible_short(last['left_id'])}, "
-                                f"{visible_short(last['right_id'])}).")
+                    self._print(undone_text(last))
                 continue
             self.answer(q.key, ans)
 

@@ -161,3 +161,17 @@ def test_a_full_disk_during_an_export_keeps_the_old_files(tmp_path, monkeypatch,
     assert (session / "labels.csv").read_bytes() == before
     assert not [p for p in session.iterdir() if p.name.endswith(".tmp")]
     assert len(answers_in_force(session)) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("name", ["labels.csv", "session.json", "journal.jsonl"])
+def test_a_fifo_in_place_of_a_session_file_does_not_hang(tmp_path, monkeypatch, capsys, name):
+    # (journal.jsonl kept: it was refused as "not a file" already; the other two hung)
+    args = write_tables(tmp_path / "t")
+    session = tmp_path / "s"
+    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--initial", "2"], ["y", "q"])
+    assert rc == 0, cap.err
+    (session / name).unlink()
+    os.mkfifo(session / name)  # reading it would block forever
+    rc, cap = label(monkeypatch, capsys, ["--session", str(session), "--export"], [])
+    assert rc == 2 and name in cap.err and "not a" in cap.err, cap.err
