@@ -118,13 +118,13 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+def remove_stale_temporaries(folder: str | os.PathLike, *, legacy: bool = True) -> list[Path]:
     """Remove the temporary files :func:`atomic_write_bytes` left in ``folder`` when killed.
 
     A temporary file is named ``.<target>.<pid>.<random>.tmp``; it is stale when that process no
-    longer runs. Files of the older form ``.<target>.<random>.tmp`` (no pid) are removed too:
-    call this only while holding the folder's lock, when no other skrisk writer can be at work
-    there. Links and non-files are left alone.
+    longer runs. With ``legacy=True``, files of the older form ``.<target>.<random>.tmp`` (no
+    pid) are removed too: only while holding the folder's lock, when no other skrisk writer can be
+    at work there. Links and non-files are left alone.
 
     Returns
     -------
@@ -141,7 +141,7 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
         if m is None or not entry.is_file(follow_symlinks=False):
             continue
         pid = m.group("pid")
-        if pid is not None and _pid_alive(int(pid)):
+        if (pid is None and not legacy) or (pid is not None and _pid_alive(int(pid))):
             continue
         try:
             os.unlink(entry.path)

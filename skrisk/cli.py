@@ -258,7 +258,7 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
-    from ._fileio import write_csv_export
+    from ._fileio import remove_stale_temporaries, write_csv_export
     from .data import read_table
     from .matching import load_model, match
 
@@ -293,6 +293,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
           "suspicious column of entities.csv).", flush=True)
     out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out, legacy=False)  # of a killed earlier run (no lock here: by pid only)
     matches = result.matches.copy()
     for col in ("probability", "risk"):
         matches[col] = matches[col].round(6)
@@ -453,7 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         where = f" Everything answered is saved in {args.session}; run the same command to resume." \
             if args.command == "label" else ""
-        print(f"\nInterrupted.{where}", file=sys.stderr, flush=True)
+        from ._safetext import visible
+
+        print("\n" + visible(f"Interrupted.{where}"), file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     except (SkriskError, FolderInUseError, SessionWriteError) as exc:
         if debug:

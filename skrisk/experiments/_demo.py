@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence, TextIO
 import pandas as pd
 
 from .._fileio import FolderLock, atomic_write_text, write_csv_export
+from .._safetext import visible
 from ..exceptions import DataError
 from ..risk._defaults import DEFAULT_EPOCHS
 from ._loop import ALTask, _write_error, run_active_learning
@@ -218,8 +219,9 @@ def run_demo(
                     "attributes": None if all_attributes else list(DEMO_ATTRIBUTES),
                     "pool": len(task.pool), "valid": len(task.valid), "test": len(task.test),
                     "wall_s": round(time.perf_counter() - t0, 1)}
-    (out / "settings.json").write_text(json.dumps(settings_out, indent=2) + "\n")
-    print(f"\nWrote {csv_path} and {png_path} ({settings_out['wall_s']:.0f} s).", file=stream, flush=True)
+    atomic_write_text(out / "settings.json", json.dumps(settings_out, indent=2) + "\n")
+    print("\n" + visible(f"Wrote {csv_path} and {png_path} ({settings_out['wall_s']:.0f} s)."), file=stream,
+          flush=True)
     return df
 
 
@@ -374,5 +376,5 @@ def _run_locked(
         except OSError as exc:
             raise _write_error(png, exc) from exc
         written.append(png)
-    print("Wrote " + " and ".join(str(p) for p in written) + ".", file=stream, flush=True)
+    print(visible("Wrote " + " and ".join(str(p) for p in written) + "."), file=stream, flush=True)  # --out as typed
     return df

@@ -175,3 +175,29 @@ def test_a_fifo_in_place_of_a_session_file_does_not_hang(tmp_path, monkeypatch, 
     os.mkfifo(session / name)  # reading it would block forever
     rc, cap = label(monkeypatch, capsys, ["--session", str(session), "--export"], [])
     assert rc == 2 and name in cap.err and "not a" in cap.err, cap.err
+
+
+def test_plots_and_reports_are_not_written_through_links(tmp_path):
+    from skrisk.experiments import plot_learning_curves
+    from skrisk.utils import LinkError
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    (tmp_path / "curve.png").symlink_to(victim)
+    records = [{"strategy": "risk", "n_labelled": n, "f1": 0.5, "seed": 0} for n in (10, 20)]
+    with pytest.raises(LinkError):
+        plot_learning_curves(records, tmp_path / "curve.png")
+    assert victim.read_text() == "keep\n"
+    plot_learning_curves(records, tmp_path / "ok.png")
+    assert (tmp_path / "ok.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_skrisk_match_out_folder_loses_the_temporaries_of_dead_writers_only(tmp_path):
+    from skrisk._fileio import remove_stale_temporaries
+
+    dead = tmp_path / f".matches.csv.{2**22 + 12345}.ab12cd34.tmp"
+    legacy = tmp_path / ".matches.csv.ab12cd34.tmp"  # no pid: unknown writer, kept without a lock
+    for p in (dead, legacy):
+        p.write_text("partial")
+    assert remove_stale_temporaries(tmp_path, legacy=False) == [dead]
+    assert legacy.exists()
