@@ -41,14 +41,20 @@ def test_every_blocking_option_survives_any_number_of_resumes(tmp_path, monkeypa
 
 
 # ------------------------------------------------------------------ links
+def _started(tmp_path, monkeypatch, capsys, answers):
+    """A session on the small tables, answered with ``answers``; its folder."""
+    args = write_tables(tmp_path / "t")
+    session = tmp_path / "s"
+    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--initial", "2"], answers)
+    assert rc == 0, cap.err
+    return session
+
+
 @pytest.mark.parametrize("name", ["journal.jsonl", "session.json", "labels.csv", "predicted_matches.csv",
                                   "candidates.csv", ".skrisk.lock", ".skrisk.lock.json", "model.skrisk"])
 def test_a_symlink_in_a_session_folder_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys, name):
     # (.skrisk.lock kept: filelock 4.3 refuses a link itself; skrisk checks it first for older ones)
-    args = write_tables(tmp_path / "t")
-    session = tmp_path / "s"
-    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--initial", "2"], ["y", "q"])
-    assert rc == 0, cap.err
+    session = _started(tmp_path, monkeypatch, capsys, ["y", "q"])
     outside = tmp_path / "victim.txt"
     outside.write_text("precious\n")
     target = session / name
@@ -74,10 +80,7 @@ def test_a_symlinked_journal_on_a_new_session_is_refused_before_truncation(tmp_p
 
 
 def test_a_hard_linked_journal_is_refused(tmp_path, monkeypatch, capsys):
-    args = write_tables(tmp_path / "t")
-    session = tmp_path / "s"
-    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--initial", "2"], ["y", "q"])
-    assert rc == 0, cap.err
+    session = _started(tmp_path, monkeypatch, capsys, ["y", "q"])
     os.link(session / "journal.jsonl", tmp_path / "elsewhere.jsonl")
     before = (tmp_path / "elsewhere.jsonl").read_bytes()
     rc, cap = label(monkeypatch, capsys, ["--session", str(session)], ["n", "q"])
@@ -113,10 +116,7 @@ def test_run_records_are_not_appended_through_a_link(tmp_path):
 
 # ------------------------------------------------------------------ stale temporaries, full disks
 def test_stale_temporary_files_of_killed_writers_are_removed(tmp_path, monkeypatch, capsys):
-    args = write_tables(tmp_path / "t")
-    session = tmp_path / "s"
-    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--initial", "2"], ["y", "q"])
-    assert rc == 0, cap.err
+    session = _started(tmp_path, monkeypatch, capsys, ["y", "q"])
     dead = 2**22 + 12345  # above the default pid_max of 4194304: no process has it
     stale = [session / "..skrisk.lock.json.k2j4h5g6.tmp",  # left by kill -9 during the lock-file rename
              session / f".session.json.{dead}.ab12cd34.tmp"]
@@ -134,10 +134,7 @@ def test_stale_temporary_files_of_killed_writers_are_removed(tmp_path, monkeypat
 def test_a_full_disk_during_an_export_keeps_the_old_files(tmp_path, monkeypatch, capsys):  # (kept)
     import skrisk._fileio as fileio
 
-    args = write_tables(tmp_path / "t")
-    session = tmp_path / "s"
-    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--initial", "2"], ["y", "n", "q"])
-    assert rc == 0, cap.err
+    session = _started(tmp_path, monkeypatch, capsys, ["y", "n", "q"])
     before = (session / "labels.csv").read_bytes()
     real_fdopen = os.fdopen
 
@@ -167,10 +164,7 @@ def test_a_full_disk_during_an_export_keeps_the_old_files(tmp_path, monkeypatch,
 @pytest.mark.parametrize("name", ["labels.csv", "session.json", "journal.jsonl"])
 def test_a_fifo_in_place_of_a_session_file_does_not_hang(tmp_path, monkeypatch, capsys, name):
     # (journal.jsonl kept: it was refused as "not a file" already; the other two hung)
-    args = write_tables(tmp_path / "t")
-    session = tmp_path / "s"
-    rc, cap = label(monkeypatch, capsys, [*args, "--session", str(session), "--initial", "2"], ["y", "q"])
-    assert rc == 0, cap.err
+    session = _started(tmp_path, monkeypatch, capsys, ["y", "q"])
     (session / name).unlink()
     os.mkfifo(session / name)  # reading it would block forever
     rc, cap = label(monkeypatch, capsys, ["--session", str(session), "--export"], [])
