@@ -197,7 +197,7 @@ def spreadsheet_safe(value: object) -> object:
     >>> spreadsheet_safe("\\r=1+1"), spreadsheet_safe(" @SUM(A1)"), spreadsheet_safe("'a")
     ("'\\r=1+1", "' @SUM(A1)", "''a")
     """
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or value[0].isalnum():  # the common case, at once
         return value
     if value[0] == "'":
         return "'" + value
@@ -269,11 +269,19 @@ def csv_text(frame: pd.DataFrame) -> str:
     """
     from .exceptions import DataError
 
-    bad = _unwritable_cell(frame)
-    if bad is not None:
-        row, col, why = bad
+    text = spreadsheet_safe_frame(frame).to_csv(index=False, lineterminator="\r\n")
+    clean = "\x00" not in text  # checked on the whole text; the cell is looked for only when needed
+    if clean:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            clean = False
+    if not clean:
+        bad = _unwritable_cell(frame)
+        where = "a column name" if bad is None else f"row {bad[0]}, column {bad[1]!r}"
+        why = "a NUL character or a lone surrogate" if bad is None else bad[2]
         raise DataError(
-            f"Cannot write row {row}, column {col!r} as CSV: the cell holds {why}, which no CSV reader "
-            "gives back. Remove that character from the value first."
+            f"Cannot write {where} as CSV: it holds {why}, which no CSV reader gives back. Remove that "
+            "character from the value first."
         )
-    return spreadsheet_safe_frame(frame).to_csv(index=False, lineterminator="\r\n")
+    return text
