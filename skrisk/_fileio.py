@@ -8,33 +8,170 @@
   labelling session or a run, with the holder's pid recorded beside it so that a second process
   is told who holds it.
 * :func:`read_jsonl` reads an append-only JSON-lines file (the labelling journal, a run's
-  ``results.jsonl``): a torn last line is dropped (and cut off with ``repair=True``), a damaged
-  line elsewhere is a :class:`~skrisk.exceptions.DataError` naming the file and the line.
+  ``results.jsonl``): a torn last line -- one *without* its newline -- is dropped (and, with
+  ``repair=True``, moved to ``<file>.torn`` and cut off); a damaged complete line anywhere is a
+  :class:`~skrisk.exceptions.DataError` naming the file and the line.
+* :func:`open_append` opens an append-only file, refusing a symbolic link (``O_NOFOLLOW``) or a
+  file with a second hard link; :func:`atomic_write_bytes` refuses to replace a link too
+  (:class:`LinkError`), so skrisk never writes, truncates or appends through a link.
+* :func:`write_csv_export` / :func:`read_csv_export` -- the one CSV writer of skrisk's exports
+  (cells neutralised against spreadsheet formulas, a CR or LF inside a cell always quoted) and its
+  reader, which gives back the exact values.
+* :func:`remove_stale_temporaries` -- the temporary files of writers killed before their rename
+  (each name carries the writer's pid), removed when a folder's lock is taken.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .exceptions import SkriskError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "FolderInUseError",
     "FolderLock",
+    "LinkError",
     "append_durably",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_not_link",
     "fsync_dir",
+    "open_append",
+    "read_csv_export",
     "read_jsonl",
+    "remove_stale_temporaries",
+    "write_csv_export",
 ]
 
 
 class FolderInUseError(SkriskError, RuntimeError):
     """Another process holds the folder's lock; the message names its pid and the fix."""
+
+
+class LinkError(SkriskError, OSError):
+    """A file skrisk would write is a symbolic link or has a second hard link; nothing was written."""
+
+
+def check_not_link(path: str | os.PathLike, *, hard: bool = False) -> None:
+    """Refuse a ``path`` that is a symbolic link, a FIFO, a device or a socket (and, with
+    ``hard=True``, a file with 2+ hard links); a missing path, a regular file or a folder passes.
+
+    Called before anything is written, truncated or appended: a link planted in a session or
+    output folder would otherwise make skrisk overwrite a file elsewhere.
+
+    Raises
+    ------
+    LinkError
+        The message names the file, where it points and the fix.
+    """
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # unreadable: the write itself reports it
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:  # pragma: no cover
+            target = "?"
+        raise LinkError(
+            f"{path} is a symbolic link (to {target}): skrisk never writes through a link, which could "
+            "change a file elsewhere. Remove the link (or replace it by a copy of the file), then run "
+            "again. Nothing was written."
+        )
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise LinkError(
+            f"{path} is not a file (but a FIFO, a device or a socket): reading it could block forever and "
+            "writing it would send data elsewhere. Move it away, then run again. Nothing was written."
+        )
+    if hard and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise LinkError(
+            f"{path} has {st.st_nlink} hard links: another name shares this file, and appending here "
+            "would change it too. Replace it by a copy (cp file file.new && mv file.new file), then run "
+            "again. Nothing was written."
+        )
+
+
+_TMP_RE = re.compile(r"^\.(?P<name>.+?)\.(?:(?P<pid>\d+)\.)?[A-Za-z0-9_]{8}\.tmp$")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's) or unknown: keep its file
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike, *, legacy: bool = True) -> list[Path]:
+    """Remove the temporary files :func:`atomic_write_bytes` left in ``folder`` when killed.
+
+    A temporary file is named ``.<target>.<pid>.<random>.tmp``; it is stale when that process no
+    longer runs. With ``legacy=True``, files of the older form ``.<target>.<random>.tmp`` (no
+    pid) are removed too: only while holding the folder's lock, when no other skrisk writer can be
+    at work there. Links and non-files are left alone.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TMP_RE.match(entry.name)
+        if m is None or not entry.is_file(follow_symlinks=False):
+            continue
+        pid = m.group("pid")
+        if (pid is None and not legacy) or (pid is not None and _pid_alive(int(pid))):
+            continue
+        try:
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            pass
+    return removed
+
+
+def open_append(path: str | os.PathLike) -> int:
+    """Open an append-only file (created when missing) for :func:`append_durably`; return its fd.
+
+    A symbolic link is refused by the OS (``O_NOFOLLOW``, where it exists) and, like a file with a
+    second hard link, by :func:`check_not_link` first.
+
+    Raises
+    ------
+    LinkError
+        ``path`` is a link.
+    OSError
+        The file cannot be opened.
+    """
+    check_not_link(path, hard=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(path, flags, 0o644)
+    except OSError as exc:
+        if Path(path).is_symlink():  # a link planted between the check and the open
+            check_not_link(path)
+        raise exc
 
 
 def fsync_dir(folder: str | os.PathLike) -> None:
@@ -70,6 +207,12 @@ def atomic_write_bytes(
         re-raises the ``OSError``). ``path`` is left as it was and no temporary file is left
         behind.
 
+    Raises
+    ------
+    LinkError
+        ``path`` is a symbolic link (checked before anything is written; see
+        :func:`check_not_link`).
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -79,9 +222,10 @@ def atomic_write_bytes(
     b'hello'
     """
     path = Path(path)
+    check_not_link(path)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -111,6 +255,85 @@ def atomic_write_text(
     """Replace ``path`` by ``text`` atomically (see :func:`atomic_write_bytes`); no newline
     translation."""
     atomic_write_bytes(path, text.encode(encoding), on_error=on_error)
+
+
+def write_csv_export(
+    path: str | os.PathLike,
+    frame: "pd.DataFrame",
+    *,
+    on_error: Callable[[Path, OSError], Exception] | None = None,
+) -> Path:
+    """Write ``frame`` as a CSV file the way skrisk writes every CSV file (atomically, UTF-8).
+
+    Every text cell and column name is neutralised against spreadsheet formulas
+    (:func:`~skrisk._safetext.spreadsheet_safe`: a leading ``'`` when the first visible character
+    is ``=``, ``+``, ``-`` or ``@``, when the text starts with a control character, or when it
+    starts with ``'``), and rows end with CRLF so that a CR or LF inside a cell is always quoted.
+    :func:`read_csv_export` reads the file back to the exact values.
+
+    Raises
+    ------
+    DataError
+        A cell holds a NUL character or a lone surrogate (no CSV reader gives it back).
+    LinkError
+        ``path`` is a symbolic link.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.csv"
+    >>> _ = write_csv_export(p, pd.DataFrame({"name": ["=1+1", "shop\\r0"]}))
+    >>> pd.read_csv(p)["name"].tolist()          # as a spreadsheet shows it
+    ["'=1+1", 'shop\\r0']
+    >>> read_csv_export(p)["name"].tolist()      # the values skrisk meant
+    ['=1+1', 'shop\\r0']
+    """
+    from ._safetext import csv_text
+
+    path = Path(path)
+    atomic_write_bytes(path, csv_text(frame).encode("utf-8"), on_error=on_error)
+    return path
+
+
+def read_csv_export(path: str | os.PathLike) -> "pd.DataFrame":
+    """Read a CSV file skrisk wrote back to the exact values it meant.
+
+    Every cell is a ``str`` (an empty cell is ``""``, numbers keep their written form), and one
+    leading ``'`` -- the mark :func:`write_csv_export` adds against spreadsheet formulas -- is
+    removed from every cell and column name that starts with one. To do the same by hand: read the
+    file with any CSV reader as text, then remove one leading ``'`` from each cell that has one
+    (in a spreadsheet, ``=MID(A2,2,LEN(A2))`` on such a cell).
+
+    Raises
+    ------
+    DataError
+        The file cannot be read as CSV; the message names it.
+
+    Examples
+    --------
+    See :func:`write_csv_export`.
+    """
+    import pandas as pd
+
+    from .exceptions import DataError
+
+    path = Path(path)
+    try:
+        check_not_link(path)  # a FIFO would block the read forever
+    except LinkError as exc:
+        raise DataError(str(exc)) from None
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise DataError(
+            f"Cannot read {path} as a CSV file skrisk wrote ({exc}). Export it again, or restore it."
+        ) from exc
+
+    def unquote(v: object) -> object:
+        return v[1:] if isinstance(v, str) and v.startswith("'") else v
+
+    frame.columns = [unquote(c) for c in frame.columns]
+    return frame.map(unquote) if len(frame) else frame
 
 
 def append_durably(fd: int, data: bytes) -> None:
@@ -193,6 +416,8 @@ class FolderLock:
         from filelock import Timeout
 
         self.folder.mkdir(parents=True, exist_ok=True)
+        for name in (self.LOCK_NAME, self.OWNER_NAME):  # the lock file is opened with O_TRUNC
+            check_not_link(self.folder / name)
         try:
             self._lock.acquire()
         except Timeout:
@@ -203,6 +428,7 @@ class FolderLock:
             ) from None
         import sys
 
+        remove_stale_temporaries(self.folder)  # of writers killed before their rename
         try:
             atomic_write_text(
                 self.folder / self.OWNER_NAME,
@@ -238,20 +464,21 @@ def read_jsonl(
 ) -> list[tuple[int, dict]]:
     """The objects of an append-only JSON-lines file, each with its line number (1-based).
 
-    The one reader of skrisk's append-only files (the labelling journal, the run records). A
-    last line that is incomplete or not a valid object is the trace of a process killed while
-    appending: it is dropped and, with ``repair=True``, cut off the file so that the next append
-    starts on a clean line. A valid last object that only lacks its newline (a file saved by an
-    editor, or an append cut just before its newline) is kept, and ``repair=True`` adds the
-    newline. A bad line anywhere else means the file was edited or damaged:
-    :class:`~skrisk.exceptions.DataError` names the file, the line and ``fix``.
+    The one reader of skrisk's append-only files (the labelling journal, the run records). Only a
+    last line *without* its newline can be the trace of a process killed while appending: when it
+    is not a valid object it is dropped and, with ``repair=True``, moved to ``<file>.torn`` and cut
+    off the file, so that the next append starts on a clean line. A valid last object that only
+    lacks its newline (a file saved by an editor) is kept, and ``repair=True`` adds the newline.
+    A bad *complete* line -- the last one included -- means the file was edited or damaged:
+    :class:`~skrisk.exceptions.DataError` (with the line number as its ``line`` attribute) names
+    the file, the line and ``fix``, and nothing is cut.
 
     Parameters
     ----------
     path : path-like
         The file; a missing file reads as empty.
     repair : bool, default=False
-        Truncate a torn last line (or add a missing final newline).
+        Cut a torn last line (kept in ``<file>.torn``), or add a missing final newline.
     what : str, default="JSON-lines file"
         What the file is, for the error message ("journal", "results file").
     fix : str
@@ -273,27 +500,43 @@ def read_jsonl(
     >>> _ = p.write_text('{"a": 1}\\n{"a": 2}\\n{"a": ')
     >>> read_jsonl(p, repair=True)
     [(1, {'a': 1}), (2, {'a': 2})]
-    >>> p.read_text()
-    '{"a": 1}\\n{"a": 2}\\n'
+    >>> p.read_text(), p.with_name("r.jsonl.torn").read_text()
+    ('{"a": 1}\\n{"a": 2}\\n', '{"a": \\n')
     """
     from .exceptions import DataError
 
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return []
-    if not path.is_file():
-        raise DataError(f"{path} is not a file: the {what} must be a file. Move that entry away, and "
-                        "restore the file from a backup.")
+    if not path.is_file() or path.is_symlink():
+        raise DataError(f"{path} is not a file (but a folder, a link or a device): the {what} must be a "
+                        "file. Move that entry away, and restore the file from a backup.")
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"Cannot read {path}: {exc.strerror or exc}. Fix its permissions.") from exc
 
+    def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):  # parsers disagree on which value wins: refuse
+            seen: set[str] = set()
+            twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+            raise ValueError(f"the key {twice!r} appears twice")
+        return obj
+
     def parse(line: bytes) -> dict:
-        obj = json.loads(line.decode("utf-8"))
+        obj = json.loads(line.decode("utf-8"), object_pairs_hook=unique_keys)
         if not isinstance(obj, dict):
             raise ValueError(f"a JSON {type(obj).__name__}, not an object")
         return obj
+
+    def damaged(i: int, why: str, exc: Exception) -> DataError:
+        err = DataError(
+            f"{path}, line {i + 1}, is not a valid {what} line{why}. The file was edited or damaged: "
+            f"{fix} (the other lines are kept)."
+        )
+        err.line = i + 1  # type: ignore[attr-defined]
+        return err
 
     lines = raw.split(b"\n")
     complete, tail = lines[:-1], lines[-1]  # the piece after the last newline: b"" or a torn line
@@ -314,36 +557,38 @@ def read_jsonl(
             try:
                 obj = parse(line.strip())
             except (ValueError, UnicodeDecodeError) as exc:
-                if i == len(complete) - 1 and not tail.strip():
-                    torn = True  # the last line is damaged: a torn append
-                    break
-                raise DataError(
-                    f"{path}, line {i + 1}, is not a valid {what} line ({exc}). The file was edited "
-                    f"or damaged: {fix} (the other lines are kept)."
-                ) from exc
+                raise damaged(i, f" ({exc})", exc) from exc
             if check is not None:
                 try:
                     check(obj)
                 except ValueError as exc:
-                    raise DataError(
-                        f"{path}, line {i + 1}, is not a valid {what} line: {exc}. The file was "
-                        f"edited or damaged: {fix} (the other lines are kept)."
-                    ) from exc
+                    raise damaged(i, f": {exc}", exc) from exc
             out.append((i + 1, obj))
         good_bytes += len(line) + 1
+    if (unterminated or torn) and repair:
+        check_not_link(path, hard=True)
     try:
         if unterminated and repair:  # add the missing final newline before the next append
-            with path.open("ab") as fh:
-                fh.write(b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            fd = open_append(path)
+            try:
+                append_durably(fd, b"\n")
+            finally:
+                os.close(fd)
         if torn and repair:
-            with path.open("r+b") as fh:
-                fh.truncate(good_bytes)
-                fh.flush()
-                os.fsync(fh.fileno())
+            keep = path.with_name(path.name + ".torn")  # the cut bytes are kept, never lost
+            fd = open_append(keep)
+            try:
+                append_durably(fd, tail + b"\n")
+            finally:
+                os.close(fd)
+            fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                os.ftruncate(fd, good_bytes)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
     except OSError as exc:
-        if on_error is None:
+        if on_error is None or isinstance(exc, LinkError):
             raise
         raise on_error(path, exc) from exc
     return out

@@ -4,10 +4,15 @@
   escape character that starts ANSI/OSC sequences), bidirectional overrides and isolates,
   zero-width and other invisible format characters, and line/paragraph separators are shown as
   ``\\x1b``-style escapes, so a cell can neither drive the terminal nor hide or reorder text.
+* :func:`visible_short` -- the same, cut to a few dozen characters with a marker (ids in prompts).
 * :func:`display_width` / :func:`wrap_to_width` -- columns a text takes in a terminal (wide East
   Asian characters take two), so tables of CJK text stay aligned.
 * :func:`spreadsheet_safe` / :func:`spreadsheet_safe_frame` -- the OWASP rule against CSV
-  ("formula") injection, applied to every CSV file skrisk exports.
+  ("formula") injection, applied to every CSV file skrisk exports, also behind leading
+  whitespace and control characters.
+* :func:`csv_text` -- the one CSV writer: neutralised cells, CRLF rows so that a CR or LF inside
+  a cell is always quoted (:func:`skrisk.utils.write_csv_export` writes it to a file and
+  :func:`skrisk.utils.read_csv_export` gives back the exact values).
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ import unicodedata
 import pandas as pd
 
 __all__ = [
+    "csv_text",
     "display_width",
     "spreadsheet_safe",
     "spreadsheet_safe_frame",
     "visible",
+    "visible_short",
     "wrap_to_width",
 ]
 
@@ -68,6 +75,23 @@ def visible(text: object) -> str:
     if s.isprintable():  # fast path: no character of a hidden category
         return s
     return "".join(_escape(ch) if unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch for ch in s)
+
+
+def visible_short(text: object, limit: int = 60) -> str:
+    """:func:`visible` of at most ``limit`` characters of ``text``; a longer text ends with a marker.
+
+    For ids and names in prompts and messages: a 100,000-character id takes one line, not
+    hundreds. Only the display is cut; stored values stay whole.
+
+    Examples
+    --------
+    >>> visible_short("a" * 100, limit=10)
+    'aaaaaaaaaa [... 90 more characters]'
+    """
+    s = str(text)
+    if len(s) > limit:
+        s = f"{s[:limit]} [... {len(s) - limit} more characters]"
+    return visible(s)
 
 
 def _char_width(ch: str) -> int:
@@ -125,17 +149,35 @@ def wrap_to_width(text: str, width: int) -> list[str]:
     return out
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+_FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and their full-width forms
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# what a spreadsheet skips or does not show before a cell's first visible character
+_INVISIBLE_CATEGORIES = ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def _leading_invisible(text: str) -> int:
+    """How many characters at the start of ``text`` are whitespace, control or format characters."""
+    i = 0
+    while i < len(text) and (text[i].isspace() or unicodedata.category(text[i]) in _INVISIBLE_CATEGORIES):
+        i += 1
+    return i
 
 
 def spreadsheet_safe(value: object) -> object:
     """Neutralise a CSV cell that a spreadsheet would run as a formula (OWASP CSV injection).
 
-    A text starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a leading single
-    quote ``'`` (the spreadsheet then shows it as text). A text that already starts with ``'``
-    gets one more, so removing exactly one leading ``'`` always gives the original value back.
-    Plain numbers (``-5``, ``+1.5e3``) are left as they are, and so is every non-text value.
+    A text gets a leading single quote ``'`` (the spreadsheet then shows it as text) when
+
+    * its first *visible* character, after any leading whitespace, control or format characters
+      (space, tab, CR, LF, vertical tab, escape, no-break space, zero-width space, byte-order
+      mark, bidirectional overrides, ...), is ``=``, ``+``, ``-`` or ``@`` (or their full-width
+      forms), unless the whole visible text is a plain number (``-5``, ``+1.5e3``);
+    * it starts with a control or format character (tab, CR, ``\\x1b``, ``\\u202e``, ...);
+    * it starts with ``'``: one more quote, so that the rule is reversible.
+
+    Removing exactly one leading ``'`` from a cell that starts with one therefore always gives
+    the original value back (:func:`skrisk.utils.read_csv_export` does it). Non-text values are
+    left as they are.
 
     Parameters
     ----------
@@ -152,8 +194,18 @@ def spreadsheet_safe(value: object) -> object:
     '\\'=HYPERLINK("http://x","y")'
     >>> spreadsheet_safe("-5"), spreadsheet_safe("-1+2"), spreadsheet_safe("plain")
     ('-5', "'-1+2", 'plain')
+    >>> spreadsheet_safe("\\r=1+1"), spreadsheet_safe(" @SUM(A1)"), spreadsheet_safe("'a")
+    ("'\\r=1+1", "' @SUM(A1)", "''a")
     """
-    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+    if not isinstance(value, str) or not value or value[0].isalnum():  # the common case, at once
+        return value
+    if value[0] == "'":
+        return "'" + value
+    skip = _leading_invisible(value)
+    if skip and not value[0] == " ":
+        return "'" + value  # a tab, CR, escape or format character first
+    core = value[skip:]
+    if core.startswith(_FORMULA_START) and not _NUMBER.fullmatch(core.rstrip()):
         return "'" + value
     return value
 
@@ -161,7 +213,8 @@ def spreadsheet_safe(value: object) -> object:
 def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` with :func:`spreadsheet_safe` applied to every text cell and column name.
 
-    Use it on every table skrisk writes as CSV for people to open.
+    Use it on every table skrisk writes as CSV for people to open (through
+    :func:`csv_text`, the one CSV writer).
 
     Examples
     --------
@@ -176,3 +229,59 @@ def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
         if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
             out.isetitem(j, col.map(spreadsheet_safe, na_action="ignore").astype(object))
     return out
+
+
+def _unwritable_cell(frame: pd.DataFrame) -> tuple[int, object, str] | None:
+    """(row, column, why) of the first text cell no CSV file can carry, else None."""
+    for j, name in enumerate(frame.columns):
+        col = frame.iloc[:, j]
+        if not (col.dtype == object or pd.api.types.is_string_dtype(col.dtype)):
+            continue
+        for i, v in enumerate(col.tolist()):
+            if isinstance(v, str):
+                if "\x00" in v:
+                    return i, name, "a NUL character"
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return i, name, "a lone surrogate (half of a UTF-16 pair)"
+    return None
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """The CSV text of ``frame`` as skrisk writes every CSV file: neutralised and round-trip safe.
+
+    * every text cell and column name goes through :func:`spreadsheet_safe`;
+    * rows end with CRLF (RFC 4180), so that a cell holding a carriage return or a line feed
+      is always quoted: no CSV reader starts a row inside a cell;
+    * no index column.
+
+    Raises
+    ------
+    DataError
+        A text cell holds a NUL character or a lone surrogate, which no CSV reader gives back;
+        the message names its row (0-based) and column.
+
+    Examples
+    --------
+    >>> csv_text(pd.DataFrame({"id": ["a\\rb", "=1"]}))
+    'id\\r\\n"a\\rb"\\r\\n\\'=1\\r\\n'
+    """
+    from .exceptions import DataError
+
+    text = spreadsheet_safe_frame(frame).to_csv(index=False, lineterminator="\r\n")
+    clean = "\x00" not in text  # checked on the whole text; the cell is looked for only when needed
+    if clean:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            clean = False
+    if not clean:
+        bad = _unwritable_cell(frame)
+        where = "a column name" if bad is None else f"row {bad[0]}, column {bad[1]!r}"
+        why = "a NUL character or a lone surrogate" if bad is None else bad[2]
+        raise DataError(
+            f"Cannot write {where} as CSV: it holds {why}, which no CSV reader gives back. Remove that "
+            "character from the value first."
+        )
+    return text

@@ -209,12 +209,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random seed of a new session, 0 to 4294967295 (default 0)")
     lab.add_argument("--encoding", default=None,
                      help="text encoding of the CSV files of a new session (default utf-8; e.g. latin-1, "
-                          "cp1252)")
+                          "cp1252); LEFT,RIGHT (e.g. utf-8,latin-1) gives each table its own")
     lab.add_argument("--force", action="store_true",
                      help="go on with a journal that holds fewer answers than the last export (the old "
                           "labels.csv is kept as a backup)")
     lab.add_argument("--export", action="store_true",
                      help="only write labels.csv and predicted_matches.csv into the session folder")
+    lab.add_argument("--repair-journal", action="store_true",
+                     help="move the journal lines that cannot be read, or do not continue this session's "
+                          "journal, to journal.rejected.jsonl in the session folder, then resume (without "
+                          "it such a line is an error naming it, and nothing is changed)")
     _add_blocking_flags(lab)
     _add_match_parser(sub, common)
     return p
@@ -241,9 +245,12 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--out", required=True, help="output folder (created when missing)")
     m.add_argument("--reasons", action="store_true", help="add the top three reasons of each match's risk")
     m.add_argument("--one-to-one", action="store_true",
-                   help="linkage of two duplicate-free tables: each record in at most one match of an entity")
+                   help="linkage of two duplicate-free tables: each record in at most one match, the "
+                        "assignment of largest total probability; matches.csv keeps only those pairs and "
+                        "each entity of entities.csv is one of them (or one unmatched record)")
     m.add_argument("--id-column", default=None, help="id column of the tables (default: the model's, usually id)")
-    m.add_argument("--encoding", default="utf-8", help="text encoding of the CSV files (default utf-8)")
+    m.add_argument("--encoding", default="utf-8",
+                   help="text encoding of the CSV files (default utf-8); LEFT,RIGHT gives each table its own")
     m.add_argument("--chunk-size", type=_positive, default=100_000,
                    help="candidate pairs scored at a time (bounds the memory; default 100000)")
     m.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -251,16 +258,17 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
-    from ._fileio import atomic_write_text
-    from ._safetext import spreadsheet_safe_frame
+    from ._fileio import remove_stale_temporaries, write_csv_export
     from .data import read_table
     from .matching import load_model, match
 
     _check_out_folder(args.out, "--out")
     model = load_model(args.model)
     id_column = args.id_column or model.id_column
-    left = read_table(args.left, id_column=id_column, encoding=args.encoding)
-    right = None if args.right is None else read_table(args.right, id_column=id_column, encoding=args.encoding)
+    enc_left, _, enc_right = args.encoding.partition(",")
+    left = read_table(args.left, id_column=id_column, encoding=enc_left)
+    right = None if args.right is None else read_table(args.right, id_column=id_column,
+                                                        encoding=enc_right or enc_left)
     rules = _blocking_rules(args)
     if rules is not None:
         cols = rules[0][1] if rules[0][1] is not None else list(model.attributes)
@@ -285,13 +293,14 @@ def _cmd_match(args: argparse.Namespace) -> int:
           "suspicious column of entities.csv).", flush=True)
     out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out, legacy=False)  # of a killed earlier run (no lock here: by pid only)
     matches = result.matches.copy()
     for col in ("probability", "risk"):
         matches[col] = matches[col].round(6)
     # written after all the work, each file atomically: a killed run leaves no half-written file
-    atomic_write_text(out / "matches.csv", spreadsheet_safe_frame(matches).to_csv(index=False))
-    atomic_write_text(out / "entities.csv", spreadsheet_safe_frame(result.entities.to_frame()).to_csv(index=False))
-    print(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}.", flush=True)
+    write_csv_export(out / "matches.csv", matches)
+    write_csv_export(out / "entities.csv", result.entities.to_frame())
+    print(visible(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}."), flush=True)
     return EXIT_OK
 
 
@@ -397,7 +406,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
                   "starts; the stored values are used.", file=sys.stderr)
         session = LabellingSession.open(
             folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs, force=args.force,
-            overrides={"n_instances": args.batch, "max_pool": args.max_pool, "audit": args.audit,
+            repair=args.repair_journal, overrides={"n_instances": args.batch, "max_pool": args.max_pool, "audit": args.audit,
                        "target": args.target},
         )
     else:
@@ -445,7 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         where = f" Everything answered is saved in {args.session}; run the same command to resume." \
             if args.command == "label" else ""
-        print(f"\nInterrupted.{where}", file=sys.stderr, flush=True)
+        from ._safetext import visible
+
+        print("\n" + visible(f"Interrupted.{where}"), file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     except (SkriskError, FolderInUseError, SessionWriteError) as exc:
         if debug:

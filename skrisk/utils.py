@@ -7,12 +7,25 @@ benchmark records); they are public so that scripts around skrisk write files th
   temporary file in the same folder (never a torn file, never a shared temporary name).
 * :class:`FolderLock` / :class:`FolderInUseError` -- an OS lock on a folder for a process's life.
 * :func:`read_jsonl` -- an append-only JSON-lines file, a torn last line dropped (or cut off).
+* :func:`write_csv_export` / :func:`read_csv_export` -- the CSV writer of every file skrisk
+  exports (cells neutralised against spreadsheet formulas, a CR or LF inside a cell quoted) and
+  the reader that gives back the exact values (one leading ``'`` removed).
+* :class:`LinkError` -- raised instead of writing through a symbolic or hard link.
 * :func:`stratified_choice` -- a seeded sample of positions drawn per class (the one stratified
   sampler skrisk's experiments, sessions and benchmarks use).
 """
 
-from ._fileio import FolderInUseError, FolderLock, atomic_write_bytes, atomic_write_text, read_jsonl
+from ._fileio import (
+    FolderInUseError,
+    FolderLock,
+    LinkError,
+    atomic_write_bytes,
+    atomic_write_text,
+    read_csv_export,
+    read_jsonl,
+    write_csv_export,
+)
 from ._sampling import stratified_choice
 
-__all__ = ["FolderInUseError", "FolderLock", "atomic_write_bytes", "atomic_write_text", "read_jsonl",
-           "stratified_choice"]
+__all__ = ["FolderInUseError", "FolderLock", "LinkError", "atomic_write_bytes", "atomic_write_text",
+           "read_csv_export", "read_jsonl", "stratified_choice", "write_csv_export"]

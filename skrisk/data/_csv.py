@@ -86,11 +86,14 @@ def _id_columns(frame: pd.DataFrame, path: Path) -> tuple[str, str]:
 
 
 def _read_pair_file(
-    path: Path, left: pd.DataFrame, right: pd.DataFrame, files: tuple[Path, Path], encoding: str, what: str
+    path: Path, left: pd.DataFrame, right: pd.DataFrame, files: tuple[Path, Path], encoding: str, what: str,
+    exported: bool = False,
 ) -> pd.DataFrame:
     """Read a pair or match file into ``left_id, right_id[, label][, split]`` and check its ids."""
     _require_file(path, what)
     df, lines = _read_csv(path, encoding)
+    if exported:  # written by skrisk.utils.write_csv_export: one leading quote was added
+        df = df.map(lambda v: v[1:] if isinstance(v, str) and v.startswith("'") else v)
     if len(df) == 0:
         raise DataError(f"{path} ({what}) holds no rows: add pairs, or leave the argument out.")
     lc, rc = _id_columns(df, path)
@@ -139,12 +142,26 @@ def _require_file(path: Path, what: str) -> None:
         raise FileNotFoundError(f"{what} file {path} does not exist: check the path.")
 
 
+def _table_encodings(encoding: str) -> tuple[str, str]:
+    """``"utf-8"`` -> both tables; ``"utf-8,latin-1"`` -> (left, right)."""
+    parts = [p.strip() for p in str(encoding).split(",")]
+    if len(parts) == 1:
+        return parts[0], parts[0]
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(
+            f"encoding={encoding!r}: give one text encoding for every table (e.g. 'utf-8'), or two separated by "
+            "a comma, the left table's and the right table's (e.g. 'utf-8,latin-1')."
+        )
+    return parts[0], parts[1]
+
+
 def _read_tables(
     left_csv: Path, right_csv: Path | None, id_column: str, encoding: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    enc_left, enc_right = _table_encodings(encoding)
     if right_csv is None:  # one table (deduplication): the same frame on both sides
         _require_file(left_csv, "Table")
-        table = read_table(left_csv, id_column=id_column, encoding=encoding)
+        table = read_table(left_csv, id_column=id_column, encoding=enc_left)
         if not list(table.columns):
             raise DataError(f"{left_csv} has an id column but no attribute: add at least one attribute column.")
         if len(table) < 2:
@@ -152,8 +169,8 @@ def _read_tables(
         return table, table
     _require_file(left_csv, "Left table")
     _require_file(right_csv, "Right table")
-    left = read_table(left_csv, id_column=id_column, encoding=encoding)
-    right = read_table(right_csv, id_column=id_column, encoding=encoding)
+    left = read_table(left_csv, id_column=id_column, encoding=enc_left)
+    right = read_table(right_csv, id_column=id_column, encoding=enc_right)
     lcols, rcols = list(left.columns), list(right.columns)
     if set(lcols) != set(rcols):
         raise DataError(
@@ -181,6 +198,7 @@ def load_csv_tables(
     pairs_encoding: str | None = None,
     name: str | None = None,
     return_blocking: bool = False,
+    pairs_exported: bool = False,
 ) -> PairDataset | tuple[PairDataset, BlockingResult | None]:
     """Build a pair dataset from two CSV tables of records.
 
@@ -217,9 +235,12 @@ def load_csv_tables(
     random_state : int, RandomState instance or None, default=0
         Seed of the split.
     encoding : str, default="utf-8"
-        Text encoding of all the CSV files. A UTF-8 byte-order mark is dropped (``"utf-8"``
-        behaves like ``"utf-8-sig"``); bytes that do not decode raise :class:`DataError`
-        naming the file, the byte offset and the line, and saying which ``encoding=`` to pass.
+        Text encoding of all the CSV files, or two separated by a comma: the left table's and
+        the right table's (``"utf-8,latin-1"``; the pair files then use the left one). A UTF-8
+        byte-order mark is dropped (``"utf-8"`` behaves like ``"utf-8-sig"``); bytes that do not
+        decode raise :class:`DataError` naming the file, the byte offset and the line, and saying
+        which ``encoding=`` to pass; so does a file that is valid UTF-8 read with another
+        encoding (it would turn ``café`` into ``cafÃ©``).
     pairs_encoding : str, optional
         Text encoding of ``pairs_csv`` and ``matches_csv`` when it differs from the tables'
         (e.g. Latin-1 tables with a UTF-8 candidate file written by skrisk); defaults to
@@ -228,6 +249,10 @@ def load_csv_tables(
         Dataset name; defaults to ``"<left stem>-<right stem>"``.
     return_blocking : bool, default=False
         Also return the :class:`BlockingResult` (``None`` when ``pairs_csv`` was given).
+    pairs_exported : bool, default=False
+        ``pairs_csv`` was written by :func:`skrisk.utils.write_csv_export` (as a labelling
+        session's ``candidates.csv``): one leading ``'``, its mark against spreadsheet formulas,
+        is removed from every cell that has one, as :func:`skrisk.utils.read_csv_export` does.
 
     Returns
     -------
@@ -274,7 +299,7 @@ def load_csv_tables(
     if not isinstance(return_blocking, bool):
         raise TypeError(f"return_blocking must be True or False, got {return_blocking!r}.")
     left, right = _read_tables(left_csv, right_csv, id_column, encoding)
-    pair_enc = encoding if pairs_encoding is None else pairs_encoding
+    pair_enc = _table_encodings(encoding)[0] if pairs_encoding is None else pairs_encoding
     files = (left_csv, left_csv if right_csv is None else right_csv)
     matches = None
     if matches_csv is not None:
@@ -284,7 +309,7 @@ def load_csv_tables(
         matches = m[["left_id", "right_id"]]
     result: BlockingResult | None = None
     if pairs_csv is not None:
-        pairs = _read_pair_file(Path(pairs_csv), left, right, files, pair_enc, "Pairs")
+        pairs = _read_pair_file(Path(pairs_csv), left, right, files, pair_enc, "Pairs", exported=pairs_exported)
         if matches is not None:
             if "label" in pairs.columns:
                 raise DataError(

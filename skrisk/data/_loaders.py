@@ -57,6 +57,36 @@ def _canonical_name(name: str) -> str | None:
 _CSV_LOCK = threading.Lock()
 
 
+_UTF_CODECS = ("utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
+
+
+def _check_mojibake(path: Path, data: bytes, codec: str, encoding: str) -> None:
+    """Refuse valid UTF-8 with non-ASCII bytes read with an ASCII-compatible non-UTF encoding.
+
+    Such a file decodes without error as Latin-1 or cp1252, but every accented letter becomes two
+    or three wrong ones (``café`` -> ``cafÃ©``): real Latin-1 text is practically never valid UTF-8.
+    """
+    if codec in _UTF_CODECS or data.isascii():
+        return
+    try:
+        if b"id,abc".decode(codec) != "id,abc":  # not ASCII-compatible (e.g. EBCDIC): no such confusion
+            return
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # not UTF-8: the encoding given is plausible
+    import re
+
+    m = re.search(rb'[^\s,;"]*[^\x00-\x7f]+[^\s,;"]*', data)
+    word = m.group() if m else b""
+    line = data[: m.start()].count(b"\n") + 1 if m else 1
+    raise DataError(
+        f"{path} is valid UTF-8, but it was read as {encoding}: line {line} would read "
+        f"{word.decode(codec, 'replace')!r} instead of {word.decode('utf-8')!r}. Pass utf-8 for this file "
+        f"(skrisk: --encoding utf-8; one encoding per table: --encoding LEFT,RIGHT, e.g. --encoding "
+        f"utf-8,{encoding} when this is the left table and only the other one is {encoding})."
+    )
+
+
 def _decode(path: Path, data: bytes, encoding: str) -> str:
     """Bytes -> text, strictly; a UTF-8 byte-order mark is dropped ("utf-8-sig" behaviour)."""
     try:
@@ -74,8 +104,14 @@ def _decode(path: Path, data: bytes, encoding: str) -> str:
         line = data[:offset].count(b"\n") + 1
         byte = data[offset : offset + 1].hex()
         utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+        try:
+            data.decode("utf-8")
+            is_utf8 = codec.name not in _UTF_CODECS
+        except UnicodeDecodeError:
+            is_utf8 = False
         hint = (
             "encoding='utf-16'" if utf16
+            else "encoding='utf-8' (the file is valid UTF-8)" if is_utf8
             else "encoding='latin-1' (or 'cp1252', or the file's real encoding)"
         )
         raise DataError(
@@ -85,6 +121,7 @@ def _decode(path: Path, data: bytes, encoding: str) -> str:
         ) from exc
     if text.startswith("\ufeff"):
         text = text[1:]
+    _check_mojibake(path, data, codec.name, encoding)
     nul = text.find("\x00")
     if nul >= 0:
         line = text.count("\n", 0, nul) + 1

@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence, TextIO
 
 import pandas as pd
 
-from .._fileio import FolderLock, atomic_write_text
+from .._fileio import FolderLock, atomic_write_text, write_csv_export
+from .._safetext import visible
 from ..exceptions import DataError
 from ..risk._defaults import DEFAULT_EPOCHS
 from ._loop import ALTask, _write_error, run_active_learning
@@ -209,7 +210,7 @@ def run_demo(
     )
     _print_table(df, strategies, stream)
     csv_path, png_path = out / "learning_curve.csv", out / "learning_curve.png"
-    df.to_csv(csv_path, index=False)
+    write_csv_export(csv_path, df)
     plot_learning_curves(
         df, png_path, order=strategies, labels={"risk": "risk sampling", "random": "random sampling"},
         title=f"FEBRL4: risk vs random sampling (random forest matcher, batch {s.n_instances})",
@@ -218,8 +219,9 @@ def run_demo(
                     "attributes": None if all_attributes else list(DEMO_ATTRIBUTES),
                     "pool": len(task.pool), "valid": len(task.valid), "test": len(task.test),
                     "wall_s": round(time.perf_counter() - t0, 1)}
-    (out / "settings.json").write_text(json.dumps(settings_out, indent=2) + "\n")
-    print(f"\nWrote {csv_path} and {png_path} ({settings_out['wall_s']:.0f} s).", file=stream, flush=True)
+    atomic_write_text(out / "settings.json", json.dumps(settings_out, indent=2) + "\n")
+    print("\n" + visible(f"Wrote {csv_path} and {png_path} ({settings_out['wall_s']:.0f} s)."), file=stream,
+          flush=True)
     return df
 
 
@@ -364,7 +366,7 @@ def _run_locked(
         n_seed=n_seed, epochs=epochs, results_file=out / "results.jsonl", progress=progress, stream=stream,
     )
     _print_table(df, strategies, stream)
-    atomic_write_text(out / "learning_curve.csv", df.to_csv(index=False), on_error=_write_error)
+    write_csv_export(out / "learning_curve.csv", df, on_error=_write_error)
     written = [out / "learning_curve.csv"]
     if plot:
         png = out / "learning_curve.png"
@@ -374,5 +376,5 @@ def _run_locked(
         except OSError as exc:
             raise _write_error(png, exc) from exc
         written.append(png)
-    print("Wrote " + " and ".join(str(p) for p in written) + ".", file=stream, flush=True)
+    print(visible("Wrote " + " and ".join(str(p) for p in written) + "."), file=stream, flush=True)  # --out as typed
     return df

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.metrics import f1_score, precision_score, recall_score
 from sklearn.utils import check_random_state
 
-from .._fileio import append_durably, read_jsonl
+from .._fileio import LinkError, append_durably, open_append, read_jsonl
 from .._rows import num_rows, take_rows
 from ..active import ActiveLearner, unpack_query
 from ..exceptions import DataError, SkriskError
@@ -310,7 +310,9 @@ def _append(path: Path, record: dict) -> None:
     """Append one record as a line, flushed and fsynced; a failed write leaves no partial line."""
     line = format_record(record).encode("utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_append(path)  # never through a link
+    except LinkError:
+        raise
     except OSError as exc:
         raise _write_error(path, exc) from exc
     try:

@@ -158,5 +158,11 @@ def plot_learning_curves(
     if path is not None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=dpi)
+        import io
+
+        from .._fileio import atomic_write_bytes
+
+        buf = io.BytesIO()  # saved atomically, never through a link
+        fig.savefig(buf, dpi=dpi, format=path.suffix.lstrip(".").lower() or "png")
+        atomic_write_bytes(path, buf.getvalue())
     return fig

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._fileio import atomic_write_text
 from ._loop import RECORD_ONLY_KEYS
 
 __all__ = ["aulc", "markdown_table", "summarise", "write_outputs"]
@@ -92,9 +93,9 @@ def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict
     df = pd.DataFrame(records).drop(columns=list(RECORD_ONLY_KEYS), errors="ignore")
     paths = {"rounds": out / f"{stem}_rounds.csv", "summary": out / f"{stem}_summary.csv",
              "table": out / f"{stem}.md", "png": out / f"{stem}.png"}
-    df.to_csv(paths["rounds"], index=False)
+    atomic_write_text(paths["rounds"], df.to_csv(index=False))  # numbers and strategy names: format kept
     summ = summarise(records)
-    summ.to_csv(paths["summary"], index=False)
+    atomic_write_text(paths["summary"], summ.to_csv(index=False))
     text = f"### {title}\n\nTest F1 (mean ± std over runs) per labelled-set size:\n\n" + markdown_table(summ)
     plot_learning_curves(records, paths["png"], title=title)
     if "batch_mispredicted" in df and df["batch_mispredicted"].notna().any():
@@ -103,5 +104,5 @@ def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict
         paths["mispredicted_png"] = out / f"{stem}_mispredicted.png"
         plot_learning_curves(df, paths["mispredicted_png"], y="batch_mispredicted", title=title,
                              ylabel="share of the queried batch mispredicted")
-    paths["table"].write_text(text)
+    atomic_write_text(paths["table"], text)
     return paths

@@ -4,10 +4,20 @@
   (``next_question`` / ``answer`` / ``undo``) runs the console loop and the notebook labeller;
 * :class:`JupyterLabeller` -- the ``ipywidgets`` labeller over the same session folder and journal;
 * :class:`Journal`, :func:`replay`, :class:`SessionState` -- the append-only answer journal;
+  :func:`repair_journal` moves the lines it refuses aside (``skrisk label --repair-journal``);
 * :func:`atomic_write_text` -- the atomic file replace used for the manifest and the exports.
 """
 
-from ._journal import ANSWERS, Journal, SessionState, SessionWriteError, atomic_write_text, read_events, replay
+from ._journal import (
+    ANSWERS,
+    Journal,
+    SessionState,
+    SessionWriteError,
+    atomic_write_text,
+    read_events,
+    repair_journal,
+    replay,
+)
 from ._session import LabellingSession, Question, SessionConfig, export_session
 from ._widget import JupyterLabeller
 
@@ -23,5 +33,6 @@ __all__ = [
     "atomic_write_text",
     "export_session",
     "read_events",
+    "repair_journal",
     "replay",
 ]

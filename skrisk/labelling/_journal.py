@@ -28,8 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .._fileio import atomic_write_text as _atomic_write_text
-from .._fileio import append_durably, read_jsonl
+from .._fileio import atomic_write_bytes, atomic_write_text as _atomic_write_text
+from .._fileio import LinkError, append_durably, open_append, read_jsonl
 from ..exceptions import DataError, SkriskError
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "SessionWriteError",
     "atomic_write_text",
     "read_events",
+    "repair_journal",
     "replay",
 ]
 
@@ -100,35 +101,136 @@ def _check_event(ev: Any) -> None:
             raise ValueError("its items are not a list of pairs with text left_id and right_id")
 
 
-def read_events(path: str | os.PathLike, *, repair: bool = False) -> list[dict[str, Any]]:
+_FIX = ("correct or delete that line, or run the same skrisk label command with --repair-journal to move "
+        "it to journal.rejected.jsonl (nothing is deleted)")
+
+
+def _line_error(path: Any, line_no: int, text: str) -> DataError:
+    err = DataError(f"{path}, line {line_no}, {text}")
+    err.line = line_no  # type: ignore[attr-defined]
+    return err
+
+
+def _check_sequence(path: Any, lines: list[tuple[int, dict[str, Any]]], session: str | None) -> None:
+    """Refuse lines that do not continue the journal they are in (see :func:`read_events`)."""
+    state = SessionState()
+    owner: str | None = None  # the session identity of the lines read so far
+    last: tuple[int, int] | None = None  # (line, seq) of the last identified event
+    for line_no, ev in lines:
+        sid = ev.get("session")
+        if sid is None:
+            if owner is not None:
+                raise _line_error(path, line_no, (
+                    f"has no session identity but follows lines of session {owner}: it was added by hand or "
+                    f"copied from an older journal. {_FIX[0].upper()}{_FIX[1:]}."))
+        else:
+            if not isinstance(sid, str) or (session is not None and sid != session):
+                mine = f"this session is {session}" if session is not None else "the lines before differ"
+                raise _line_error(path, line_no, (
+                    f"was written by another session ({sid!r}; {mine}): it was copied from another session "
+                    f"folder, and its answer may not be about these tables. {_FIX[0].upper()}{_FIX[1:]}."))
+            if owner is not None and sid != owner:
+                raise _line_error(path, line_no, f"belongs to session {sid!r}, the lines before to {owner!r}. "
+                                                 f"{_FIX[0].upper()}{_FIX[1:]}.")
+            owner = sid
+            if last is not None and ev["seq"] <= last[1]:
+                raise _line_error(path, line_no, (
+                    f"claims sequence number {ev['seq']}, but line {last[0]} already has {last[1]}: the line "
+                    f"was repeated, moved or inserted by hand. {_FIX[0].upper()}{_FIX[1:]}."))
+            if ev["event"] == "answer":
+                key = (ev["left_id"], ev["right_id"])
+                if key in state.answers:
+                    raise _line_error(path, line_no, (
+                        f"answers pair {key} {ev['answer']!r}, but that pair is already answered "
+                        f"{state.answers[key]!r} (event {state.answer_seq[key]}) and no undo came between: "
+                        f"the line was added by hand. Undo the answer in the session instead, and "
+                        f"{_FIX}."))
+            last = (line_no, ev["seq"])
+        try:
+            state.apply(ev)
+        except DataError as exc:
+            raise _line_error(path, line_no, f"{exc}") from None
+
+
+def read_events(
+    path: str | os.PathLike, *, repair: bool = False, session: str | None = None
+) -> list[dict[str, Any]]:
     """The events of a journal file, in order.
 
-    Read by :func:`skrisk.utils.read_jsonl`: a last line that is incomplete or not valid JSON is
-    the trace of a process killed while appending: it is dropped (and, with ``repair=True``, cut
-    off the file); a complete last event saved without its newline is kept. A bad line elsewhere
-    (not JSON, a missing or mistyped field, an unknown answer, two different events with one
-    sequence number) means the file was edited or damaged: :class:`DataError` names the line and
-    the fix.
+    Read by :func:`skrisk.utils.read_jsonl`: only a last line *without* its newline can be the
+    trace of a process killed while appending: when it is not a valid event it is dropped (with
+    ``repair=True``, moved to ``journal.jsonl.torn`` and cut off the file); a complete last event
+    saved without its newline is kept. Any other bad line (not JSON, a missing or mistyped field,
+    an unknown answer, two different events with one sequence number) -- the last complete line
+    included -- means the file was edited or damaged: :class:`DataError` names the line and the
+    fix, and nothing is cut (:func:`repair_journal` moves such lines out when the user asks).
+
+    Events written since session identities exist carry the session's id (``"session"``). They
+    must continue the journal they are in: each with a larger sequence number than the line
+    before, the same session id (``session``, when given, the one of the manifest), after no
+    line without one, and no answer to a pair whose answer is in force with no undo between --
+    a line added by hand or copied from another session folder is a :class:`DataError` naming
+    the line. Lines without an id (journals of older skrisk versions) are read as before.
     """
-    lines = read_jsonl(
-        path, repair=repair, what="journal", check=_check_event, on_error=_write_error,
-        fix="restore it from a backup, or correct or delete that line (the answers on the other "
-            "lines are kept)",
-    )
+    lines = read_jsonl(path, repair=repair, what="journal", check=_check_event, on_error=_write_error, fix=_FIX)
     events: list[dict[str, Any]] = []
     by_seq: dict[int, tuple[int, dict[str, Any]]] = {}
     for line_no, ev in lines:
         first = by_seq.get(ev["seq"])
         if first is not None and first[1] != ev:
-            raise DataError(
-                f"{path}, lines {first[0]} and {line_no}, hold two different events with the same "
-                f"sequence number {ev['seq']}: the journal was edited, or written by an older "
-                "skrisk after a failed write. Keep the line with the answer you want and delete "
-                "the other one (the answers on the other lines are kept)."
+            raise _line_error(
+                path, line_no,
+                f"holds a different event with the sequence number {ev['seq']} of line {first[0]} (lines "
+                f"{first[0]} and {line_no} hold two different events with the same sequence number): the "
+                "journal was edited, or written by an older skrisk after a failed write. Keep the line with "
+                "the answer you want and delete the other one (the answers on the other lines are kept).",
             )
         by_seq.setdefault(ev["seq"], (line_no, ev))
         events.append(ev)
+    _check_sequence(path, lines, session)
     return events
+
+
+def repair_journal(path: str | os.PathLike, *, session: str | None = None) -> list[tuple[int, str]]:
+    """Move every line :func:`read_events` refuses out of a journal, into ``journal.rejected.jsonl``.
+
+    What ``skrisk label --repair-journal`` runs, once the user has read the error: lines are moved
+    one at a time, the first refused one each time, until the journal reads cleanly. Each moved line is
+    appended, unchanged, to ``journal.rejected.jsonl`` beside the journal before the journal is
+    replaced (atomically) without it, so nothing is ever deleted.
+
+    Returns
+    -------
+    list of (int, str)
+        The line number (in the file as it was before the repair) and the reason of each moved line.
+    """
+    from .._fileio import append_durably, open_append
+
+    path = Path(path)
+    rejected = path.with_name("journal.rejected.jsonl")
+    moved: list[tuple[int, str]] = []
+    kept_numbers: list[int] | None = None
+    for _ in range(100_000):
+        try:
+            read_events(path, repair=True, session=session)
+            return moved
+        except DataError as exc:
+            line = getattr(exc, "line", None)
+            if line is None:
+                raise
+            raw = path.read_bytes().split(b"\n")
+            if kept_numbers is None:
+                kept_numbers = list(range(1, len(raw) + 1))
+            fd = open_append(rejected)
+            try:
+                append_durably(fd, raw[line - 1] + b"\n")
+            finally:
+                os.close(fd)
+            moved.append((kept_numbers[line - 1], str(exc)))
+            del raw[line - 1]
+            del kept_numbers[line - 1]
+            atomic_write_bytes(path, b"\n".join(raw), on_error=_write_error)
+    raise DataError(f"{path}: too many damaged lines to repair; restore it from a backup.")  # pragma: no cover
 
 
 class Journal:
@@ -143,6 +245,9 @@ class Journal:
     ----------
     path : path-like
         The journal file (created on first append; its folder must exist).
+    session : str, optional
+        The session's identity: every appended event carries it (``"session"``), and the lines
+        read must continue this session's journal (see :func:`read_events`).
 
     Attributes
     ----------
@@ -150,9 +255,10 @@ class Journal:
         All events, the ones read at open time followed by the appended ones.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, *, session: str | None = None) -> None:
         self.path = Path(path)
-        self.events = read_events(self.path, repair=True)
+        self.session = session
+        self.events = read_events(self.path, repair=True, session=session)
         self._fd: int | None = None
         self._broken: OSError | None = None
 
@@ -170,7 +276,9 @@ class Journal:
         """Open the file for appending now (fails early on a read-only folder)."""
         if self._fd is None:
             try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                self._fd = open_append(self.path)  # never through a link
+            except LinkError:
+                raise
             except OSError as exc:
                 raise _write_error(self.path, exc) from exc
         return self
@@ -188,7 +296,13 @@ class Journal:
         self.open()
         fd = int(self._fd)  # type: ignore[arg-type]
         record = {"seq": self.next_seq, "t": _now(), "event": event, **fields}
-        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        if self.session is not None:
+            record["session"] = self.session
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        try:
+            data = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (only from the Python API): written as \\ud800
+            data = (json.dumps(record, separators=(",", ":")) + "\n").encode("ascii")
         try:
             append_durably(fd, data)
         except OSError as exc:

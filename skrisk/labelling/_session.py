@@ -28,13 +28,13 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from .._fileio import FolderLock
-from .._safetext import display_width, spreadsheet_safe_frame, visible, wrap_to_width
+from .._fileio import FolderLock, check_not_link, read_csv_export, write_csv_export
+from .._safetext import display_width, visible, visible_short, wrap_to_width
 from ..data import blocking_rules_from_json, blocking_rules_to_json
-from ..exceptions import DataError
+from ..exceptions import DataError, SkriskError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 from ..risk._defaults import DEFAULT_EPOCHS
-from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, replay
+from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, repair_journal, replay
 from ._status import AUDIT_HELP, audit_batch, audit_keys, export_threshold, round_status, status_lines
 
 __all__ = ["LabellingSession", "Question", "SessionConfig", "export_session"]
@@ -47,6 +47,9 @@ PREDICTED_CSV = "predicted_matches.csv"
 _FORMAT = "skrisk-labelling-session"
 _MAX_SEED = 2**32 - 1
 _MAX_CELL = 2000  # characters of one cell shown in the console (the rest is summarised)
+#: every file a session writes in its folder (checked for links before anything is touched)
+_SESSION_FILES = (MANIFEST, JOURNAL, CANDIDATES, LABELS_CSV, PREDICTED_CSV, "model.skrisk",
+                  JOURNAL + ".torn", "journal.rejected.jsonl")
 
 _HELP = (
     "Answers: y = same entity (match), n = different entities, u = unsure (kept, not used for "
@@ -151,14 +154,19 @@ def _round_seed(seed: int, round_no: int, purpose: int) -> int:
 
 
 def _check_encoding(encoding: str) -> None:
+    """One codec name, or two separated by a comma (the left table's, the right table's)."""
     import codecs
 
+    parts = str(encoding).split(",")
     try:
-        codecs.lookup(encoding)
+        if len(parts) > 2:
+            raise LookupError
+        for part in parts:
+            codecs.lookup(part.strip())
     except (LookupError, TypeError):
         raise DataError(
             f"Unknown text encoding {encoding!r}: pass a Python codec name to --encoding, e.g. utf-8, "
-            "latin-1, cp1252 or utf-16."
+            "latin-1, cp1252 or utf-16, or two separated by a comma, one per table (utf-8,latin-1)."
         ) from None
 
 
@@ -223,11 +231,20 @@ def _read_manifest(path: Path) -> dict:
     if manifest.get("exported") is not None and not isinstance(manifest["exported"], dict):
         raise bad('"exported" is not an object')
     if manifest.get("blocking") is not None:
-        try:
-            manifest["blocking"] = blocking_rules_from_json(manifest["blocking"])
+        try:  # checked here, kept in its JSON form (the form every manifest write must keep)
+            blocking_rules_from_json(manifest["blocking"])
         except (TypeError, ValueError, KeyError) as exc:
             raise bad(f'"blocking" is not a list of blocking rules ({exc})') from exc
+    if manifest.get("session_id") is not None and not isinstance(manifest["session_id"], str):
+        raise bad('"session_id" is not a text')
     return manifest
+
+
+def _new_session_id() -> str:
+    """A session's identity, carried by each of its journal lines (random: unique across folders)."""
+    import uuid
+
+    return uuid.uuid4().hex
 
 
 def _table_word(side: str) -> str:
@@ -291,7 +308,33 @@ def item_reasons(item: dict) -> list[dict]:
         except (TypeError, ValueError):
             weight = 0.0
         out.append({"text": str(r["text"]), "direction": str(r.get("direction", "?")),
-                    "weight": weight if weight == weight else 0.0, "rule": str(r.get("rule", "") or "")})
+                    "weight": weight if weight == weight else 0.0, "rule": str(r.get("rule", "") or ""),
+                    "attribute": str(r.get("attribute") or r.get("feature") or r["text"])})
+    return out
+
+
+def undone_text(last: dict) -> str:
+    """What the console and the notebook labeller say after an undo (ids cut for the screen)."""
+    return (f"Undone: your {last['answer']!r} for pair ({visible_short(last['left_id'])}, "
+            f"{visible_short(last['right_id'])}).")
+
+
+def short_reasons(reasons: list[dict], k: int = 3) -> list[dict]:
+    """The ``k`` strongest reasons of distinct attributes (the console's short list; ``r`` shows all).
+
+    Examples
+    --------
+    >>> rs = [{"attribute": a, "text": t} for a, t in [("name", "1"), ("name", "2"), ("city", "3")]]
+    >>> [r["text"] for r in short_reasons(rs)]
+    ['1', '3']
+    """
+    out, seen = [], set()
+    for r in reasons:
+        if r.get("attribute") not in seen:
+            seen.add(r.get("attribute"))
+            out.append(r)
+        if len(out) == k:
+            break
     return out
 
 
@@ -415,6 +458,7 @@ class LabellingSession:
         out: TextIO | None = None,
         table: str | os.PathLike | None = None,
         blocking: Any = None,
+        repair: bool = False,
     ) -> "LabellingSession":
         """Start a session in ``folder`` or resume the one stored there.
 
@@ -430,7 +474,13 @@ class LabellingSession:
         SHA-256); a table that moved is accepted at its new path, which the manifest then records.
         ``overrides`` (e.g. ``{"n_instances": 5}``) change parameters of a resumed session. ``force``
         resumes a session whose journal holds fewer events than at its last export (the old
-        ``labels.csv`` is kept as a backup at the next export).
+        ``labels.csv`` is kept as a backup at the next export). ``repair`` moves the journal lines
+        that cannot be read, or do not continue the session's journal, to
+        ``journal.rejected.jsonl`` (see :func:`~skrisk.labelling.repair_journal`) before resuming:
+        without it such a line is an error naming it, and nothing is changed.
+
+        Every file the session writes is checked first: a symbolic link (or a journal with a
+        second hard link) is refused before anything is read, cut or written.
 
         Raises
         ------
@@ -464,12 +514,16 @@ class LabellingSession:
         try:
             lock.acquire()
         except OSError as exc:
+            if isinstance(exc, SkriskError):
+                raise
             raise _write_error(folder / FolderLock.LOCK_NAME, exc) from exc
         try:
+            for name in _SESSION_FILES:  # no write may go through a link planted in the folder
+                check_not_link(folder / name, hard=name == JOURNAL)
             session = cls._open_locked(
                 folder, left=left, right=right, pairs=pairs, id_column=id_column, encoding=encoding,
                 config=config, overrides=overrides, force=force, input_fn=input_fn, out=out,
-                table=table, blocking=blocking,
+                table=table, blocking=blocking, repair=repair,
             )
         except BaseException:
             lock.release()
@@ -484,6 +538,7 @@ class LabellingSession:
         cls, folder: Path, *, left: Any, right: Any, pairs: Any, id_column: str | None, encoding: str | None,
         config: SessionConfig | None, overrides: dict | None, force: bool,
         input_fn: Callable[[str], str] | None, out: TextIO, table: Any = None, blocking: Any = None,
+        repair: bool = False,
     ) -> "LabellingSession":
         from ..data import load_csv_tables
 
@@ -558,12 +613,26 @@ class LabellingSession:
             cand = folder / CANDIDATES
             if not cand.is_file():
                 raise DataError(f"{cand} is missing: the session folder is damaged; start a new one.")
+            cand_info = manifest.get("candidates")
             dataset = load_csv_tables(
                 paths["table"] if dedup else paths["left"], None if dedup else paths["right"],
                 pairs_csv=cand, id_column=manifest["id_column"], split=None,
                 name=manifest.get("name"), encoding=manifest.get("encoding", "utf-8"), pairs_encoding="utf-8",
+                pairs_exported=isinstance(cand_info, dict) and cand_info.get("neutralised") is True,
             )
-            journal = Journal(folder / JOURNAL)
+            sid = manifest.get("session_id")
+            migrated = sid is None  # a session of an older skrisk: its journal lines carry no identity
+            if migrated:
+                sid = manifest["session_id"] = _new_session_id()
+            if repair:
+                moved_lines = repair_journal(folder / JOURNAL, session=sid)
+                for line, why in moved_lines:
+                    print(visible(f"Moved journal line {line} to journal.rejected.jsonl: {why}"), file=out, flush=True)
+                force = force or bool(moved_lines)  # the user chose to go on without those lines
+                if moved_lines and manifest.get("exported"):
+                    print(f"The {LABELS_CSV} exported before is kept as a backup at the next export.",
+                          file=out, flush=True)
+            journal = Journal(folder / JOURNAL, session=sid)
             exported = manifest.get("exported") or {}
             last_seq = journal.next_seq - 1
             if isinstance(exported.get("last_seq"), int) and last_seq < exported["last_seq"] and not force:
@@ -576,7 +645,7 @@ class LabellingSession:
                     "holds the exported answers), or pass --force to go on with the journal as it is (the "
                     "old labels.csv is then kept as a backup beside the new one)."
                 )
-            changed = params != manifest["params"] or moved
+            changed = params != manifest["params"] or moved or migrated
             if changed:
                 manifest["params"] = params
                 atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
@@ -633,23 +702,26 @@ class LabellingSession:
         cand = dataset.pairs[["left_id", "right_id"]].copy()
         lab = dataset.pairs["label"].to_numpy()
         cand["label"] = pd.Series(np.where(lab >= 0, lab, -1)).map(lambda v: "" if v < 0 else str(v)).to_numpy()
-        atomic_write_text(folder / CANDIDATES, cand.to_csv(index=False))
+        write_csv_export(folder / CANDIDATES, cand, on_error=_write_error)
         # the same candidate order on resume: read back the file we just wrote
         dataset = load_csv_tables(left, right, pairs_csv=folder / CANDIDATES, id_column=id_column, split=None,
-                                  name=dataset.name, encoding=encoding, pairs_encoding="utf-8")
-        journal = Journal(folder / JOURNAL).open()  # fails early on a read-only folder
+                                  name=dataset.name, encoding=encoding, pairs_encoding="utf-8",
+                                  pairs_exported=True)
+        sid = _new_session_id()
+        journal = Journal(folder / JOURNAL, session=sid).open()  # fails early on a read-only folder
         manifest = {
             "format": _FORMAT,
             "version": 1,
             "skrisk_version": __version__,
             "created": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+            "session_id": sid,
             "name": dataset.name,
             "id_column": id_column,
             "encoding": encoding,
             "task": dataset.task,
             "inputs": inputs,
             "blocking": blocking_rules_to_json(blocking) if pairs is None else None,
-            "candidates": {"file": CANDIDATES, "pairs": len(dataset)},
+            "candidates": {"file": CANDIDATES, "pairs": len(dataset), "neutralised": True},
             "params": {
                 "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
                 "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit, "target": cfg.target,
@@ -822,7 +894,8 @@ class LabellingSession:
                 why = str(exp)
                 reasons = [
                     {"text": r.text, "direction": r.direction, "weight": round(r.weight, 4),
-                     "feature": r.feature, "rule": r.rules[0] if r.rules else ""}
+                     "feature": r.feature, "attribute": r.attribute or r.feature,
+                     "rule": r.rules[0] if r.rules else ""}
                     for r in exp.reasons
                 ]
             items.append(
@@ -842,9 +915,7 @@ class LabellingSession:
         from ..matchers._base import MATCH_THRESHOLD
 
         manifest = self._manifest or {}
-        rules = manifest.get("blocking")
-        if rules and isinstance(rules[0], dict):  # a new session's manifest holds them as JSON
-            rules = blocking_rules_from_json(rules)
+        rules = blocking_rules_from_json(manifest.get("blocking"))  # the manifest keeps the JSON form
         model = MatchModel(
             attributes=list(self.dataset.attributes), features=self._similarity, matcher=matcher,
             risk_model=risk_model,
@@ -942,7 +1013,8 @@ class LabellingSession:
                 out.append(f"{_fit(a if t == 0 else '', aw)} {mark if t == 0 else ' '} {_fit(x, cw)} | {y}")
             return out
 
-        lines_id = row("attribute", [f"left record {visible(key[0])}"], [f"right record {visible(key[1])}"], " ")
+        lines_id = row("attribute", [f"left record {visible_short(key[0])}"],
+                       [f"right record {visible_short(key[1])}"], " ")
         vw = width - 5 if narrow else cw
         wrapped = []
         for a, lv, rv in values:
@@ -957,8 +1029,8 @@ class LabellingSession:
                         f"risk that this label is wrong = {item['risk']:.3f}")
         reasons = item_reasons(item)
         if reasons:
-            shown_r = reasons if full else reasons[:3]
-            more = "" if full or len(reasons) <= 3 else f"; [r] shows all {len(reasons)}"
+            shown_r = reasons if full else short_reasons(reasons)
+            more = "" if full or len(shown_r) == len(reasons) else f"; [r] shows all {len(reasons)}"
             tail.append(f"Why risk sampling picked it (strongest first{more}):")
             for r in shown_r:
                 txt = visible(f"{r['text']} (suggests {r['direction']})")
@@ -1078,10 +1150,11 @@ class LabellingSession:
         batch_keys = [(str(i["left_id"]), str(i["right_id"])) for i in batch["items"]] if batch else [key]
         k = batch_keys.index(key) + 1 if key in batch_keys else 1
         kind = batch["phase"] if batch else "risk"
+        shown_no = self._round_number(batch) if batch else "?"
         title = (
-            f"Starting pairs (round {batch['round'] + 1})" if batch and kind == "initial"
-            else f"Audit after round {batch['round'] + 1} (for the estimate)" if batch and kind == "audit"
-            else f"Risk sampling round {batch['round'] + 1 if batch else '?'}"
+            f"Starting pairs (round {shown_no})" if batch and kind == "initial"
+            else f"Audit after round {shown_no} (for the estimate)" if batch and kind == "audit"
+            else f"Risk sampling round {shown_no}"
         )
         reask = key in self.state.reask
         if reask:
@@ -1090,6 +1163,18 @@ class LabellingSession:
             left_id=key[0], right_id=key[1], number=k, total=len(batch_keys), phase=kind, title=title,
             round=batch["round"] if batch else None, item=dict(self.state.items.get(key, {})), reask=reask,
         )
+
+    def _round_number(self, batch: dict) -> int:
+        """The round number shown (1-based): training batches count 1, 2, 3, ...; an audit batch
+        shows the number of the round it audits. The journal's ``round`` (the batch's position,
+        audits included, which seeds the round) is not changed, so old sessions replay as before."""
+        n = 0
+        for b in self.state.batches:
+            if b.get("phase") != "audit":
+                n += 1
+            if b is batch:
+                return max(n, 1)
+        return n + (batch.get("phase") != "audit")
 
     def answer(self, key: tuple[str, str], answer: str) -> dict:
         """Record the answer to a pair that is waiting for one (see :meth:`next_question`).
@@ -1110,7 +1195,7 @@ class LabellingSession:
             raise DataError(f"Unknown answer {answer!r}: give one of {', '.join(ANSWERS)}.")
         if key not in self.state.pending():
             raise DataError(
-                f"Pair {key} is not waiting for an answer (answered already, or never asked): answer "
+                f"Pair ({visible_short(key[0])}, {visible_short(key[1])}) is not waiting for an answer (answered already, or never asked): answer "
                 "the pair next_question() returns."
             )
         batch = self._batch_of(key)
@@ -1216,7 +1301,7 @@ class LabellingSession:
                 if last is None:
                     self._print("Nothing to undo.")
                 else:
-                    self._print(f"Undone: your {last['answer']!r} for pair ({last['left_id']}, {last['right_id']}).")
+                    self._print(undone_text(last))
                 continue
             self.answer(q.key, ans)
 
@@ -1241,11 +1326,6 @@ class LabellingSession:
                 self._lock = None
 
 
-def _unquote(value: str) -> str:
-    """Undo :func:`~skrisk._safetext.spreadsheet_safe` (one leading quote it added)."""
-    return value[1:] if value.startswith("'") else value
-
-
 def _check_no_shrink(session: LabellingSession, path: Path) -> Path | None:
     """Refuse an export that would drop answers of the ``labels.csv`` already there.
 
@@ -1259,12 +1339,12 @@ def _check_no_shrink(session: LabellingSession, path: Path) -> Path | None:
     known |= set(session.given)
     problem = ""
     try:
-        old = pd.read_csv(path, dtype=str, keep_default_na=False)
+        old = read_csv_export(path)
         if not {"left_id", "right_id", "answer"} <= set(old.columns):
             problem = "it lacks the left_id, right_id and answer columns skrisk writes"
         else:
-            old = old[old["answer"].map(_unquote) != "given"]
-            keys = set(zip(old["left_id"].map(_unquote), old["right_id"].map(_unquote)))
+            old = old[old["answer"] != "given"]
+            keys = set(zip(old["left_id"], old["right_id"]))
             lost = keys - known
             if lost:
                 problem = (
@@ -1272,7 +1352,7 @@ def _check_no_shrink(session: LabellingSession, path: Path) -> Path | None:
                     f"{sorted(lost)[0]}; {len(keys)} answer(s) in the file, {len(session.state.answers)} "
                     "in the journal): the journal was emptied, cut or replaced"
                 )
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
+    except (OSError, ValueError) as exc:
         problem = f"it cannot be read as a labels file ({exc})"
     if not problem:
         return None
@@ -1305,9 +1385,11 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     :func:`skrisk.quality.choose_threshold`; 0.5 while there are too few), sorted by probability; pairs
     answered "no" are never listed.
 
-    Every text cell is neutralised against spreadsheet formula injection
-    (:func:`~skrisk._safetext.spreadsheet_safe`: a leading ``'`` before ``=``, ``+``, ``-``, ``@``,
-    tab, CR or ``'``). An export never silently shrinks: when the ``labels.csv`` already there holds
+    Both files are written by :func:`skrisk.utils.write_csv_export`: every text cell is
+    neutralised against spreadsheet formula injection (a leading ``'`` when the first visible
+    character, after any whitespace or control characters, is ``=``, ``+``, ``-`` or ``@``, or when
+    the text starts with a control character or ``'``), and a CR or LF inside a cell is quoted;
+    :func:`skrisk.utils.read_csv_export` reads the exact values back. An export never silently shrinks: when the ``labels.csv`` already there holds
     answers the journal no longer has, :class:`DataError` is raised (with ``session.force`` the old
     file is kept as ``labels.before-<time>.csv``).
     """
@@ -1363,8 +1445,8 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     out_labels = session.folder / LABELS_CSV
     out_pred = session.folder / PREDICTED_CSV
     backup = _check_no_shrink(session, out_labels)
-    atomic_write_text(out_labels, spreadsheet_safe_frame(labels_df).to_csv(index=False))
-    atomic_write_text(out_pred, spreadsheet_safe_frame(pred).to_csv(index=False))
+    write_csv_export(out_labels, labels_df, on_error=_write_error)
+    write_csv_export(out_pred, pred, on_error=_write_error)
     manifest = session._manifest
     if manifest:  # the export's journal position: a journal that later shrinks is refused
         manifest["exported"] = {"last_seq": session.journal.next_seq - 1, "labels": int(len(labels_df))}

@@ -14,8 +14,8 @@ import io
 import os
 from typing import Any
 
-from .._safetext import visible
-from ._session import LabellingSession, Question, _shown, item_reasons
+from .._safetext import visible, visible_short
+from ._session import LabellingSession, Question, _shown, item_reasons, short_reasons, undone_text
 
 __all__ = ["JupyterLabeller"]
 
@@ -159,7 +159,7 @@ class JupyterLabeller:
         if last is None:
             self.session._print("Nothing to undo.")
         else:
-            self.session._print(f"Undone: your {last['answer']!r} for pair ({last['left_id']}, {last['right_id']}).")
+            self.session._print(undone_text(last))
         self._advance()
 
     def export(self) -> None:
@@ -215,8 +215,8 @@ class JupyterLabeller:
 
     def _pair_html(self, q: Question) -> str:
         rows = [
-            f"<tr><th>attribute</th><th>left record {_esc(q.left_id)}</th><th></th>"
-            f"<th>right record {_esc(q.right_id)}</th></tr>"
+            f"<tr><th>attribute</th><th>left record {html.escape(visible_short(q.left_id))}</th><th></th>"
+            f"<th>right record {html.escape(visible_short(q.right_id))}</th></tr>"
         ]
         for a, lv, rv in self.session.record_values(q.key):
             same = bool(lv) and lv.lower() == rv.lower()
@@ -241,7 +241,7 @@ class JupyterLabeller:
                 return f"<li>{sign} {_esc(r['text'])} <i>(suggests {_esc(r['direction'])})</i></li>"
 
             top = "<b>Why it was picked</b> (strongest reasons first; + raises the risk):<ul>"
-            top += "".join(li(r) for r in reasons[:3]) + "</ul>"
+            top += "".join(li(r) for r in short_reasons(reasons)) + "</ul>"
             full = "<ul>" + "".join(
                 li(r)[:-5] + f" <code>{_esc(r['rule'])}</code></li>" for r in reasons
             ) + "</ul>"

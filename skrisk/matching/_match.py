@@ -174,7 +174,9 @@ def match(
         A tqdm progress bar over the candidate pairs.
     one_to_one : bool, default=False
         Linkage of two clean tables: each record matches at most one record of the other table
-        (entities by maximum-weight matching instead of connected components).
+        (entities by maximum-weight matching instead of connected components), in both outputs:
+        ``matches`` keeps exactly the pairs of that matching (the other pairs above the
+        threshold are dropped), and every entity is one such pair or one record.
     blocking : rule or list of rules, default=None
         Blocking rules for :func:`skrisk.data.block`; None: the model's own.
     names : (str, str)
@@ -247,6 +249,12 @@ def match(
         matches[["left_id", "right_id", "probability"]], task=task, one_to_one=one_to_one,
         threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,
     )
+    if one_to_one:  # matches.csv and entities.csv mean the same: only the kept one-to-one pairs
+        cl = entities.clusters
+        ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
+        ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
+        same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
+        matches = matches[same].reset_index(drop=True)
     timings["entities"] = time.perf_counter() - tick
     timings["total"] = time.perf_counter() - t_start
     return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings,

@@ -416,7 +416,8 @@ def test_journal_of_another_session_is_refused(tmp_path, monkeypatch, capsys):  
     assert rc == 0, cap.err
     shutil.copy(session / "journal.jsonl", other / "s" / "journal.jsonl")
     rc, cap = label(monkeypatch, capsys, ["--session", str(other / "s")], ["q"])
-    assert rc == 2 and "not candidates of this session" in cap.err
+    # since issue #29 every journal line carries its session's identity: line 1 is named
+    assert rc == 2 and "line 1, was written by another session" in cap.err
 
 
 @pytest.mark.parametrize("damage", ["directory", "deleted"])

@@ -221,7 +221,8 @@ def test_tables_and_pairs_in_different_encodings(tmp_path):
     pairs = _write(tmp_path, "p.csv", "left_id,right_id\ncafé,ñ1\n")
     with pytest.raises(DataError, match=r"a\.csv is not valid utf-8 text"):
         load_csv_tables(left, right, pairs_csv=pairs)
-    with pytest.raises(DataError, match=r"left_id 'cafÃ©' .* is not an id of"):
+    # the UTF-8 pair file read as Latin-1 is named before any id goes wrong (issue #29)
+    with pytest.raises(DataError, match=r"p\.csv is valid UTF-8, but it was read as latin-1.*'cafÃ©'"):
         load_csv_tables(left, right, pairs_csv=pairs, encoding="latin-1")
     ds = load_csv_tables(left, right, pairs_csv=pairs, encoding="latin-1", pairs_encoding="utf-8")
     assert ds.pairs[["left_id", "right_id"]].iloc[0].tolist() == ["café", "ñ1"]
