@@ -216,6 +216,10 @@ def _one_to_one(li: np.ndarray, ri: np.ndarray, p: np.ndarray, n_left: int, n_ri
 
 
 # ---------------------------------------------------------------------------- public
+#: the default confident-non-match cut of :func:`cluster_entities` (lowered to a smaller threshold)
+DEFAULT_NON_MATCH_BELOW = 0.2
+
+
 def cluster_entities(
     matches: pd.DataFrame,
     *,
@@ -225,7 +229,7 @@ def cluster_entities(
     threshold: float = MATCH_THRESHOLD,
     records: Iterable[object] | tuple[Iterable[object], Iterable[object]] | None = None,
     score_fn: Callable[[pd.DataFrame], np.ndarray] | None = None,
-    non_match_below: float = 0.2,
+    non_match_below: float | None = None,
 ) -> Entities:
     """Group matched records into entities and report the doubtful ones.
 
@@ -256,9 +260,10 @@ def cluster_entities(
     score_fn : callable, optional
         ``score_fn(pairs) -> probabilities`` for a DataFrame of ``left_id``, ``right_id``: used to
         score the ends of a chain when ``matches`` does not hold that pair.
-    non_match_below : float, default=0.2
+    non_match_below : float, optional
         A scored pair at or below this probability is a *confident* non-match: one inside an
-        entity makes it suspicious (``non-match inside``). At most ``threshold``.
+        entity makes it suspicious (``non-match inside``). At most ``threshold``. By default
+        ``min(0.2, threshold)``, so a low threshold chosen for recall lowers it too.
 
     Returns
     -------
@@ -307,6 +312,8 @@ def cluster_entities(
     if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 2:
         raise ValueError(f"max_size must be an integer of at least 2, got {max_size!r}.")
     m = _check_matches(matches, task, threshold)
+    if non_match_below is None:
+        non_match_below = min(DEFAULT_NON_MATCH_BELOW, float(threshold))
     if not (isinstance(non_match_below, (int, float, np.floating)) and 0.0 <= non_match_below <= threshold):
         raise ValueError(f"non_match_below must be a number from 0 to threshold={threshold}, got {non_match_below!r}.")
     extra_l, extra_r = _records(records, task)

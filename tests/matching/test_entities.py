@@ -208,3 +208,14 @@ def test_non_match_inside_needs_a_confident_non_match():
     assert sus["reason"].item().startswith("non-match inside: (a, c) has probability 0.400 <= 0.45")
     with pytest.raises(ValueError, match="non_match_below must be a number from 0 to threshold"):
         cluster_entities(m, non_match_below=0.7)
+
+
+def test_a_threshold_below_the_default_non_match_cut_still_clusters():
+    # a saved model whose chosen threshold is 0.15 (a recall target) must not crash match():
+    # by default the confident-non-match cut follows the threshold down
+    m = _m([("a", "b", 0.9), ("b", "c", 0.3), ("a", "c", 0.1)])
+    ent = cluster_entities(m, threshold=0.15)
+    assert ent.clusters.groupby("entity_id")["record_id"].apply(sorted).tolist() == [["a", "b", "c"]]
+    assert ent.suspicious["reason"].str.startswith("non-match inside: (a, c) has probability 0.100 <= 0.1").all()
+    with pytest.raises(ValueError, match="non_match_below must be a number from 0 to threshold"):
+        cluster_entities(m, threshold=0.15, non_match_below=0.2)
