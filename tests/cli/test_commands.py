@@ -166,3 +166,15 @@ def test_plot_helper_quintile_bars(tmp_path):
     assert ax.get_xlabel() == "labelled pairs" and ax.get_ylabel() == "test F1"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["random (5 seeds)", "risk (5 seeds)"]
     assert (tmp_path / "c.png").stat().st_size > 5_000
+
+
+@pytest.mark.usefixtures("beer")
+def test_run_with_the_rnn_matcher_and_its_default_device(tmp_path, capsys):
+    """Issue #29: ``skrisk run --matcher rnn`` failed at once (skorch was handed device "auto")."""
+    out = tmp_path / "beer"
+    argv = ["run", "--dataset", "beer", "--matcher", "rnn", "--strategy", "risk,random", "--rounds", "2",
+            "--batch", "20", "--out", str(out), "--no-progress", "--no-plot"]
+    assert main(argv) == 0, capsys.readouterr().err
+    df = pd.read_csv(out / "learning_curve.csv")
+    assert set(df["strategy"]) == {"risk", "random"} and df["n_labelled"].tolist()[:2] == [20, 40]
+    assert df["f1"].between(0, 1).all()
