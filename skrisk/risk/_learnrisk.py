@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._rows import num_rows, take_rows
 from .._typing import RandomStateLike
-from ..exceptions import NotFittedError
+from ..exceptions import DataError, NotFittedError
 from ..matchers._base import match_labels
 from ._estimator import DEFAULT_EPOCHS, LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted
 
@@ -197,6 +197,19 @@ def _clock(timings: dict[str, float], key: str) -> Iterator[None]:
         yield
     finally:
         timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+
+
+def _check_finite(F: npt.NDArray[np.float64], what: str) -> None:
+    """LearnRisk's one rule for NaN / infinity in the similarity features: refused, whether or not
+    the matcher makes mistakes (the rules and the risk model cannot read them)."""
+    finite = np.isfinite(F)
+    if not finite.all():
+        row, col = np.argwhere(~finite)[0]
+        raise DataError(
+            f"The similarity features of {what} hold NaN or infinity ({int((~finite).sum())} values, "
+            f"first at row {row}, column {col}). Encode a missing similarity with the sentinel -1, "
+            "as skrisk.data.SimilarityFeatures does, before LearnRisk."
+        )
 
 
 def _as_input(X: Any) -> Any:
@@ -404,6 +417,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 f"The similarity features of {what} have shape {F.shape}; they must be 2-D with one "
                 f"row per pair ({n}): check features=."
             )
+        _check_finite(F, what)
         return F
 
     def _risk_input(self, F: npt.NDArray[np.float64], p: npt.NDArray[np.float64]) -> Any:
@@ -498,6 +512,8 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 "Only binary classification is supported: LearnRisk needs match labels (1 = match, "
                 f"0 = non-match); got {np.unique(y).size} classes."
             )
+        if self.features is None and _holds_features(X) and (isinstance(X, Mapping) or np.ndim(X) == 2):
+            _check_finite(np.asarray(risk_features(X), dtype=np.float64), "X")  # before the matcher sees them
         est = self._matcher()
         if sp.issparse(X) and not get_tags(est).input_tags.sparse:
             raise TypeError(
