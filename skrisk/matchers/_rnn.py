@@ -50,7 +50,9 @@ class RNNMatcher(NeuralNetClassifier):
       shape ``(n_pairs, F)``, read by the hybrid model.
 
     A SliceDict slices by row, so scikit-learn (cross-validation, grid search), skorch and modAL
-    handle it like an array. See :mod:`skrisk.matchers._modules` for the network.
+    handle it like an array. The network (``module_``) summarises each attribute value of each side
+    with a bidirectional GRU (attention or mean pooling), compares the two sides' summaries, and
+    classifies the comparisons with dense and highway layers.
 
     Besides ``fit``/``predict``/``predict_proba`` it offers what active-learning strategies need
     (all batched, in input row order, without gradients): :meth:`represent`,
@@ -112,9 +114,10 @@ class RNNMatcher(NeuralNetClassifier):
     optimizer : torch optimizer class, default=torch.optim.Adam
     device : str, torch.device or None, default="auto"
         "auto" (or None): CUDA when available, else CPU; or a torch device ("cpu", "cuda:1").
-        Resolved once per ``initialize`` by skrisk's one device resolver
-        (``skrisk._device.resolve_device``, the rule of every torch part of skrisk) into
-        ``device_``, where the module, the criterion and every batch go.
+        Resolved once per ``initialize`` by the rule every torch part of skrisk follows into
+        ``device_``, where the module, the criterion and every batch go; the parameter keeps
+        ``"auto"`` (so it survives ``clone``, pickling and deep copies, and a copy loaded where
+        there is no GPU resolves to the CPU).
     warm_start : bool, default=False
         ``fit`` continues training the current weights instead of starting afresh (a new
         validation-best is tracked per ``fit``).

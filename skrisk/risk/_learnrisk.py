@@ -264,7 +264,7 @@ class LearnRisk(ClassifierMixin, BaseEstimator):
 rsd_init, learning_rate, optimizer, epochs, batch_size, early_stopping, validation_fraction, \
 n_iter_no_change, alpha_l1, alpha_l2, device
         The risk hyperparameters, with the meanings and defaults of
-        the private research core ``skrisk.risk._estimator.LearnRiskEstimator`` (``epochs`` defaults to
+        the research core :class:`skrisk.risk.research.LearnRiskEstimator` (``epochs`` defaults to
         :data:`~skrisk.risk.DEFAULT_EPOCHS`).
     rule_class_weight : float, default=1000.0
         ``LearnRiskEstimator``'s ``class_weight``: the class weight ``W`` of the one-sided rule
@@ -293,7 +293,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
 
     See Also
     --------
-    skrisk.risk._estimator.LearnRiskEstimator : the private research core (the probability as a column of X).
+    skrisk.risk.research.LearnRiskEstimator : the research core (the probability as a column of X).
     skrisk.risk.oof_proba : out-of-fold probabilities.
     skrisk.risk.risk_roc_auc : the scorer of the risk's ranking.
 
@@ -679,7 +679,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         -------
         RiskExplanation
             ``.reasons``: deduplicated, ranked :class:`~skrisk.risk.Reason` objects (see
-            :mod:`skrisk.risk._explain` for the ranking); ``.short_text(k=3)``: the summary and
+            :class:`~skrisk.risk.RiskExplanation` for the ranking); ``.short_text(k=3)``: the summary and
             the ``k`` strongest reasons; ``str()``: the full text; ``.to_dict()``: all of it.
             Features are named by ``feature_names``, else by the matcher pipeline's
             ``get_feature_names_out()`` when it has one, else ``x<j>``.
