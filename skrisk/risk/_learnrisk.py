@@ -787,6 +787,13 @@ def risk_roc_auc(estimator: LearnRisk, X: Any, y: npt.ArrayLike) -> float:
     ValueError
         The matcher makes no mistake (or only mistakes) on ``X``: there is no ranking to score
         (use larger folds, or stratify them on :func:`~skrisk.risk.mispredicted`).
+
+    Notes
+    -----
+    scikit-learn's searches catch a scorer's error and record NaN with a warning
+    (``error_score=np.nan``), so a ``GridSearchCV`` whose folds all fail still picks
+    ``best_params_`` from NaN scores. Pass ``error_score="raise"`` to stop at the first fold
+    that cannot be scored, with this reason.
     """
     check_is_fitted(estimator)
     y = column_or_1d(y)

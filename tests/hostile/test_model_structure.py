@@ -356,3 +356,54 @@ def test_fifo_is_refused_without_blocking(tmp_path):
     assert isinstance(exc, DataError) and "is a FIFO (named pipe), not a regular file" in str(exc)
     _, exc = _finishes(lambda: load_model(tmp_path))  # a session folder whose model.skrisk is a FIFO
     assert isinstance(exc, DataError)
+
+
+def _replace_node_arrays(src: Path, dst: Path, make) -> Path:
+    """``src`` with every tree's node array inside the skops archive replaced by ``make(nodes)``
+    (written as .npy, as skops stores arrays: the crafted types never pass through sklearn here)."""
+    entries = _entries(src)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(entries["estimators.skops"])) as inner, zipfile.ZipFile(buf, "w") as out:
+        for i in inner.infolist():
+            data = inner.read(i)
+            if i.filename.endswith(".npy"):
+                arr = np.load(io.BytesIO(data), allow_pickle=False)
+                if arr.dtype.names and "left_child" in arr.dtype.names:
+                    npy = io.BytesIO()
+                    np.save(npy, make(arr), allow_pickle=False)
+                    data = npy.getvalue()
+            out.writestr(i, data)
+    entries["estimators.skops"] = buf.getvalue()
+    return _write(dst, entries)
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: np.zeros(a.shape, dtype=np.float64),  # plain floats instead of the node records
+    lambda a: a[:-1],  # fewer nodes than node_count
+    lambda a: np.concatenate([a, a]),  # more nodes than node_count
+], ids=["floats", "short", "long"])
+def test_node_arrays_of_the_wrong_dtype_or_length_are_refused(saved, tmp_path, make):
+    path = _replace_node_arrays(saved, tmp_path / "bad.skrisk", make)
+    with pytest.raises(DataError, match="estimators.skops") as info:
+        load_model(path)
+    assert str(path) in str(info.value)
+
+
+def test_node_records_with_32_bit_integers_load_as_the_same_model(saved, data, tmp_path):
+    """scikit-learn converts node records of another integer width (a 32-bit platform's) to its
+    own; the values are then checked like any others, and the model scores as before."""
+    _, te = data
+    path = _replace_node_arrays(saved, tmp_path / "i4.skrisk", lambda a: a.astype(
+        [(n, "<i4" if a.dtype[n].kind == "i" else a.dtype[n].str) for n in a.dtype.names]))
+    before = load_model(saved).scorer(te.left, te.right).score(te.pairs).proba
+    np.testing.assert_array_equal(load_model(path).scorer(te.left, te.right).score(te.pairs).proba, before)
+    bad = _replace_node_arrays(saved, tmp_path / "i4_bad.skrisk", lambda a: _cyclic(a.astype(
+        [(n, "<i4" if a.dtype[n].kind == "i" else a.dtype[n].str) for n in a.dtype.names])))
+    with pytest.raises(DataError, match="children"):
+        load_model(bad)
+
+
+def _cyclic(nodes):
+    nodes = nodes.copy()
+    nodes["left_child"][0] = 0
+    return nodes
