@@ -19,7 +19,10 @@ it as one zip file (``model.skrisk``) whose entries are
 :func:`load_model` refuses any other entry, a file that is not a zip archive (a pickle is named
 as such), a newer format version, untrusted types, and a file whose parts disagree (the
 similarity features were fitted on other attributes than the file says). A file unpacks to at
-most :data:`MAX_MODEL_BYTES`.
+most :data:`MAX_MODEL_BYTES`, a JSON entry to at most :data:`MAX_META_BYTES` (``model.json``) or
+:data:`MAX_JSON_BYTES`, checked from the zip directory before anything is unpacked; only a
+regular file is read (a device or a FIFO is refused without blocking); and every tree and rule the
+file holds is checked before use (:func:`~skrisk.matching._validate.check_model_parts`).
 """
 
 from __future__ import annotations
@@ -369,7 +372,7 @@ def _check_zip_listing(zf: zipfile.ZipFile, path: Path, where: str, allowed: fro
         limit = limits.get(i.filename, limits.get("*.json") if i.filename.endswith(".json") else None)
         if limit is not None and i.file_size > limit:
             raise _bad(path, f"{where} entry {i.filename} unpacks to {i.file_size} bytes, more than the "
-                             f"{limit} it may hold (the largest real one holds a few megabytes)")
+                             f"{limit} it may hold")
     return infos
 
 
