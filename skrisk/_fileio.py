@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Callable
 from .exceptions import SkriskError
 
 if TYPE_CHECKING:  # pragma: no cover
+    import io
+
     import pandas as pd
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "check_not_link",
     "fsync_dir",
     "open_append",
+    "open_regular_file",
     "read_csv_export",
     "read_jsonl",
     "remove_stale_temporaries",
@@ -186,6 +189,48 @@ def fsync_dir(folder: str | os.PathLike) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def open_regular_file(path: str | os.PathLike, *, hint: str = "") -> "io.BufferedReader":
+    """Open ``path`` for reading in binary mode only when it is a regular file.
+
+    The file is opened without blocking (``O_NONBLOCK``: a FIFO nobody writes to does not hang
+    the open) and its type is checked on the open descriptor (``fstat``: the file checked is the
+    file read), so a device (``/dev/zero``, which never ends), a FIFO, a socket or a folder is
+    refused before a byte is read. A symlink to a regular file is read.
+
+    Parameters
+    ----------
+    path : str or path-like
+    hint : str, default=""
+        What to do instead, appended to the message.
+
+    Returns
+    -------
+    io.BufferedReader
+
+    Raises
+    ------
+    DataError
+        ``path`` is not a regular file; the message names it and what it is.
+    """
+    from .exceptions import DataError
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+            raise DataError(f"{path} is {kind}, not a regular file: refused, nothing was read.{' ' + hint if hint else ''}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def atomic_write_bytes(

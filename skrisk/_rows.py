@@ -148,7 +148,7 @@ def first_non_finite(X: Any) -> tuple[int, int, str] | None:
             rows[np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[~np.isfinite(v.data)]] = True
         else:
             a = v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v)
-            if a.dtype.kind != "f" or a.ndim == 0:
+            if a.dtype.kind != "f" or a.ndim == 0 or a.shape[0] == 0:
                 continue
             rows = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1)
             if rows.any() and not where and a.ndim == 2:  # a bare matrix: name the column

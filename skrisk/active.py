@@ -187,6 +187,14 @@ def _estimator_has(attr: str) -> Callable[[Any], bool]:
     return check
 
 
+def _accepts_nan(estimator: Any) -> bool:
+    """Whether ``estimator`` declares that it takes NaN (scikit-learn's ``allow_nan`` input tag)."""
+    try:
+        return bool(estimator.__sklearn_tags__().input_tags.allow_nan)
+    except Exception:  # noqa: BLE001 - an estimator without (working) tags: it does not declare it
+        return False
+
+
 def _add_note(exc: BaseException, note: str) -> None:
     if hasattr(exc, "add_note"):  # Python >= 3.11
         exc.add_note(note)
@@ -214,12 +222,14 @@ class ActiveLearner(BaseEstimator):
     on_transformed : bool, default=False
         Read by modAL's batch strategies (``modAL.batch.uncertainty_batch_sampling``): compare
         pairs as :meth:`transform_without_estimating` gives them rather than raw.
-    force_all_finite : bool, default=False
+    force_all_finite : bool or "auto", default="auto"
         True: refuse labelled pairs holding NaN or infinite numbers (a
         :class:`~skrisk.exceptions.DataError` naming the row and column, raised before anything is
-        stored), for estimators that cannot take them. False (unlike modAL's default): the
-        estimator validates its own input; skrisk's similarity features hold NaN for missing
-        values, which ``FeatureMatcher``'s default forest handles.
+        stored, so that later ``teach`` calls still work). "auto": the same, unless the estimator
+        declares that it takes NaN (scikit-learn's ``allow_nan`` input tag, e.g. a
+        ``RandomForestClassifier``). False: no check, the estimator validates its own input
+        (modAL's ``force_all_finite=False``). skrisk's similarity features never hold NaN: a
+        missing value is the sentinel -1 (:class:`~skrisk.data.SimilarityFeatures`).
     random_state : int, RandomState instance or None, default=None
         Seeds the bootstrap samples (``bootstrap_init``, ``bootstrap=True``).
     **fit_kwargs
@@ -256,7 +266,7 @@ class ActiveLearner(BaseEstimator):
       strategies would score every pair alike); for a cold start call a strategy that needs no
       model directly (``random_sampling(learner, X_pool, n_instances=...)``);
     - ``query_strategy=None`` means :func:`skrisk.risk_sampling` (modAL: uncertainty sampling);
-      ``force_all_finite`` defaults to False (modAL: True); bootstrap samples are seeded.
+      ``force_all_finite`` defaults to "auto" (modAL: True); bootstrap samples are seeded.
 
     scikit-learn's estimator checks pass except four that modAL's interface fails by design: the
     learner fits ``estimator`` in place (strategies read it as the current model), the public
@@ -290,7 +300,7 @@ class ActiveLearner(BaseEstimator):
         bootstrap_init: bool = False,
         on_transformed: bool = False,
         *,
-        force_all_finite: bool = False,
+        force_all_finite: bool | str = "auto",
         random_state: Any = None,
         **fit_kwargs: Any,
     ) -> None:
@@ -382,7 +392,7 @@ class ActiveLearner(BaseEstimator):
             tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
             tags.input_tags = copy.deepcopy(inner.input_tags)
             tags.non_deterministic = inner.non_deterministic
-        tags.input_tags.allow_nan = tags.input_tags.allow_nan and not self.force_all_finite
+        tags.input_tags.allow_nan = tags.input_tags.allow_nan and self.force_all_finite is not True
         tags.non_deterministic = tags.non_deterministic or (self.bootstrap_init and self.random_state is None)
         tags.requires_fit = True
         return tags
@@ -403,7 +413,7 @@ class ActiveLearner(BaseEstimator):
         name = "None" if strat is None else getattr(strat, "__name__", type(strat).__name__)
         extra = "".join(
             f", {k}={getattr(self, k)!r}" for k, default in
-            (("bootstrap_init", False), ("on_transformed", False), ("force_all_finite", False),
+            (("bootstrap_init", False), ("on_transformed", False), ("force_all_finite", "auto"),
              ("random_state", None)) if getattr(self, k) is not default
         )
         return f"ActiveLearner(estimator={self.estimator!r}, query_strategy={name}{extra}, n_labelled={n})"
@@ -428,14 +438,20 @@ class ActiveLearner(BaseEstimator):
             at = int(np.argwhere(missing)[0][0])
             raise DataError(f"{what}: the label at position {at} is {y_arr.reshape(n, -1)[at].tolist()}: "
                             "every label must be a class (no missing value, NaN or infinity).")
-        if self.force_all_finite:
+        if not (self.force_all_finite is True or self.force_all_finite is False or self.force_all_finite == "auto"):
+            raise ValueError(f"force_all_finite must be True, False or 'auto', got {self.force_all_finite!r}.")
+        if self.force_all_finite is True or (self.force_all_finite == "auto" and not _accepts_nan(self.estimator)):
             found = first_non_finite(X)
             if found is not None:
                 count, row, where = found
+                fix = ("pass ActiveLearner(..., force_all_finite=False) when the estimator handles missing "
+                       "values" if self.force_all_finite else
+                       f"use an estimator that takes NaN (its scikit-learn tags say allow_nan; "
+                       f"{type(self.estimator).__name__}'s do not)")
                 raise DataError(
                     f"{what}: X holds NaN or infinity in {count} row(s), first at row {row}"
-                    f"{', ' + where if where else ''}. Replace it (impute), or pass "
-                    "ActiveLearner(..., force_all_finite=False) when the estimator handles missing values."
+                    f"{', ' + where if where else ''}; nothing was stored. Replace it (impute, e.g. "
+                    f"with the -1 sentinel of skrisk.data.SimilarityFeatures), or {fix}."
                 )
         return y_arr
 
@@ -464,7 +480,7 @@ class ActiveLearner(BaseEstimator):
         Raises
         ------
         DataError
-            Not one label per row, a NaN/infinite value (with ``force_all_finite``), or pairs in
+            Not one label per row, a NaN/infinite value (see ``force_all_finite``), or pairs in
             another container or of another width than the labelled ones; nothing is stored then.
         """
         X = _as_pool(X)
@@ -597,6 +613,12 @@ class ActiveLearner(BaseEstimator):
         strategy = self.query_strategy
         if strategy is None:
             from .strategies import risk_sampling as strategy
+        elif isinstance(strategy, type):
+            name = strategy.__name__
+            raise TypeError(
+                f"query_strategy is the class {name}, not a strategy: pass an instance, "
+                f"ActiveLearner(..., query_strategy={name}()) (with its parameters inside the brackets)."
+            )
         elif not callable(strategy):
             raise TypeError(
                 f"query_strategy must be callable, got {type(strategy).__name__}: pass a "

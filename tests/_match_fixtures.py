@@ -41,11 +41,12 @@ def _labelled(table: pd.DataFrame) -> PairDataset:
     return PairDataset.from_table(table, pairs, split="train", name="febrl1-train")
 
 
-def feature_match_model(ds: PairDataset, attributes: list[str], **params) -> MatchModel:
-    """A MatchModel of similarity features, a FeatureMatcher and LearnRisk trained on ``ds`` (small, seeded)."""
+def feature_match_model(ds: PairDataset, attributes: list[str], *, classifier: object = None, **params) -> MatchModel:
+    """A MatchModel of similarity features, a FeatureMatcher (around ``classifier``) and LearnRisk
+    trained on ``ds`` (small, seeded)."""
     sf = SimilarityFeatures().fit(ds.to_frame())
     F = sf.transform(ds.to_frame())
-    m = FeatureMatcher(random_state=0).fit(F, ds.y)
+    m = FeatureMatcher(classifier, random_state=0).fit(F, ds.y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         risk = LearnRisk(m, cv=3, epochs=10, random_state=0)

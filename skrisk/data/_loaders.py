@@ -116,7 +116,7 @@ def _decode(path: Path, data: bytes, encoding: str) -> str:
         )
         raise DataError(
             f"{path} is not valid {encoding} text: byte 0x{byte} at byte offset {offset} (line {line}) "
-            f"cannot be decoded. Pass {hint} (`skrisk label`: --encoding NAME), or re-save the file as "
+            f"cannot be decoded. Pass {hint} (`skrisk label` and `skrisk match`: --encoding NAME), or re-save the file as "
             "UTF-8."
         ) from exc
     if text.startswith("\ufeff"):
@@ -531,10 +531,15 @@ def load_deepmatcher(
         name = canon or str(name_or_path)
         if not folder.is_dir():
             known = ", ".join(sorted(DEEPMATCHER_DATASETS))
+            env = os.environ.get("SKRISK_DATA")
+            where = (f"data_home={data_home}" if data_home is not None else f"SKRISK_DATA={env}" if env else
+                     "the SKRISK_DATA environment variable is not set, so the default ~/skrisk_data is used")
             raise FileNotFoundError(
-                f"No dataset folder {folder}. Set SKRISK_DATA (or data_home=) to the folder holding "
-                f"the datasets, pass the path of a dataset folder, or download one with "
-                f"fetch_deepmatcher(name). Known names: {known}."
+                f"No dataset folder {folder} ({where}). Datasets are read from the folder named by "
+                f"data_home=, else by the SKRISK_DATA environment variable, else ~/skrisk_data: set "
+                f"SKRISK_DATA to the folder holding the datasets (e.g. export SKRISK_DATA=/path/to/data), "
+                f"pass the path of a dataset folder instead of its name, or download one with "
+                f"skrisk.datasets.fetch_deepmatcher(name). Known names: {known}."
             )
     left_file, right_file = folder / "tableA.csv", folder / "tableB.csv"
     left = read_table(left_file, encoding=encoding)

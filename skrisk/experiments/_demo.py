@@ -9,6 +9,9 @@ import json
 import os
 import sys
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
@@ -89,6 +92,25 @@ def febrl_task(settings: DemoSettings, *, all_attributes: bool = False, random_s
     )
 
 
+@contextmanager
+def _warnings_above(bar: Any) -> Iterator[None]:
+    """Inside the block, a warning is written on its own line above the progress bar (through
+    ``bar.write``), as ``Category: message``, instead of into the middle of the bar's line."""
+    if getattr(bar, "disable", True):
+        yield
+        return
+    shown = warnings.showwarning
+
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        bar.write(f"{category.__name__}: {message}", file=sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def _run_grid(
     task: ALTask,
     make_matcher: Callable[[int], Any],
@@ -116,21 +138,22 @@ def _run_grid(
 
     records: list[dict] = []
     try:
-        for seed in seeds:
-            for name in strategies:
-                bar.set_postfix_str(f"{name}, seed {seed}")
-                recs = run_active_learning(
-                    task, make_strategy(name, task, risk_params={"epochs": epochs}, random_state=seed), counted,
-                    n_seed=n_seed, n_instances=n_instances, n_rounds=rounds, seed=seed, strategy_name=name,
-                    fit_kwargs=fit_kwargs, results_file=results_file,
-                )
-                records.extend(recs)
-                line = "  ".join(f"{r['n_labelled']}:{r['f1']:.3f}" for r in recs)
-                msg = f"{name:>8} seed {seed}  labelled:F1  {line}"
-                if progress:
-                    bar.write(msg, file=stream)
-                else:
-                    print(msg, file=stream, flush=True)
+        with _warnings_above(bar):
+            for seed in seeds:
+                for name in strategies:
+                    bar.set_postfix_str(f"{name}, seed {seed}")
+                    recs = run_active_learning(
+                        task, make_strategy(name, task, risk_params={"epochs": epochs}, random_state=seed), counted,
+                        n_seed=n_seed, n_instances=n_instances, n_rounds=rounds, seed=seed, strategy_name=name,
+                        fit_kwargs=fit_kwargs, results_file=results_file,
+                    )
+                    records.extend(recs)
+                    line = "  ".join(f"{r['n_labelled']}:{r['f1']:.3f}" for r in recs)
+                    msg = f"{name:>8} seed {seed}  labelled:F1  {line}"
+                    if progress:
+                        bar.write(msg, file=stream)
+                    else:
+                        print(msg, file=stream, flush=True)
     finally:
         bar.close()
     cols = ["dataset", "strategy", "seed", "round", "n_labelled", "f1", "precision", "recall",

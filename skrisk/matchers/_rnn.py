@@ -8,6 +8,7 @@ The estimator; its input contract, default validation split and seeds live in
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
@@ -49,7 +50,9 @@ class RNNMatcher(NeuralNetClassifier):
       shape ``(n_pairs, F)``, read by the hybrid model.
 
     A SliceDict slices by row, so scikit-learn (cross-validation, grid search), skorch and modAL
-    handle it like an array. See :mod:`skrisk.matchers._modules` for the network.
+    handle it like an array. The network (``module_``) summarises each attribute value of each side
+    with a bidirectional GRU (attention or mean pooling), compares the two sides' summaries, and
+    classifies the comparisons with dense and highway layers.
 
     Besides ``fit``/``predict``/``predict_proba`` it offers what active-learning strategies need
     (all batched, in input row order, without gradients): :meth:`represent`,
@@ -111,9 +114,10 @@ class RNNMatcher(NeuralNetClassifier):
     optimizer : torch optimizer class, default=torch.optim.Adam
     device : str, torch.device or None, default="auto"
         "auto" (or None): CUDA when available, else CPU; or a torch device ("cpu", "cuda:1").
-        Resolved once per ``initialize`` by skrisk's one device resolver
-        (``skrisk._device.resolve_device``, the rule of every torch part of skrisk) into
-        ``device_``, where the module, the criterion and every batch go.
+        Resolved once per ``initialize`` by the rule every torch part of skrisk follows into
+        ``device_``, where the module, the criterion and every batch go; the parameter keeps
+        ``"auto"`` (so it survives ``clone``, pickling and deep copies, and a copy loaded where
+        there is no GPU resolves to the CPU).
     warm_start : bool, default=False
         ``fit`` continues training the current weights instead of starting afresh (a new
         validation-best is tracked per ``fit``).
@@ -267,6 +271,44 @@ class RNNMatcher(NeuralNetClassifier):
         rebuilt for the data's sizes at the start of ``fit``)."""
         self.device_ = str(resolve_device(self.device))
         return super().initialize()
+
+    @contextmanager
+    def _skorch_device(self) -> Iterator[None]:
+        """Inside the block, ``self.device`` is the resolved ``device_`` (skorch's own code,
+        e.g. the scoring callbacks' cached validation predictions and ``load_params``, hands
+        ``net.device`` to torch, which does not know ``"auto"``); the parameter is restored after."""
+        requested = self.device
+        resolved = getattr(self, "device_", None)
+        if resolved is None or not (requested is None or (isinstance(requested, str) and requested == "auto")):
+            yield
+            return
+        self.device = resolved
+        try:
+            yield
+        finally:
+            self.device = requested
+
+    def notify(self, method_name, **cb_kwargs):
+        """skorch's callback dispatch, with ``device`` resolved for the callbacks."""
+        with self._skorch_device():
+            super().notify(method_name, **cb_kwargs)
+
+    def load_params(self, *args, **kwargs):  # noqa: D102 - skorch's, with ``device`` resolved
+        with self._skorch_device():
+            return super().load_params(*args, **kwargs)
+
+    def __setstate__(self, state):  # noqa: D105
+        # skorch maps the pickled tensors onto ``state["device"]`` with torch, which does not
+        # know "auto": map them onto the device "auto" resolves to here, keep the parameter.
+        requested = state.get("device")
+        auto = requested is None or (isinstance(requested, str) and requested == "auto")
+        if auto:
+            state["device"] = str(resolve_device(requested))
+        super().__setstate__(state)
+        if auto:
+            self.device = requested
+        if "device_" in self.__dict__:
+            self.device_ = str(resolve_device(self.device))
 
     def _initialize_module(self, reason=None):
         # skorch's step, without its move to ``device`` (which fails for "auto"):

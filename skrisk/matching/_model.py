@@ -19,7 +19,10 @@ it as one zip file (``model.skrisk``) whose entries are
 :func:`load_model` refuses any other entry, a file that is not a zip archive (a pickle is named
 as such), a newer format version, untrusted types, and a file whose parts disagree (the
 similarity features were fitted on other attributes than the file says). A file unpacks to at
-most :data:`MAX_MODEL_BYTES`.
+most :data:`MAX_MODEL_BYTES`, a JSON entry to at most :data:`MAX_META_BYTES` (``model.json``) or
+:data:`MAX_JSON_BYTES`, checked from the zip directory before anything is unpacked; only a
+regular file is read (a device or a FIFO is refused without blocking); and every tree and rule the
+file holds is checked before use (:func:`~skrisk.matching._validate.check_model_parts`).
 """
 
 from __future__ import annotations
@@ -38,10 +41,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .._fileio import atomic_write_bytes
+from .._fileio import atomic_write_bytes, open_regular_file
 from ..data import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
+from ._validate import check_model_parts
 
 __all__ = ["MatchModel", "load_model", "MODEL_FILE", "TRUSTED_TYPES", "FORMAT_VERSION"]
 
@@ -75,6 +79,12 @@ _RNN_WEIGHTS = "rnn/weights.pt"
 _ENTRIES = frozenset({_META, _SKOPS, _RNN_CONFIG, _RNN_WEIGHTS})
 #: Uncompressed bytes a model file may hold in all (checked before anything is read).
 MAX_MODEL_BYTES = 4 * 2**30
+#: Unpacked bytes of a JSON entry (``model.json``; ``rnn/config.json``, which holds the RNN's
+#: vocabulary, and a skops file's schema may hold :data:`MAX_JSON_BYTES`), checked before it is
+#: read: a small file that unpacks to gigabytes of JSON is refused, not parsed.
+MAX_META_BYTES = 16 * 2**20
+MAX_JSON_BYTES = 512 * 2**20
+_ENTRY_LIMITS = {_META: MAX_META_BYTES, _RNN_CONFIG: MAX_JSON_BYTES}
 _MATCHER_KINDS = ("sklearn", "rnn_pipeline")
 _TASKS = ("link", "dedup")
 _RESAVE = "save the model again with this skrisk (MatchModel.save, or label one more round in the session)"
@@ -346,37 +356,58 @@ def _check_meta(meta: object, path: Path) -> dict:
     return meta
 
 
+def _check_zip_listing(zf: zipfile.ZipFile, path: Path, where: str, allowed: frozenset | None,
+                       limits: dict[str, int], total_limit: int) -> list[zipfile.ZipInfo]:
+    """The entries of an open zip archive, after checking their names and unpacked sizes (from
+    the archive's directory: nothing is unpacked yet)."""
+    infos = zf.infolist()
+    names = [i.filename for i in infos]
+    unknown = sorted(set(names) - allowed) if allowed is not None else []
+    if unknown or len(set(names)) != len(names):
+        raise _bad(path, f"{where} holds the unexpected entries {unknown[:5] or 'repeated names'}")
+    total = sum(i.file_size for i in infos)
+    if total > total_limit:
+        raise _bad(path, f"{where} unpacks to {total} bytes, more than the {total_limit} a model may hold")
+    for i in infos:
+        limit = limits.get(i.filename, limits.get("*.json") if i.filename.endswith(".json") else None)
+        if limit is not None and i.file_size > limit:
+            raise _bad(path, f"{where} entry {i.filename} unpacks to {i.file_size} bytes, more than the "
+                             f"{limit} it may hold")
+    return infos
+
+
 def _read_zip(path: Path) -> dict[str, bytes]:
     """The entries of a model file, after checking names and sizes (nothing is unpickled)."""
     if path.is_dir():
         raise DataError(f"{path} is a folder without a {MODEL_FILE}: pass a model file or a session folder that holds one.")
-    with open(path, "rb") as fh:
+    with open_regular_file(path, hint="Pass the model file (model.skrisk) itself.") as fh:
         head = fh.read(4)
-    if not zipfile.is_zipfile(path):
-        kind = "a Python pickle, which could run code" if head[:1] == b"\x80" else "not a zip archive"
-        raise DataError(
-            f"{path} is {kind}: refused, nothing in it was run. A skrisk model file is a zip archive "
-            f"written by MatchModel.save; {_RESAVE}, or load the file you meant."
-        )
-    try:
-        with zipfile.ZipFile(path) as zf:
-            infos = zf.infolist()
-            names = [i.filename for i in infos]
-            unknown = sorted(set(names) - _ENTRIES)
-            if unknown or len(set(names)) != len(names):
-                raise _bad(path, f"it holds the unexpected entries {unknown[:5] or 'repeated names'}")
-            total = sum(i.file_size for i in infos)
-            if total > MAX_MODEL_BYTES:
-                raise _bad(path, f"it unpacks to {total} bytes, more than the {MAX_MODEL_BYTES} a model may hold")
-            out = {}
-            for i in infos:
-                data = zf.read(i)
-                if len(data) != i.file_size:  # pragma: no cover - zipfile checks the CRC too
-                    raise _bad(path, f"entry {i.filename} is not the size its header says")
-                out[i.filename] = data
-            return out
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
-        raise DataError(f"{path} is a damaged zip archive ({exc}): it is truncated or corrupt; {_RESAVE}.") from exc
+        fh.seek(0)
+        if not zipfile.is_zipfile(fh):
+            kind = "a Python pickle, which could run code" if head[:1] == b"\x80" else "not a zip archive"
+            raise DataError(
+                f"{path} is {kind}: refused, nothing in it was run. A skrisk model file is a zip archive "
+                f"written by MatchModel.save; {_RESAVE}, or load the file you meant."
+            )
+        fh.seek(0)
+        try:
+            with zipfile.ZipFile(fh) as zf:
+                infos = _check_zip_listing(zf, path, "it", _ENTRIES, _ENTRY_LIMITS, MAX_MODEL_BYTES)
+                out = {}
+                for i in infos:
+                    data = zf.read(i)
+                    if len(data) != i.file_size:  # pragma: no cover - zipfile checks the CRC too
+                        raise _bad(path, f"entry {i.filename} is not the size its header says")
+                    out[i.filename] = data
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
+            raise DataError(f"{path} is a damaged zip archive ({exc}): it is truncated or corrupt; {_RESAVE}.") from exc
+    if _SKOPS in out:  # a skops file is a zip archive too: its own entries are bounded the same way
+        try:
+            with zipfile.ZipFile(io.BytesIO(out[_SKOPS])) as inner:
+                _check_zip_listing(inner, path, _SKOPS, None, {"*.json": MAX_JSON_BYTES}, MAX_MODEL_BYTES)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
+            raise _bad(path, f"{_SKOPS} is not a skops archive ({exc})") from exc
+    return out
 
 
 def _model_path(path: str | os.PathLike) -> Path:
@@ -455,6 +486,7 @@ def load_model(
         raise _bad(file, f"{_SKOPS} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]})") from exc
     if not isinstance(parts, dict) or set(parts) != {"features", "matcher", "risk_model"}:
         raise _bad(file, f"{_SKOPS} does not hold the model's parts")
+    check_model_parts(parts, file)
     matcher = parts["matcher"]
     kind = meta["matcher_kind"]
     if kind != "sklearn":

@@ -405,8 +405,8 @@ class RiskExplanation:
     theta : float
         The confidence.
     reasons : list of Reason
-        The fired rules deduplicated, ranked by contribution and said in words (see
-        :mod:`skrisk.risk._explain`).
+        The fired rules deduplicated, ranked by their contribution to the shift of LearnRisk's
+        mean away from the matcher's probability (largest first), and said in words.
     """
 
     probability: float

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._rows import num_rows, take_rows
 from .._typing import RandomStateLike
-from ..exceptions import NotFittedError
+from ..exceptions import DataError, NotFittedError
 from ..matchers._base import match_labels
 from ._estimator import DEFAULT_EPOCHS, LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted
 
@@ -199,6 +199,19 @@ def _clock(timings: dict[str, float], key: str) -> Iterator[None]:
         timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
 
 
+def _check_finite(F: npt.NDArray[np.float64], what: str) -> None:
+    """LearnRisk's one rule for NaN / infinity in the similarity features: refused, whether or not
+    the matcher makes mistakes (the rules and the risk model cannot read them)."""
+    finite = np.isfinite(F)
+    if not finite.all():
+        row, col = np.argwhere(~finite)[0]
+        raise DataError(
+            f"The similarity features of {what} hold NaN or infinity ({int((~finite).sum())} values, "
+            f"first at row {row}, column {col}). Encode a missing similarity with the sentinel -1, "
+            "as skrisk.data.SimilarityFeatures does, before LearnRisk."
+        )
+
+
 def _as_input(X: Any) -> Any:
     """Array-likes that are neither arrays, frames, sparse matrices nor mappings become arrays."""
     if sp.issparse(X):
@@ -251,7 +264,7 @@ class LearnRisk(ClassifierMixin, BaseEstimator):
 rsd_init, learning_rate, optimizer, epochs, batch_size, early_stopping, validation_fraction, \
 n_iter_no_change, alpha_l1, alpha_l2, device
         The risk hyperparameters, with the meanings and defaults of
-        the private research core ``skrisk.risk._estimator.LearnRiskEstimator`` (``epochs`` defaults to
+        the research core :class:`skrisk.risk.research.LearnRiskEstimator` (``epochs`` defaults to
         :data:`~skrisk.risk.DEFAULT_EPOCHS`).
     rule_class_weight : float, default=1000.0
         ``LearnRiskEstimator``'s ``class_weight``: the class weight ``W`` of the one-sided rule
@@ -280,7 +293,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
 
     See Also
     --------
-    skrisk.risk._estimator.LearnRiskEstimator : the private research core (the probability as a column of X).
+    skrisk.risk.research.LearnRiskEstimator : the research core (the probability as a column of X).
     skrisk.risk.oof_proba : out-of-fold probabilities.
     skrisk.risk.risk_roc_auc : the scorer of the risk's ranking.
 
@@ -404,6 +417,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 f"The similarity features of {what} have shape {F.shape}; they must be 2-D with one "
                 f"row per pair ({n}): check features=."
             )
+        _check_finite(F, what)
         return F
 
     def _risk_input(self, F: npt.NDArray[np.float64], p: npt.NDArray[np.float64]) -> Any:
@@ -498,6 +512,8 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 "Only binary classification is supported: LearnRisk needs match labels (1 = match, "
                 f"0 = non-match); got {np.unique(y).size} classes."
             )
+        if self.features is None and _holds_features(X) and (isinstance(X, Mapping) or np.ndim(X) == 2):
+            _check_finite(np.asarray(risk_features(X), dtype=np.float64), "X")  # before the matcher sees them
         est = self._matcher()
         if sp.issparse(X) and not get_tags(est).input_tags.sparse:
             raise TypeError(
@@ -663,7 +679,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         -------
         RiskExplanation
             ``.reasons``: deduplicated, ranked :class:`~skrisk.risk.Reason` objects (see
-            :mod:`skrisk.risk._explain` for the ranking); ``.short_text(k=3)``: the summary and
+            :class:`~skrisk.risk.RiskExplanation` for the ranking); ``.short_text(k=3)``: the summary and
             the ``k`` strongest reasons; ``str()``: the full text; ``.to_dict()``: all of it.
             Features are named by ``feature_names``, else by the matcher pipeline's
             ``get_feature_names_out()`` when it has one, else ``x<j>``.
@@ -771,6 +787,13 @@ def risk_roc_auc(estimator: LearnRisk, X: Any, y: npt.ArrayLike) -> float:
     ValueError
         The matcher makes no mistake (or only mistakes) on ``X``: there is no ranking to score
         (use larger folds, or stratify them on :func:`~skrisk.risk.mispredicted`).
+
+    Notes
+    -----
+    scikit-learn's searches catch a scorer's error and record NaN with a warning
+    (``error_score=np.nan``), so a ``GridSearchCV`` whose folds all fail still picks
+    ``best_params_`` from NaN scores. Pass ``error_score="raise"`` to stop at the first fold
+    that cannot be scored, with this reason.
     """
     check_is_fitted(estimator)
     y = column_or_1d(y)

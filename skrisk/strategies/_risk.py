@@ -19,10 +19,10 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state, check_scalar
 
 from .._device import resolve_device, torch_threads
-from .._rows import num_rows, take_rows
+from .._rows import first_non_finite, num_rows, take_rows
 from .._sampling import stratified_choice
 from .._typing import FloatArray, IntArray, RandomStateLike
-from ..exceptions import NotFittedError
+from ..exceptions import DataError, NotFittedError
 from ..kmedoids import KMedoidsResult, representative_sample, weighted_fastpam
 from ..matchers._base import require
 from ..risk._learnrisk import LearnRisk, _holds_features, risk_features
@@ -367,13 +367,17 @@ class RiskSampler(BaseEstimator):
             raise ValueError(
                 "X_valid holds no pairs: give labelled validation pairs, or neither X_valid nor y_valid."
             )
-        if not np.isin(y_raw, (0, 1)).all():
-            raise ValueError(
-                f"y_valid must hold 0 (non-match) and 1 (match) only, got {np.unique(y_raw)[:5].tolist()}."
-            )
-        y = y_raw.astype(np.int64)
+        y = binary_labels(y_raw, "y_valid")
         if X_lab is not None:
             check_pool_matches(self.X_valid, X_lab, "risk_sampling", what="X_valid")
+        found = first_non_finite(self.X_valid)
+        if found is not None:
+            count, row, where = found
+            raise DataError(
+                f"risk_sampling: X_valid holds NaN or infinity in {count} pair(s), first at row {row}"
+                f"{' (' + where + ')' if where else ''}. Impute them (e.g. with the -1 sentinel of "
+                "skrisk.data.SimilarityFeatures) or drop those validation pairs."
+            )
         if len(np.unique(y)) < 2:
             raise ValueError(
                 "The validation set holds a single class: LearnRisk needs matches and non-matches "
@@ -456,7 +460,7 @@ class RiskSampler(BaseEstimator):
                 "risk_sampling needs the learner's labelled set (learner.X_training / y_training) "
                 "for LearnRisk's statistics: start the learner with an initial labelled set."
             )
-        y_lab = np.asarray(y_lab).ravel().astype(np.int64)
+        y_lab = binary_labels(np.asarray(y_lab).ravel(), "learner.y_training")
         seed = random_state if random_state is not None else self.random_state
         valid = self._valid_subset(X_lab)
         need_repr = self.selection == "kmedoids" or self.weighting == "lipschitz"
@@ -619,6 +623,26 @@ def _scalar(value: Any, name: str, kind: Any, low: float, high: float | None = N
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a number, got {value!r}.")
     check_scalar(value, name, kind, min_val=low, max_val=high, include_boundaries=closed)
+
+
+def binary_labels(y: np.ndarray, what: str) -> np.ndarray:
+    """``y`` as int64 0/1 labels; a :class:`~skrisk.exceptions.DataError` naming the first other
+    value and its position (strings such as ``"match"`` included) otherwise."""
+    y = np.asarray(y)
+    if y.dtype.kind == "b":
+        return y.astype(np.int64)
+    ok = np.zeros(y.shape, dtype=bool)
+    if y.dtype.kind in "iuf":
+        ok = (y == 0) | (y == 1)
+    elif y.dtype.kind == "O":
+        ok = np.array([isinstance(v, (bool, np.bool_, numbers.Real)) and v in (0, 1) for v in y], dtype=bool)
+    if not ok.all():
+        at = int(np.flatnonzero(~ok)[0])
+        raise DataError(
+            f"risk_sampling: {what} must hold 0 (non-match) and 1 (match) only, but position {at} holds "
+            f"{np.asarray(y[at]).tolist()!r}. Map the labels to 0/1 first, e.g. y = (y == 'match').astype(int)."
+        )
+    return y.astype(np.int64)
 
 
 def risk_sampling(

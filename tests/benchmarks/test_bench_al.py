@@ -84,3 +84,16 @@ def test_strategies_are_record_names_resolved_through_the_alias_table(bench_scri
         assert exc.value.code == 2
         assert f"unknown strategy {bad}" in capsys.readouterr().err
 
+
+
+@pytest.mark.usefixtures("beer")
+def test_rnn_benchmark_with_parallel_jobs(bench_script, tmp_path):
+    """Issue #29: ``bench_al.py --matcher rnn`` (the paper's setting) could not run with the
+    matcher's default device; seeds in two processes (the matcher crosses process boundaries)."""
+    bench = bench_script("bench_al")
+    argv = ["--quick", "--matcher", "rnn", "--jobs", "2", "--strategies", "risk", "--no-progress",
+            "--threads", "1", "--out", str(tmp_path)]
+    assert bench.main(argv) == 0
+    rows = [r for f in sorted((tmp_path / "raw").glob("*.jsonl")) for r in f.read_text().splitlines()]
+    assert len(rows) == 2 * 3  # two seeds, three rounds each
+    assert "| risk | 2 |" in next(tmp_path.glob("*.md")).read_text()

@@ -166,3 +166,58 @@ def test_plot_helper_quintile_bars(tmp_path):
     assert ax.get_xlabel() == "labelled pairs" and ax.get_ylabel() == "test F1"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["random (5 seeds)", "risk (5 seeds)"]
     assert (tmp_path / "c.png").stat().st_size > 5_000
+
+
+@pytest.mark.usefixtures("beer")
+def test_run_with_the_rnn_matcher_and_its_default_device(tmp_path, capsys):
+    """Issue #29: ``skrisk run --matcher rnn`` failed at once (skorch was handed device "auto")."""
+    out = tmp_path / "beer"
+    argv = ["run", "--dataset", "beer", "--matcher", "rnn", "--strategy", "risk,random", "--rounds", "2",
+            "--batch", "20", "--out", str(out), "--no-progress", "--no-plot"]
+    assert main(argv) == 0, capsys.readouterr().err
+    df = pd.read_csv(out / "learning_curve.csv")
+    assert set(df["strategy"]) == {"risk", "random"} and df["n_labelled"].tolist()[:2] == [20, 40]
+    assert df["f1"].between(0, 1).all()
+
+
+def test_match_names_its_own_encoding_option(tmp_path, capsys):
+    """Issue #29: an undecodable table given to ``skrisk match`` told the user to pass
+    ``skrisk label --encoding``."""
+    from _match_fixtures import feature_match_model
+
+    tr = make_pairs(120, random_state=0).split("train")
+    model = feature_match_model(tr, tr.attributes).save(tmp_path / "m.skrisk")
+    table = tmp_path / "new.csv"
+    table.write_bytes(("id," + ",".join(tr.attributes) + "\n1," + ",".join(["caf\xe9"] * len(tr.attributes)) + "\n")
+                      .encode("latin-1"))
+    rc = main(["match", "--model", str(model), "--left", str(table), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is not valid utf-8 text" in err
+    assert "skrisk match" in err and "--encoding" in err
+
+
+def test_run_without_skrisk_data_says_where_datasets_are_read_from(tmp_path, monkeypatch, capsys):
+    """Issue #29: ``skrisk run --dataset beer`` without SKRISK_DATA failed without saying that the
+    variable was unset or where datasets are read from."""
+    monkeypatch.delenv("SKRISK_DATA", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    rc = main(["run", "--dataset", "beer", "--rounds", "1", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert f"No dataset folder {tmp_path / 'skrisk_data' / 'beer'}" in err
+    assert "SKRISK_DATA environment variable is not set" in err and "export SKRISK_DATA=" in err
+
+
+def test_demo_prints_warnings_on_their_own_line_above_the_progress_bar(tmp_path, capsys):
+    """Issue #29: ``make demo`` printed oof_proba's UserWarning into the middle of its progress bar."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", UserWarning)
+        assert main(["demo", "--quick", "--out", str(tmp_path / "demo")]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for chunk in err.split("\n") for ln in chunk.split("\r")]
+    warned = [ln for ln in lines if "Warning:" in ln]
+    assert warned, "the quick demo no longer warns: pick a setting that does"
+    assert all(ln.startswith("UserWarning: ") and "active learning" not in ln for ln in warned), warned
+    assert not any(ln.lstrip().startswith("P = oof_proba") for ln in lines)  # no source line of skrisk

@@ -255,6 +255,47 @@ def test_device_auto_fits_on_the_resolved_device(beer_encoded, tiny, device):
     assert clone(m).get_params()["device"] == device
 
 
+def _user_defaults(tiny):
+    """The tiny sizes with no ``device=`` argument: the default a user gets ("auto")."""
+    return {k: v for k, v in tiny.items() if k != "device"}
+
+
+def test_default_device_fits_with_validation_data(beer_encoded, tiny):
+    """Issue #29: ``RNNMatcher()`` fitted with validation data died in skorch's scoring callback
+    (skorch was handed the string "auto")."""
+    X, y = beer_encoded
+    m = RNNMatcher(max_epochs=2, random_state=0, embedding_dim=8, **_user_defaults(tiny))
+    assert m.device == "auto"
+    m.fit(X, y, X_valid=X, y_valid=y)
+    assert "valid_f1" in m.history[-1] and m.device == "auto"
+    assert m.predict_proba(X).shape == (len(y), 2)
+
+
+def _stage(name, X, y, tiny):
+    m = RNNMatcher(max_epochs=1, random_state=0, embedding_dim=8, **_user_defaults(tiny))
+    if name == "initialized":
+        m.initialize()
+    elif name == "fitted":
+        m.fit(X, y, X_valid=X, y_valid=y)
+    return m
+
+
+@pytest.mark.parametrize("stage", ["unfitted", "initialized", "fitted"])
+@pytest.mark.parametrize("how", ["clone", "pickle", "deepcopy"])
+def test_default_device_survives_clone_pickle_and_deepcopy(beer_encoded, tiny, stage, how):
+    import copy
+    import pickle
+
+    X, y = beer_encoded
+    m = _stage(stage, X, y, tiny)
+    copied = {"clone": clone, "pickle": lambda e: pickle.loads(pickle.dumps(e)), "deepcopy": copy.deepcopy}[how](m)
+    assert copied.device == "auto"
+    if stage == "fitted" and how != "clone":  # the copy predicts as the original, unrefitted
+        np.testing.assert_allclose(copied.predict_proba(X), m.predict_proba(X), rtol=1e-6)
+    copied.fit(X, y, X_valid=X, y_valid=y)  # and fits again, with validation data
+    assert copied.device == "auto" and copied.predict_proba(X).shape == (len(y), 2)
+
+
 def test_device_that_is_not_one_is_refused_clearly(beer_encoded, tiny):
     X, y = beer_encoded
     with pytest.raises(ValueError, match="'gpu0' is not a torch device; use 'auto', 'cpu' or 'cuda'"):

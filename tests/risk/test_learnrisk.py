@@ -168,3 +168,16 @@ def test_mapping_pool_uses_its_features_key():
     assert model.predict_risk(pool).shape == (200,)
     df = pd.DataFrame(X, columns=["a", "b", "c"])
     assert LearnRisk(LogisticRegression(), **FAST).fit(df, y).feature_names_in_.tolist() == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("package", ["skrisk.risk", "skrisk.matchers"])
+def test_public_docstrings_send_readers_to_public_names_only(package):
+    """Issue #29: LearnRisk's docstring sent readers to the private ``skrisk.risk._estimator``."""
+    import importlib
+    import re
+
+    mod = importlib.import_module(package)
+    private = re.compile(r"skrisk(?:\.[a-z_]+)*\._[a-z]\w*")
+    found = {name: sorted(set(private.findall(getattr(mod, name).__doc__ or "")))
+             for name in mod.__all__ if callable(getattr(mod, name))}
+    assert not {k: v for k, v in found.items() if v}
