@@ -191,8 +191,18 @@ def load_pretrained(model: str | os.PathLike, *, local_files_only: bool | None =
         A Hub name that cannot be loaded (no network); the message says how to use a folder.
     """
     from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
-    name = os.fspath(model)
+    bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar per active-learning round
+    try:
+        return _load(os.fspath(model), local_files_only, AutoConfig, AutoModel, AutoTokenizer)
+    finally:
+        if bar:
+            hf_logging.enable_progress_bar()
+
+
+def _load(name: str, local_files_only: bool | None, AutoConfig: Any, AutoModel: Any, AutoTokenizer: Any) -> tuple:
     if name == OFFLINE_MODEL:
         name = str(offline_model_path())
     kwargs: dict[str, Any] = {"trust_remote_code": False}
