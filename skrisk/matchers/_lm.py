@@ -126,6 +126,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         Per epoch: ``epoch``, ``train_loss`` and, with validation pairs, ``valid_loss`` and ``valid_f1``.
     device_ : str
     seed_ : int
+    input_kind_ : str
+        ``"frame"``: pair frames are its input (what :class:`~skrisk.pools.ChunkScorer` and
+        ``skrisk match`` give it), whatever it was fitted on.
 
     Notes
     -----
@@ -309,6 +312,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
             epochs = int(self.max_epochs if not warm or self.warm_epochs is None else self.warm_epochs)
             self._train(left, right, y, counts, epochs, valid)
         self.classes_ = np.array([0, 1])
+        self.input_kind_ = "frame"
         return self
 
     def _freeze(self) -> None:
@@ -582,7 +586,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         unknown = sorted(set(params) - known)
         if unknown:
             raise DataError(f"{folder / _SAVED} has unknown parameters {unknown}.")
-        m = cls(model=str(folder), device=device, **params)
+        m = cls(model=str(state.get("model", folder)), device=device, **params)
         tokenizer, encoder = load_pretrained(folder)
         m.device_ = str(resolve_device(device))
         m.tokenizer_ = tokenizer
@@ -596,6 +600,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         m.config_ = encoder.config.to_dict()
         m.best_epoch_ = best_epoch
         m.classes_ = np.array([0, 1])
+        m.input_kind_ = "frame"
         m.seed_ = 0
         m.history_ = []
         return m

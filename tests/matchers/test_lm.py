@@ -289,3 +289,50 @@ def test_offline_minilm_on_real_pairs(data_home):
     assert m.module_.head.in_features == 384
     P, H = m.predict_proba_and_represent(X)
     assert P.shape == (32, 2) and H.shape == (32, 384) and np.isfinite(H).all()
+
+
+def test_match_model_round_trip_and_refusals(fitted, pairs, tmp_path):
+    import zipfile
+
+    from skrisk import LearnRisk
+    from skrisk.data import SimilarityFeatures
+    from skrisk.matching import MatchModel, load_model
+
+    ds = pairs["all"]
+    frame = ds.to_frame()
+    sf = SimilarityFeatures().fit(frame)
+    X = serialize_pairs(frame, features=sf.transform(frame))
+    risk = LearnRisk(fitted, cv="prefit", epochs=5, random_state=0).fit(X, ds.y)
+    model = MatchModel(list(ds.attributes), sf, fitted, risk_model=risk)
+    path = model.save(tmp_path / "model.skrisk")
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+    assert {"lm/model.safetensors", "lm/config.json", "lm/tokenizer.json", "lm/head.safetensors"} <= names
+    assert not any(n.endswith((".bin", ".pt", ".pkl")) for n in names)
+    loaded = load_model(path, device="cpu")
+    a = model.scorer(ds.left, ds.right).score(ds.pairs[["left_id", "right_id"]])
+    b = loaded.scorer(ds.left, ds.right).score(ds.pairs[["left_id", "right_id"]])
+    np.testing.assert_allclose(a.proba, b.proba, atol=1e-6)
+    np.testing.assert_allclose(a.proba, fitted.predict_proba(frame)[:, 1], atol=1e-6)
+    np.testing.assert_allclose(a.risk, b.risk, atol=1e-6)
+
+    # a model file whose language model asks for remote code is refused, and nothing runs
+    bad = tmp_path / "remote.skrisk"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(bad, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "lm/config.json":
+                cfg = json.loads(data)
+                cfg["auto_map"] = {"AutoModel": "evil.Model"}
+                data = json.dumps(cfg).encode()
+            dst.writestr(info, data)
+    with pytest.raises(DataError, match="auto_map"):
+        load_model(bad)
+    # pickled weights in place of the safetensors are refused as an unexpected entry
+    pkl = tmp_path / "pickled.skrisk"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(pkl, "w") as dst:
+        for info in src.infolist():
+            name = "lm/pytorch_model.bin" if info.filename == "lm/model.safetensors" else info.filename
+            dst.writestr(name, src.read(info))
+    with pytest.raises(DataError, match="unexpected entries"):
+        load_model(pkl)
