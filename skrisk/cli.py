@@ -158,9 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch", type=_positive, default=20, help="pairs labelled per round (default 20)")
     r.add_argument("--seed-size", type=_positive, default=20, help="initial random labels (default 20)")
     r.add_argument("--seeds", type=_positive, default=1, help="repetitions (default 1)")
-    r.add_argument("--matcher", choices=("feature", "rnn"), default="feature",
+    r.add_argument("--matcher", choices=("feature", "rnn", "lm"), default="feature",
                    help="feature: random forest on similarity features (fast); rnn: the hybrid "
-                        "DeepMatcher-style RNN (slow on CPU)")
+                        "DeepMatcher-style RNN (slow on CPU); lm: a pretrained language model "
+                        "fine-tuned on the pairs (skrisk[lm]; needs a GPU for full-size runs)")
+    r.add_argument("--lm-model", default=None,
+                   help="--matcher lm: model folder (config.json, tokenizer.json, model.safetensors) or "
+                        "Hub name (default: the offline all-MiniLM-L6-v2)")
     r.add_argument("--epochs", type=_positive, default=DEFAULT_EPOCHS,
                    help=f"LearnRisk epochs per round (default {DEFAULT_EPOCHS})")
     r.add_argument("--max-pool", type=_positive, help="sample at most this many pool (train) pairs")
@@ -350,6 +354,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .experiments import STRATEGIES, load_dataset, run_experiment
 
     _check_out_folder(args.out, "--out")
+    if args.lm_model is not None and args.matcher != "lm":
+        return _fail(f"--lm-model is the model of --matcher lm, but --matcher is {args.matcher}: add --matcher lm.")
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
     unknown = [s for s in strategies if s not in STRATEGIES]
     if not strategies or unknown:
@@ -362,7 +368,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ds, strategies, args.out, matcher=args.matcher, rounds=args.rounds, n_instances=args.batch,
         n_seed=args.seed_size, seeds=args.seeds, epochs=args.epochs, max_pool=args.max_pool,
         max_valid=args.max_valid, max_test=args.max_test, progress=not args.no_progress,
-        plot=not args.no_plot,
+        plot=not args.no_plot, lm_model=args.lm_model,
     )
     return EXIT_OK
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pandas as pd
 import pytest
@@ -166,3 +167,23 @@ def test_plot_helper_quintile_bars(tmp_path):
     assert ax.get_xlabel() == "labelled pairs" and ax.get_ylabel() == "test F1"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["random (5 seeds)", "risk (5 seeds)"]
     assert (tmp_path / "c.png").stat().st_size > 5_000
+
+
+def test_run_with_the_lm_matcher(tmp_path, capsys):
+    """``skrisk run --matcher lm --lm-model FOLDER``: a tiny BERT folder built in the test."""
+    pytest.importorskip("transformers")
+    from _lm_fixtures import make_tiny_bert, words_of
+
+    ds = make_pairs(120, random_state=0)
+    model = make_tiny_bert(tmp_path / "tiny", words_of(ds.to_frame()))
+    data = _deepmatcher_folder(ds, tmp_path / "synthetic")
+    out = tmp_path / "run"
+    argv = ["run", "--dataset", str(data), "--strategy", "risk,entropy", "--rounds", "2", "--batch", "5",
+            "--seed-size", "16", "--epochs", "10", "--matcher", "lm", "--lm-model", str(model), "--out", str(out),
+            "--no-progress", "--no-plot"]
+    assert main(argv) == 0, capsys.readouterr().err
+    df = pd.read_csv(out / "learning_curve.csv")
+    assert set(df["strategy"]) == {"risk", "entropy"} and df["n_labelled"].tolist()[:2] == [16, 21]
+    assert json.loads((out / "run.json").read_text())["lm_model"] == str(model)
+    assert main(["run", "--dataset", str(data), "--lm-model", str(model), "--out", str(tmp_path / "o")]) == 2
+    assert "add --matcher lm" in capsys.readouterr().err

@@ -4,7 +4,6 @@ offline MiniLM on a few dozen real pairs."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 
 import numpy as np
@@ -24,39 +23,11 @@ from skrisk.exceptions import DataError, NotFittedError  # noqa: E402
 from skrisk.experiments import STRATEGIES, build_task, make_matcher_factory, make_strategy  # noqa: E402
 from skrisk.matchers import LMMatcher, serialize_pairs  # noqa: E402
 
+from _lm_fixtures import make_tiny_bert, words_of  # noqa: E402  (tests/, on pytest's pythonpath)
+
 #: Fast settings of the tiny model.
 FAST = dict(max_length=32, max_epochs=6, lr=3e-3, batch_size=16, class_weight="balanced", device="cpu",
             random_state=0)
-
-
-def _words(frame: pd.DataFrame) -> set[str]:
-    text = " ".join(" ".join(map(str, frame[c])) for c in frame.columns).lower()
-    names = {c.split("_", 1)[1] for c in frame.columns}
-    return set(re.findall(r"\w+|[^\w\s]", text)) | {"col", "val"} | names
-
-
-def make_tiny_bert(folder, words, seed=0):
-    """A 2-layer, 32-wide BERT with random weights and an in-memory word-piece tokenizer, saved as a
-    model folder (config.json, model.safetensors, tokenizer.json)."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(words))
-    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=64)
-        BertModel(cfg).save_pretrained(folder, safe_serialization=True)
-    fast.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +41,7 @@ def pairs():
 @pytest.fixture(scope="module")
 def tiny(pairs, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tinybert")
-    return str(make_tiny_bert(folder, _words(pairs["all"].to_frame())))
+    return str(make_tiny_bert(folder, words_of(pairs["all"].to_frame())))
 
 
 @pytest.fixture(scope="module")
