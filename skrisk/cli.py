@@ -209,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "and recall (shown after each round, with the threshold for the best F1 that "
                           "exports use, and the stopping rules' advice); an audit answer trains the "
                           "matcher only if risk sampling picks that pair later (it is not asked again)")
+    lab.add_argument("--matcher", choices=("feature", "lm"), default=None,
+                     help="matcher of a new session: feature (random forest on similarity features, the "
+                          "default) or lm (a pretrained language model fine-tuned on the answers, warm-started "
+                          "each round; needs skrisk[lm]; every round scores all candidates, slow on a CPU)")
+    lab.add_argument("--lm-model", default=None,
+                     help="--matcher lm: model folder (config.json, tokenizer.json, model.safetensors) or Hub "
+                          "name (default: the offline all-MiniLM-L6-v2)")
     lab.add_argument("--seed", type=int, default=None,
                      help="random seed of a new session, 0 to 4294967295 (default 0)")
     lab.add_argument("--encoding", default=None,
@@ -396,7 +403,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if args.export and not resuming:
         return _fail(f"{folder} holds no session to export: label some pairs first.")
     if resuming:
-        fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding")
+        fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding", "matcher", "lm_model")
                  if getattr(args, k) is not None] + _blocking_given(args)
         if fixed:
             print(f"note: {', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed when a session "
@@ -409,7 +416,8 @@ def _cmd_label(args: argparse.Namespace) -> int:
     else:
         cfg = SessionConfig()
         for attr, val in (("n_instances", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
-                          ("seed", args.seed), ("audit", args.audit), ("target", args.target)):
+                          ("seed", args.seed), ("audit", args.audit), ("target", args.target),
+                          ("matcher", args.matcher), ("lm_model", args.lm_model)):
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(

@@ -78,7 +78,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         folder with ``config.json``, ``tokenizer.json`` and ``model.safetensors``, or a Hugging
         Face Hub name (needs a network). Code shipped with a model is never run.
     max_length : int, default=128
-        Tokens per pair (both records together).
+        Tokens per pair (both records together); capped at the model's position limit.
     lr : float, default=5e-5
         Peak learning rate (AdamW).
     weight_decay : float, default=0.01
@@ -233,9 +233,16 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
     def _encode(self, left: list[str], right: list[str]) -> list[list[int]] | Any:
         return self.tokenizer_(
-            left, right, truncation="longest_first", max_length=int(self.max_length), padding=False,
+            left, right, truncation="longest_first", max_length=self._length(), padding=False,
             return_attention_mask=False,
         )
+
+    def _length(self) -> int:
+        """``max_length``, capped at what the model's position embeddings allow."""
+        cap = self.config_.get("max_position_embeddings") or int(self.max_length)
+        if self.config_.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
+            cap -= 2  # their positions start after the padding index
+        return int(min(int(self.max_length), int(cap)))
 
     def _collate(self, enc: Any, idx: np.ndarray) -> dict:
         feats = [{k: enc[k][i] for k in enc.keys()} for i in idx]
@@ -407,7 +414,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ inference
     def _key(self, left: list[str], right: list[str]) -> str:
-        h = hashlib.sha1(str(int(self.max_length)).encode())
+        h = hashlib.sha1(str(self._length()).encode())
         for a, b in zip(left, right):
             h.update(a.encode("utf-8", "surrogatepass"))
             h.update(b"\x00")

@@ -307,3 +307,12 @@ def test_match_model_round_trip_and_refusals(fitted, pairs, tmp_path):
             dst.writestr(name, src.read(info))
     with pytest.raises(DataError, match="unexpected entries"):
         load_model(pkl)
+
+
+def test_max_length_is_capped_at_the_models_positions(tiny, pairs):
+    """The tiny BERT has 64 positions: max_length=512 is cut to 64 instead of failing in the model."""
+    X, y = pairs["train"]
+    long = X.copy()
+    long["left_name"] = (long["left_name"] + " ") * 40
+    m = LMMatcher(tiny, **{**FAST, "max_length": 512, "max_epochs": 1}).fit(long, y)
+    assert m._length() == 64 and m.predict_proba(long).shape == (len(X), 2)
