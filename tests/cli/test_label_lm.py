@@ -58,6 +58,12 @@ def test_lm_session_trains_saves_and_resumes(fz_tables, tiny_fz, tmp_path, monke
     assert {"left_id", "right_id", "probability", "source"} <= set(pred.columns)
     params = json.loads((folder / "session.json").read_text())["params"]
     assert params["matcher"] == "lm" and params["lm_model"] == tiny_fz
+    # skrisk match scores new pairs with the saved language model (safetensors, no code run)
+    out = tmp_path / "matched"
+    assert main(["match", "--model", str(folder), "--left", str(A), "--right", str(B), "--out", str(out),
+                 "--no-progress"]) == 0, capsys.readouterr().err
+    matches = pd.read_csv(out / "matches.csv", dtype=str)
+    assert {"left_id", "right_id", "probability", "risk"} <= set(matches.columns)
     # resuming keeps the language model (a flag of a new session only)
     monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
     assert main(["label", "--session", str(folder)]) == 0

@@ -316,3 +316,31 @@ def test_max_length_is_capped_at_the_models_positions(tiny, pairs):
     long["left_name"] = (long["left_name"] + " ") * 40
     m = LMMatcher(tiny, **{**FAST, "max_length": 512, "max_epochs": 1}).fit(long, y)
     assert m._length() == 64 and m.predict_proba(long).shape == (len(X), 2)
+
+
+def test_risk_query_passes_each_pair_through_the_network_once(tiny, pairs, monkeypatch):
+    """One RiskSampler query: the pool once (probabilities and representation together), the labelled
+    pairs once (representation, and LearnRisk's probabilities from the memo), the validation pairs
+    not at all (scored at the kept epoch during fit); the similarity features are the pool's own."""
+    from skrisk.strategies import RiskSampler
+
+    task = build_task(pairs["all"], matcher="lm", max_pool=60)
+    y_pool = task.y[task.pool]
+    lab = np.r_[np.flatnonzero(y_pool == 1)[:4], np.flatnonzero(y_pool == 0)[:12]]
+    unl = np.setdiff1d(np.arange(len(task.pool)), lab)
+    X_valid, y_valid = task.rows(task.valid), task.y[task.valid]
+    sampler = RiskSampler(X_valid, y_valid, risk_params={"epochs": 5}, random_state=0)
+    matcher = LMMatcher(tiny, **FAST)
+    learner = ActiveLearner(matcher, sampler, X_training=task.rows(task.pool[lab]), y_training=y_pool[lab],
+                            X_valid=X_valid, y_valid=y_valid)
+    sizes = []
+    real = LMMatcher._forward_texts
+
+    def counted(self, left, right):
+        sizes.append(len(left))
+        return real(self, left, right)
+
+    monkeypatch.setattr(LMMatcher, "_forward_texts", counted)
+    sampler(learner, task.rows(task.pool[unl]), n_instances=5, random_state=0)
+    assert sorted(sizes) == sorted([len(unl), len(lab)])
+    assert sampler.last_query_.risk_model is None or sampler.last_query_.risk_model.cv == "prefit"
