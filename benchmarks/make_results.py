@@ -61,6 +61,7 @@ OUTPUTS = {
     "benchmarks/results/matching.md": "matching.md",
     "benchmarks/results/quality.md": "quality.md",
     "benchmarks/results/scale.md": "scale.md",
+    "benchmarks/results/lm.md": "lm.md",
 }
 
 DEFAULT = "risk_pre2w"
@@ -591,6 +592,22 @@ def block_matcher_score(_: str, ctx: dict) -> str:
     return "\n".join(lines)
 
 
+def block_lm_rounds(_: str, ctx: dict) -> str:
+    """The ``bench_matcher.py round --matcher lm`` records: seconds per labelling round on the CPU."""
+    lines = ["| date | max length | frozen layers | labels | warm | epochs | fit s | train pairs/s | pool pairs "
+             "| pool scoring s | pairs/s scored | round s | peak RSS MB | load | command |", "|---" * 15 + "|"]
+    for r in _read_jsonl(RESULTS / "matcher/lm_results.jsonl"):
+        if r.get("task") != "round":
+            continue
+        p = r.get("params", {})
+        lines.append(
+            f"| {r['date']} | {p.get('max_length')} | {p.get('freeze_layers')} | {r['n_labels']:,} | "
+            f"{'yes' if r['warm'] else 'no'} | {r['epochs']} | {r['fit_s']} | {r['train_pairs_per_s']} | "
+            f"{r['pool']:,} | {r['pool_score_s']} | {r['pairs_per_s_scored']} | **{r['round_s']}** | "
+            f"{r['peak_rss_mb']} | {r['load_avg_1m_at_end']} | `{r['command']}` |")
+    return "\n".join(lines)
+
+
 def block_learnrisk_table(_: str, ctx: dict) -> str:
     mod = _bench_module("bench_learnrisk")
     order = ["runs_rnn_plain_dblp_scholar.csv", "runs_rnn_plain_abt_buy.csv", "runs_rnn_hybrid_abt_buy.csv",
@@ -819,6 +836,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "matcher_full": block_matcher_full,
     "matcher_labels": block_matcher_labels,
     "matcher_score": block_matcher_score,
+    "lm_rounds": block_lm_rounds,
     "learnrisk_table": block_learnrisk_table,
     "kmedoids_table": block_kmedoids_table,
     "query_table": block_query_table,
