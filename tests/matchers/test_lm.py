@@ -14,6 +14,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 pytest.importorskip("transformers")
 
@@ -344,3 +345,10 @@ def test_risk_query_passes_each_pair_through_the_network_once(tiny, pairs, monke
     sampler(learner, task.rows(task.pool[unl]), n_instances=5, random_state=0)
     assert sorted(sizes) == sorted([len(unl), len(lab)])
     assert sampler.last_query_.risk_model is None or sampler.last_query_.risk_model.cv == "prefit"
+
+
+@parametrize_with_checks([LMMatcher(max_epochs=1, device="cpu")])
+def test_sklearn_checks(estimator, check):
+    """Its input is text (a pair frame or serialised pairs), declared by its input tags: the common
+    checks, which generate numeric 2-D data, skip it as they skip scikit-learn's text vectorizers."""
+    check(estimator)
