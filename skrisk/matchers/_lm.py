@@ -126,6 +126,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         Per epoch: ``epoch``, ``train_loss`` and, with validation pairs, ``valid_loss`` and ``valid_f1``.
     device_ : str
     seed_ : int
+    model_ : str
+        The pretrained model the weights started from (a warm start continues only while
+        ``model`` still names it).
     input_kind_ : str
         ``"frame"``: pair frames are its input (what :class:`~skrisk.pools.ChunkScorer` and
         ``skrisk match`` give it), whatever it was fitted on.
@@ -300,7 +303,8 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
                 raise ValueError("The validation pairs hold no match (label 1), so their F1 cannot pick the "
                                  "best epoch: add matches to them, or fit without validation pairs.")
             valid = (vl, vr, yv)
-        warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
+        # warm: the weights of the last fit, unless ``model`` names another pretrained model now
+        warm = bool(self.warm_start) and self.__sklearn_is_fitted__() and getattr(self, "model_", None) == str(self.model)
         self.seed_ = _seed(self.random_state)
         self.device_ = str(resolve_device(self.device))
         self._memo: OrderedDict = OrderedDict()
@@ -313,6 +317,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
                 dropout = float(getattr(encoder.config, "hidden_dropout_prob", 0.1) or 0.0)
                 self.module_ = _CrossEncoder(encoder, dropout).to(self.device_)
                 self.config_ = encoder.config.to_dict()
+                self.model_ = str(self.model)
             else:
                 self.module_.to(self.device_)
             self._freeze()
@@ -605,6 +610,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
             raise DataError(f"{folder / _HEAD} is damaged or does not fit the encoder ({exc}).") from exc
         m.module_ = module.to(m.device_).eval()
         m.config_ = encoder.config.to_dict()
+        m.model_ = str(m.model)
         m.best_epoch_ = best_epoch
         m.classes_ = np.array([0, 1])
         m.input_kind_ = "frame"

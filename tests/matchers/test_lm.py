@@ -352,3 +352,12 @@ def test_sklearn_checks(estimator, check):
     """Its input is text (a pair frame or serialised pairs), declared by its input tags: the common
     checks, which generate numeric 2-D data, skip it as they skip scikit-learn's text vectorizers."""
     check(estimator)
+
+
+def test_warm_start_with_another_model_starts_afresh(tiny, pairs, tmp_path):
+    X, y = pairs["train"]
+    other = shutil.copytree(tiny, tmp_path / "other")
+    m = LMMatcher(tiny, **{**FAST, "max_epochs": 2, "warm_epochs": 1, "warm_start": True}).fit(X, y)
+    first = m.module_
+    m.set_params(model=str(other)).fit(X, y)
+    assert m.module_ is not first and len(m.history_) == 2 and m.model_ == str(other)
