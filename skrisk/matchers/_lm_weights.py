@@ -43,8 +43,9 @@ def model_home() -> Path:
 
     Examples
     --------
-    >>> model_home().name
-    'models'
+    >>> import os
+    >>> os.environ.get("SKRISK_MODEL_HOME") is not None or model_home().parts[-2:] == ("skrisk", "models")
+    True
     """
     env = os.environ.get("SKRISK_MODEL_HOME")
     if env:
