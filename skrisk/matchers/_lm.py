@@ -24,7 +24,7 @@ from torch import nn
 
 from .._device import resolve_device
 from ..exceptions import DataError, NotFittedError
-from ._base import match_labels
+from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
 from ._lm_data import pair_texts
 from ._lm_weights import OFFLINE_MODEL, check_model_folder, load_pretrained
 
@@ -539,15 +539,12 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         """BADGE gradient embeddings ``(n, 2 * hidden)``: the head's loss gradient at the
         predicted label, ``(p - onehot(yhat)) outer h`` (analytic, no backward pass)."""
         p, h = self._infer(X)
-        onehot = np.eye(2, dtype=p.dtype)[p.argmax(axis=1)]
-        return ((p - onehot)[:, :, None] * h[:, None, :]).reshape(len(h), -1)
+        return last_layer_gradients(p, h)
 
     def expected_gradient_length(self, X: Any) -> npt.NDArray[np.float32]:
         """Expected gradient length ``(n,)`` of the head over both hypothetical labels (EGL)."""
         p, h = self._infer(X)
-        eye = np.eye(2, dtype=p.dtype)
-        norms = np.linalg.norm(p[:, None, :] - eye[None, :, :], axis=2)
-        return ((p * norms).sum(axis=1) * np.linalg.norm(h, axis=1)).astype(np.float32)
+        return expected_gradient_lengths(p, h).astype(np.float32)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> None:
