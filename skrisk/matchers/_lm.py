@@ -26,7 +26,7 @@ from .._device import resolve_device
 from ..exceptions import DataError, NotFittedError
 from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
 from ._lm_data import pair_texts
-from ._lm_weights import OFFLINE_MODEL, check_model_folder, load_pretrained
+from ._lm_weights import OFFLINE_MODEL, check_model_folder, load_pretrained, quiet_transformers
 
 __all__ = ["LMMatcher"]
 
@@ -556,8 +556,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         self._check_fitted()
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
-        self.module_.encoder.save_pretrained(folder, safe_serialization=True)
-        self.tokenizer_.save_pretrained(folder)
+        with quiet_transformers():
+            self.module_.encoder.save_pretrained(folder, safe_serialization=True)
+            self.tokenizer_.save_pretrained(folder)
         head = {k: v.detach().cpu().contiguous() for k, v in self.module_.head.state_dict().items()}
         save_file(head, str(folder / _HEAD))
         params = {k: v for k, v in self.get_params().items() if k not in ("device", "model")}

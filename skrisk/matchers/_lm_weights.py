@@ -16,6 +16,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -192,12 +194,20 @@ def load_pretrained(model: str | os.PathLike, *, local_files_only: bool | None =
         A Hub name that cannot be loaded (no network); the message says how to use a folder.
     """
     from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    with quiet_transformers():  # no "Loading weights" bar per active-learning round
+        return _load(os.fspath(model), local_files_only, AutoConfig, AutoModel, AutoTokenizer)
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers' own progress bars off for the block (they are per file, not per job)."""
     from transformers.utils import logging as hf_logging
 
     bar = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # no "Loading weights" bar per active-learning round
+    hf_logging.disable_progress_bar()
     try:
-        return _load(os.fspath(model), local_files_only, AutoConfig, AutoModel, AutoTokenizer)
+        yield
     finally:
         if bar:
             hf_logging.enable_progress_bar()
