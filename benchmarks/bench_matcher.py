@@ -14,6 +14,13 @@ labels     ``--n-labels`` random training labels, ``--seeds`` seeds, DBLP-Schola
 score      time to score the 17,223-pair DBLP-Scholar train pool (proba + representation) and
            20 MC-dropout passes vs one pass
 feature    FeatureMatcher (RandomForest vs LogisticRegression) on full / 1,000 labels
+round      ``--matcher lm`` only: seconds of one labelling round (fit + scoring ``--pool`` pairs) at
+           each of ``--round-labels`` random labels (the first from the pretrained weights with
+           ``--epochs``, the next warm-started from the previous size with ``--warm-epochs``),
+           pairs per second scored, peak memory and test F1
+
+``--matcher lm`` runs ``labels`` and ``round`` with :class:`skrisk.matchers.LMMatcher` (the
+offline all-MiniLM-L6-v2 unless ``--lm-model``); ``--max-length`` is its tokens per pair.
 
 Examples
 --------
@@ -21,6 +28,7 @@ python benchmarks/bench_matcher.py full --dataset dblp_scholar --model hybrid
 python benchmarks/bench_matcher.py labels --model plain --seeds 0 1 2
 python benchmarks/bench_matcher.py score --quick
 python benchmarks/bench_matcher.py labels --model hybrid --class-weight none --lr 1e-3 --cache /tmp/skrisk_cache
+python benchmarks/bench_matcher.py round --matcher lm --dataset abt_buy --max-length 64 --threads 2
 """
 
 from __future__ import annotations
@@ -282,9 +290,81 @@ def task_feature(args):
                          "features_s": round(feat_s, 1), "n_features": F.shape[1]})
 
 
+def _lm(args, seed: int, **extra):
+    from skrisk.matchers import LMMatcher
+
+    params = dict(max_length=args.max_length, lr=args.lr, max_epochs=args.epochs, warm_epochs=args.warm_epochs,
+                  batch_size=args.batch_size, freeze_layers=args.freeze_layers, device="cpu",
+                  class_weight=None if args.class_weight == "none" else "balanced", random_state=seed, **extra)
+    if args.lm_model:
+        params["model"] = args.lm_model
+    return LMMatcher(**params), params
+
+
+def _f1(y, pred) -> float:
+    tp = int(((pred == 1) & (y == 1)).sum())
+    return 2 * tp / max(int((pred == 1).sum()) + int((y == 1).sum()), 1)
+
+
+def task_lm_labels(args):
+    """F1 on the test split after fitting on ``--n-labels`` random training labels (no validation)."""
+    ds = _load(args.dataset)
+    train, test = ds.split("train"), ds.split("test")
+    Xtr, ytr, Xte, yte = train.to_frame(), train.y, test.to_frame(), test.y
+    for seed in args.seeds:
+        rng = np.random.RandomState(seed)
+        idx = rng.choice(len(ytr), min(args.n_labels, len(ytr)), replace=False)
+        m, params = _lm(args, seed)
+        t0 = time.perf_counter()
+        m.fit(Xtr.iloc[idx], ytr[idx])
+        fit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pred = m.predict(Xte)
+        score_s = time.perf_counter() - t0
+        _emit(args, {"task": "labels", "matcher": "lm", "dataset": ds.name, "seed": seed, "n_labels": len(idx),
+                     "fit_s": round(fit_s, 1), "test_score_s": round(score_s, 1),
+                     "pairs_per_s_scored": round(len(yte) / score_s, 1), "test_f1": round(_f1(yte, pred), 4),
+                     "params": {k: v for k, v in params.items() if k != "random_state"}})
+
+
+def task_lm_round(args):
+    """Seconds per labelling round at growing label counts: fit (fresh, then warm) + score the pool."""
+    ds = _load(args.dataset)
+    train, test = ds.split("train"), ds.split("test")
+    Xtr, ytr = train.to_frame(), train.y
+    Xte, yte = test.to_frame(), test.y
+    rng = np.random.RandomState(args.seeds[0])
+    order = rng.permutation(len(ytr))
+    m, params = _lm(args, args.seeds[0], warm_start=True)
+    for n in args.round_labels:
+        lab, pool = order[:n], order[n:n + args.pool]
+        warm = hasattr(m, "module_")
+        t0 = time.perf_counter()
+        m.fit(Xtr.iloc[lab], ytr[lab])
+        fit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        m.predict_proba_and_represent(Xtr.iloc[pool])
+        score_s = time.perf_counter() - t0
+        f1 = _f1(yte, m.predict(Xte)) if args.test_f1 else None
+        _emit(args, {"task": "round", "matcher": "lm", "dataset": ds.name, "n_labels": int(n), "warm": warm,
+                     "epochs": len(m.history_), "fit_s": round(fit_s, 1), "pool": int(len(pool)),
+                     "pool_score_s": round(score_s, 1), "round_s": round(fit_s + score_s, 1),
+                     "pairs_per_s_scored": round(len(pool) / score_s, 1),
+                     "train_pairs_per_s": round(n * len(m.history_) / fit_s, 1), "test_f1": f1,
+                     "params": {k: v for k, v in params.items() if k != "random_state"}})
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("task", choices=["fasttext", "full", "labels", "score", "feature"])
+    p.add_argument("task", choices=["fasttext", "full", "labels", "score", "feature", "round"])
+    p.add_argument("--matcher", choices=["rnn", "lm"], default="rnn",
+                   help="rnn: RNNMatcher (every task but round); lm: LMMatcher (labels, round)")
+    p.add_argument("--lm-model", default="", help="LMMatcher model folder (default: the offline MiniLM)")
+    p.add_argument("--warm-epochs", type=int, default=1, help="LMMatcher epochs of a warm-started round")
+    p.add_argument("--freeze-layers", type=int, default=0, help="LMMatcher: transformer layers kept fixed")
+    p.add_argument("--round-labels", type=int, nargs="+", default=[300, 1000, 2000])
+    p.add_argument("--pool", type=int, default=2000, help="round: unlabelled pairs scored per round")
+    p.add_argument("--test-f1", action="store_true", help="round: also score the test split each round")
     p.add_argument("--dataset", default="dblp_scholar")
     p.add_argument("--model", choices=["plain", "hybrid"], default="hybrid")
     p.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -320,6 +400,11 @@ def main(argv=None):
         args.dim = min(args.dim, 50)
         args.ft_epochs = min(args.ft_epochs, 2)
         args.out = str(Path(args.out).with_name("results_quick.jsonl"))
+    if args.matcher == "lm" or args.task == "round":
+        if args.matcher != "lm" or args.task not in ("labels", "round"):
+            p.error("--matcher lm runs the tasks labels and round; round needs --matcher lm")
+        {"labels": task_lm_labels, "round": task_lm_round}[args.task](args)
+        return
     {"fasttext": task_fasttext, "full": task_full, "labels": task_labels, "score": task_score,
      "feature": task_feature}[args.task](args)
 

@@ -61,6 +61,7 @@ OUTPUTS = {
     "benchmarks/results/matching.md": "matching.md",
     "benchmarks/results/quality.md": "quality.md",
     "benchmarks/results/scale.md": "scale.md",
+    "benchmarks/results/lm.md": "lm.md",
 }
 
 DEFAULT = "risk_pre2w"
@@ -591,6 +592,40 @@ def block_matcher_score(_: str, ctx: dict) -> str:
     return "\n".join(lines)
 
 
+def block_lm_rounds(_: str, ctx: dict) -> str:
+    """The ``bench_matcher.py round --matcher lm`` records: seconds per labelling round on the CPU."""
+    lines = ["| date | max length | frozen layers | labels | warm | epochs | fit s | train pairs/s | pool pairs "
+             "| pool scoring s | pairs/s scored | round s | test F1 | peak RSS MB | load | command |", "|---" * 16 + "|"]
+    for r in _read_jsonl(RESULTS / "matcher/lm_results.jsonl"):
+        if r.get("task") != "round":
+            continue
+        p = r.get("params", {})
+        f1 = "not scored" if r.get("test_f1") is None else f"{r['test_f1']:.3f}"
+        lines.append(
+            f"| {r['date']} | {p.get('max_length')} | {p.get('freeze_layers')} | {r['n_labels']:,} | "
+            f"{'yes' if r['warm'] else 'no'} | {r['epochs']} | {r['fit_s']} | {r['train_pairs_per_s']} | "
+            f"{r['pool']:,} | {r['pool_score_s']} | {r['pairs_per_s_scored']} | **{r['round_s']}** | "
+            f"{f1} | "
+            f"{r['peak_rss_mb']} | {r['load_avg_1m_at_end']} | `{r['command']}` |")
+    return "\n".join(lines)
+
+
+def block_lm_labels(_: str, ctx: dict) -> str:
+    """The ``bench_matcher.py labels --matcher lm`` records: test F1 after random labels, no validation."""
+    lines = ["| date | labels | max length | frozen layers | epochs | lr | `class_weight` | fit s | test pairs/s "
+             "| test F1 | peak RSS MB | load | command |", "|---" * 13 + "|"]
+    for r in _read_jsonl(RESULTS / "matcher/lm_results.jsonl"):
+        if r.get("task") != "labels":
+            continue
+        p = r.get("params", {})
+        lines.append(
+            f"| {r['date']} | {r['n_labels']:,} | {p.get('max_length')} | {p.get('freeze_layers')} | "
+            f"{p.get('max_epochs')} | {p.get('lr')} | {p.get('class_weight')} | {r['fit_s']} | "
+            f"{r['pairs_per_s_scored']} | **{r['test_f1']:.3f}** | {r['peak_rss_mb']} | {r['load_avg_1m_at_end']} "
+            f"| `{r['command']}` |")
+    return "\n".join(lines)
+
+
 def block_learnrisk_table(_: str, ctx: dict) -> str:
     mod = _bench_module("bench_learnrisk")
     order = ["runs_rnn_plain_dblp_scholar.csv", "runs_rnn_plain_abt_buy.csv", "runs_rnn_hybrid_abt_buy.csv",
@@ -819,6 +854,8 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "matcher_full": block_matcher_full,
     "matcher_labels": block_matcher_labels,
     "matcher_score": block_matcher_score,
+    "lm_rounds": block_lm_rounds,
+    "lm_labels": block_lm_labels,
     "learnrisk_table": block_learnrisk_table,
     "kmedoids_table": block_kmedoids_table,
     "query_table": block_query_table,

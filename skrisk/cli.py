@@ -158,9 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch", type=_positive, default=20, help="pairs labelled per round (default 20)")
     r.add_argument("--seed-size", type=_positive, default=20, help="initial random labels (default 20)")
     r.add_argument("--seeds", type=_positive, default=1, help="repetitions (default 1)")
-    r.add_argument("--matcher", choices=("feature", "rnn"), default="feature",
+    r.add_argument("--matcher", choices=("feature", "rnn", "lm"), default="feature",
                    help="feature: random forest on similarity features (fast); rnn: the hybrid "
-                        "DeepMatcher-style RNN (slow on CPU)")
+                        "DeepMatcher-style RNN (slow on CPU); lm: a pretrained language model "
+                        "fine-tuned on the pairs (skrisk[lm]; needs a GPU for full-size runs)")
+    r.add_argument("--lm-model", default=None,
+                   help="--matcher lm: model folder (config.json, tokenizer.json, model.safetensors) or "
+                        "Hub name (default: the offline all-MiniLM-L6-v2)")
     r.add_argument("--epochs", type=_positive, default=DEFAULT_EPOCHS,
                    help=f"LearnRisk epochs per round (default {DEFAULT_EPOCHS})")
     r.add_argument("--max-pool", type=_positive, help="sample at most this many pool (train) pairs")
@@ -205,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "and recall (shown after each round, with the threshold for the best F1 that "
                           "exports use, and the stopping rules' advice); an audit answer trains the "
                           "matcher only if risk sampling picks that pair later (it is not asked again)")
+    lab.add_argument("--matcher", choices=("feature", "lm"), default=None,
+                     help="matcher of a new session: feature (random forest on similarity features, the "
+                          "default) or lm (a pretrained language model fine-tuned on the answers, warm-started "
+                          "each round; needs skrisk[lm]; every round scores all candidates, slow on a CPU)")
+    lab.add_argument("--lm-model", default=None,
+                     help="--matcher lm: model folder (config.json, tokenizer.json, model.safetensors) or Hub "
+                          "name (default: the offline all-MiniLM-L6-v2)")
     lab.add_argument("--seed", type=int, default=None,
                      help="random seed of a new session, 0 to 4294967295 (default 0)")
     lab.add_argument("--encoding", default=None,
@@ -359,6 +370,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .experiments import STRATEGIES, load_dataset, run_experiment
 
     _check_out_folder(args.out, "--out")
+    if args.lm_model is not None and args.matcher != "lm":
+        return _fail(f"--lm-model is the model of --matcher lm, but --matcher is {args.matcher}: add --matcher lm.")
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
     unknown = [s for s in strategies if s not in STRATEGIES]
     if not strategies or unknown:
@@ -371,7 +384,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ds, strategies, args.out, matcher=args.matcher, rounds=args.rounds, n_instances=args.batch,
         n_seed=args.seed_size, seeds=args.seeds, epochs=args.epochs, max_pool=args.max_pool,
         max_valid=args.max_valid, max_test=args.max_test, progress=not args.no_progress,
-        plot=not args.no_plot,
+        plot=not args.no_plot, lm_model=args.lm_model,
     )
     return EXIT_OK
 
@@ -399,7 +412,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if args.export and not resuming:
         return _fail(f"{folder} holds no session to export: label some pairs first.")
     if resuming:
-        fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding")
+        fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding", "matcher", "lm_model")
                  if getattr(args, k) is not None] + _blocking_given(args)
         if fixed:
             print(f"note: {', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed when a session "
@@ -412,7 +425,8 @@ def _cmd_label(args: argparse.Namespace) -> int:
     else:
         cfg = SessionConfig()
         for attr, val in (("n_instances", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
-                          ("seed", args.seed), ("audit", args.audit), ("target", args.target)):
+                          ("seed", args.seed), ("audit", args.audit), ("target", args.target),
+                          ("matcher", args.matcher), ("lm_model", args.lm_model)):
             if val is not None:
                 setattr(cfg, attr, val)
         session = LabellingSession.open(

@@ -4,7 +4,7 @@ from ._blocking import BLOCKING_METHODS, BlockingResult, block, blocking_rules_f
 from ._csv import load_csv_tables
 from ._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext
 from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS, febrl_entity, load_febrl
-from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, fetch_deepmatcher
+from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, extract_archive, fetch_deepmatcher
 from ._loaders import DEEPMATCHER_DATASETS, get_data_home, load_deepmatcher, read_pairs, read_table
 from ._pairs import TASKS, UNLABELLED, PairDataset, stack_tables
 from ._similarity import SIMILARITY_METRICS, SimilarityFeatures
@@ -32,6 +32,7 @@ __all__ = [
     "blocking_rules_from_json",
     "blocking_rules_to_json",
     "corpus_sentences",
+    "extract_archive",
     "febrl_entity",
     "fetch_deepmatcher",
     "get_data_home",

@@ -23,7 +23,7 @@ from ..exceptions import DataError
 from ._loaders import _canonical_name, get_data_home, load_deepmatcher
 from ._pairs import PairDataset
 
-__all__ = ["fetch_deepmatcher", "DEEPMATCHER_ARCHIVES"]
+__all__ = ["fetch_deepmatcher", "DEEPMATCHER_ARCHIVES", "extract_archive"]
 
 _BASE = "https://pages.cs.wisc.edu/~anhai/data1/deepmatcher_data"
 
@@ -250,6 +250,17 @@ def _safe_extract(archive: Path, target: Path, *, url: str | None = None, max_by
         raise _fail(src, f"the archive is corrupt or truncated ({type(exc).__name__}: {exc})",
                     "Download it again (nothing was kept); if it keeps failing, the file on the "
                     "server is damaged.") from exc
+
+
+def extract_archive(archive: str | os.PathLike, target: str | os.PathLike, *, max_bytes: int = MAX_BYTES,
+                    max_members: int = MAX_MEMBERS) -> None:
+    """Extract a zip or tar archive into ``target`` within bounds (skrisk's one safe extraction).
+
+    Regular files and folders only: links, special files, absolute paths, ``..`` and repeated
+    names are refused, as are more than ``max_members`` members or ``max_bytes`` unpacked bytes
+    (counted while writing). Raises :class:`~skrisk.exceptions.DataError` naming the archive.
+    """
+    _safe_extract(Path(archive), Path(target), max_bytes=max_bytes, max_members=max_members)
 
 
 def _is_tar(archive: Path) -> bool:

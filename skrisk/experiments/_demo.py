@@ -262,6 +262,7 @@ def run_experiment(
     max_pool: int | None = None,
     max_valid: int | None = None,
     max_test: int | None = None,
+    lm_model: str | None = None,
     progress: bool = True,
     plot: bool = True,
     stream: TextIO | None = None,
@@ -282,8 +283,10 @@ def run_experiment(
         Names of :data:`~skrisk.experiments.STRATEGIES` (``"risk"``: skrisk's default).
     out : path-like
         Output folder (created).
-    matcher : {"feature", "rnn"}, default="feature"
-        The task's input and matcher (:func:`~skrisk.experiments.build_task`).
+    matcher : {"feature", "rnn", "lm"}, default="feature"
+        The task's input and matcher (:func:`~skrisk.experiments.build_task`). ``"lm"``:
+        :class:`~skrisk.matchers.LMMatcher`, retrained from the pretrained weights each round
+        (slow on a CPU: see the README's matcher table).
     rounds : int, default=8
         Rounds, the first one training on the initial labels only.
     n_instances : int, default=20
@@ -296,6 +299,8 @@ def run_experiment(
         LearnRisk epochs per query of the risk strategies.
     max_pool, max_valid, max_test : int, optional
         Stratified random subsets of the splits (``None``: all pairs).
+    lm_model : str, optional
+        ``matcher="lm"``: the pretrained model (a folder or a Hub name; default the offline MiniLM).
     progress : bool, default=True
         Show a progress bar (on stderr).
     plot : bool, default=True
@@ -332,6 +337,8 @@ def run_experiment(
     config = {"dataset": dataset.name, "pairs": len(dataset), "matcher": matcher, "rounds": rounds,
               "batch": n_instances, "n_seed": n_seed, "epochs": epochs, "max_pool": max_pool,
               "max_valid": max_valid, "max_test": max_test}
+    if lm_model is not None:
+        config["lm_model"] = str(lm_model)
     # one run per output folder at a time: a second process appending to the same results.jsonl
     # would interleave its rounds with this one's (released when the run ends or the process dies)
     with FolderLock(out, what="run output", hint="pass another --out folder"):
@@ -378,7 +385,8 @@ def _run_locked(
         dataset, matcher=matcher, max_pool=config["max_pool"], max_valid=config["max_valid"],
         max_test=config["max_test"],
     )
-    make_matcher, fit_kwargs = make_matcher_factory(matcher), matcher_fit_kwargs(matcher)
+    params = {"model": config["lm_model"]} if "lm_model" in config else {}
+    make_matcher, fit_kwargs = make_matcher_factory(matcher, **params), matcher_fit_kwargs(matcher)
     print(
         f"Pool {len(task.pool)}, valid {len(task.valid)}, test {len(task.test)} pairs; strategies "
         f"{', '.join(strategies)}; {rounds} rounds of {batch}, {n_seed} initial labels, {seeds} seed(s).",

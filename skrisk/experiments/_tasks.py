@@ -26,12 +26,12 @@ from ._loop import ALTask
 __all__ = ["MATCHERS", "build_task", "load_dataset", "make_matcher_factory", "matcher_fit_kwargs"]
 
 #: The matcher kinds of an experiment.
-MATCHERS = ("feature", "rnn")
+MATCHERS = ("feature", "rnn", "lm")
 
 
 def _check_matcher(matcher: str) -> None:
     if matcher not in MATCHERS:
-        raise ValueError(f"matcher must be 'feature' or 'rnn', got {matcher!r}.")
+        raise ValueError(f"matcher must be one of {list(MATCHERS)}, got {matcher!r}.")
 
 
 def load_dataset(name: str, data_home: str | None = None, random_state: int = 0) -> PairDataset:
@@ -89,13 +89,16 @@ def build_task(
     dataset : PairDataset or str
         Every pair labelled, with ``train``, ``valid`` and ``test`` splits; a name goes through
         :func:`load_dataset`.
-    matcher : {"feature", "rnn"}, default="feature"
+    matcher : {"feature", "rnn", "lm"}, default="feature"
         ``"feature"``: X is the float32 :class:`~skrisk.data.SimilarityFeatures` matrix (fitted on
         the pairs' text, which uses no labels) for :class:`~skrisk.matchers.FeatureMatcher`.
         ``"rnn"``: X is the hybrid encoding ``SliceDict(tokens=..., features=...)`` of
         :class:`~skrisk.data.PairEncoder` for :class:`~skrisk.matchers.RNNMatcher`, with a
         vocabulary from FastText vectors trained on the tables' own text (dimension 100, 5 epochs,
         seed 0) and at most 20 tokens per attribute (``encoder_params`` overrides them).
+        ``"lm"``: X is :func:`~skrisk.matchers.serialize_pairs` output, ``SliceDict(text=...,
+        features=...)``, for :class:`~skrisk.matchers.LMMatcher`: the serialised records and the
+        similarity features LearnRisk reads (both computed once for the task).
     data_home : str, optional
         Where a named DeepMatcher dataset is (default: ``$SKRISK_DATA``).
     attributes, metrics : sequence of str, optional
@@ -161,7 +164,10 @@ def build_task(
         cache = Path(cache_dir) / f"{key}.npz"
     if cache is not None and cache.exists():
         with np.load(cache, allow_pickle=False) as z:
-            X: Any = z["X"] if matcher == "feature" else _slicedict(z["tokens"], z["features"])
+            if matcher == "lm":
+                X: Any = _lm_pool(z["text"], z["features"])
+            else:
+                X = z["X"] if matcher == "feature" else _slicedict(z["tokens"], z["features"])
     else:
         features = SimilarityFeatures(metrics=list(metrics) if metrics else None,
                                       attributes=list(attributes) if attributes else None)
@@ -175,6 +181,10 @@ def _encode(ds: PairDataset, matcher: str, features: SimilarityFeatures, encoder
     frame = ds.to_frame()
     if matcher == "feature":
         return features.fit_transform(frame).astype(np.float32)
+    if matcher == "lm":
+        from ..matchers import serialize_pairs
+
+        return serialize_pairs(frame, features=features.fit_transform(frame))
     from ..data import PairEncoder, train_fasttext
 
     params: dict[str, Any] = {"max_length": 20, "features": features, **(encoder_params or {})}
@@ -189,6 +199,8 @@ def _write_cache(cache: Path, X: Any, matcher: str) -> None:
     buf = io.BytesIO()
     if matcher == "feature":
         np.savez(buf, X=X)
+    elif matcher == "lm":  # text as a fixed-width unicode array: no pickled objects in the cache
+        np.savez(buf, text=X["text"].astype(str), features=X["features"])
     else:
         np.savez(buf, tokens=X["tokens"], features=X["features"])
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -203,13 +215,24 @@ def _slicedict(tokens: np.ndarray, features: np.ndarray) -> Any:
     return SliceDict(tokens=tokens, features=features)
 
 
+def _lm_pool(text: np.ndarray, features: np.ndarray) -> Any:
+    from skorch.helper import SliceDict
+
+    return SliceDict(text=text.astype(object), features=features)
+
+
 def make_matcher_factory(kind: str = "feature", **params: Any) -> Callable[[int], Any]:
     """``seed -> fresh unfitted matcher``; the same seed gives every strategy the same initialisation.
 
     Parameters
     ----------
-    kind : {"feature", "rnn"}, default="feature"
-        :class:`~skrisk.matchers.FeatureMatcher` or :class:`~skrisk.matchers.RNNMatcher`.
+    kind : {"feature", "rnn", "lm"}, default="feature"
+        :class:`~skrisk.matchers.FeatureMatcher`, :class:`~skrisk.matchers.RNNMatcher` or
+        :class:`~skrisk.matchers.LMMatcher`. With ``"lm"`` and ``warm_start=True`` (in
+        ``params``) the factory hands back the same matcher for a seed every round, so each
+        round continues from the last round's weights (``warm_epochs``); the first call per seed
+        starts from the pretrained weights, so every strategy starts alike. Make one factory per
+        run.
     **params
         Matcher parameters (``random_state`` is the seed).
 
@@ -224,22 +247,29 @@ def make_matcher_factory(kind: str = "feature", **params: Any) -> Callable[[int]
         from ..matchers import FeatureMatcher
 
         return lambda seed: FeatureMatcher(random_state=seed, **params)
+    if kind == "lm":
+        from ..matchers import LMMatcher
+
+        if not params.get("warm_start"):
+            return lambda seed: LMMatcher(random_state=seed, **params)
+        kept: dict[int, Any] = {}
+        return lambda seed: kept.setdefault(seed, LMMatcher(random_state=seed, **params))
     from ..matchers import RNNMatcher
 
     return lambda seed: RNNMatcher(random_state=seed, **params)
 
 
 def matcher_fit_kwargs(kind: str) -> Callable[[ALTask], dict] | None:
-    """The matcher's fit arguments for a task: the RNN early-stops on the validation split.
+    """The matcher's fit arguments for a task: the networks keep their best epoch on the validation split.
 
     Parameters
     ----------
-    kind : {"feature", "rnn"}
+    kind : {"feature", "rnn", "lm"}
 
     Returns
     -------
     callable or None
-        ``task -> {"X_valid": ..., "y_valid": ...}`` for ``"rnn"``; None for ``"feature"``.
+        ``task -> {"X_valid": ..., "y_valid": ...}`` for ``"rnn"`` and ``"lm"``; None for ``"feature"``.
     """
     _check_matcher(kind)
     if kind == "feature":

@@ -94,6 +94,13 @@ class SessionConfig:
         What the match threshold is chosen for, from the audit answers: ``"f1"`` (the best
         estimated F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at
         least 0.9) or ``"recall=0.8"``; exports and the saved model use it.
+    matcher : {"feature", "lm"}
+        The matcher trained each round: a random forest on the similarity features, or
+        :class:`~skrisk.matchers.LMMatcher` (a pretrained language model fine-tuned on the
+        pairs, warm-started from the last round; needs ``skrisk[lm]``, and a GPU for large
+        candidate sets: every round scores all candidates).
+    lm_model : str
+        ``matcher="lm"``: the model folder or Hub name ("": the offline all-MiniLM-L6-v2).
     """
 
     n_instances: int = 10
@@ -103,6 +110,8 @@ class SessionConfig:
     epochs: int = DEFAULT_EPOCHS
     audit: int = 5
     target: str = "f1"
+    matcher: str = "feature"
+    lm_model: str = ""
 
     def check(self) -> None:
         """Raise :class:`DataError` (a ``ValueError``) naming the first invalid parameter."""
@@ -116,6 +125,10 @@ class SessionConfig:
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or a < 0:
             raise DataError(f"audit must be a non-negative integer (0 turns audits off), got {a!r}.")
         parse_target(self.target)
+        if self.matcher not in ("feature", "lm"):
+            raise DataError(f"matcher must be 'feature' or 'lm', got {self.matcher!r}.")
+        if self.lm_model and self.matcher != "lm":
+            raise DataError(f"lm_model is the model of matcher 'lm', but matcher is {self.matcher!r}: pass --matcher lm.")
         s = self.seed
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s <= _MAX_SEED:
             raise DataError(f"seed must be an integer from 0 to {_MAX_SEED}, got {s!r}: pass such a --seed.")
@@ -216,8 +229,9 @@ def _read_manifest(path: Path) -> dict:
     if isinstance(params, dict) and "batch" in params and "n_instances" not in params:
         params["n_instances"] = params.pop("batch")  # the name of manifests written before n_instances
     fields = SessionConfig.__dataclass_fields__
-    optional = ("audit", "target")  # added later: older sessions lack them and get the defaults
-    texts = ("target",)
+    # added later: older sessions lack them and get the defaults
+    optional = ("audit", "target", "matcher", "lm_model")
+    texts = ("target", "matcher", "lm_model")
     if not isinstance(params, dict) or not all(
         isinstance(params.get(k), str if k in texts else int) for k in fields if k not in optional or k in params
     ):
@@ -439,6 +453,8 @@ class LabellingSession:
             )
         self._features: np.ndarray | None = None
         self._similarity: Any = None  # the fitted SimilarityFeatures (set with the features)
+        self._lm: Any = None  # matcher "lm": the LMMatcher, warm-started round after round
+        self._lm_pool: Any = None  # matcher "lm": serialize_pairs of every candidate, with the features
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -725,6 +741,7 @@ class LabellingSession:
             "params": {
                 "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
                 "seed": cfg.seed, "epochs": cfg.epochs, "audit": cfg.audit, "target": cfg.target,
+                "matcher": cfg.matcher, "lm_model": cfg.lm_model,
             },
         }
         atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
@@ -758,6 +775,32 @@ class LabellingSession:
             self._similarity = sf  # the fitted features go into the saved model
             self._feature_names = [str(n) for n in sf.get_feature_names_out()]
         return self._features
+
+    def matcher_input(self) -> Any:
+        """What the session's matcher reads for every candidate: the similarity features, or (matcher
+        "lm") the serialised records with those features (:func:`~skrisk.matchers.serialize_pairs`)."""
+        F = self.features
+        if self.config.matcher != "lm":
+            return F
+        if self._lm_pool is None:
+            from ..matchers import serialize_pairs
+
+            self._lm_pool = serialize_pairs(self.dataset.to_frame(), features=F)
+        return self._lm_pool
+
+    def new_matcher(self) -> Any:
+        """The matcher of a round: a random forest, or the session's LMMatcher (warm after its first round)."""
+        from ..matchers import FeatureMatcher
+
+        if self.config.matcher != "lm":
+            return FeatureMatcher(random_state=self.config.seed)
+        if self._lm is None:
+            from ..matchers import LMMatcher
+            from ..matchers._lm_weights import OFFLINE_MODEL
+
+            self._lm = LMMatcher(self.config.lm_model or OFFLINE_MODEL, warm_start=True, random_state=self.config.seed,
+                                 verbose=1)
+        return self._lm
 
     def labels(self) -> dict[tuple[str, str], int]:
         """Training labels in force: given ones, then the yes/no answers (answers win); not the answers
@@ -836,12 +879,12 @@ class LabellingSession:
         return {"phase": "initial", "round": round_no, "items": items}
 
     def _risk_batch(self, free: list[int], labels: dict, round_no: int) -> dict:
+        from .._rows import take_rows
         from ..active import ActiveLearner
-        from ..matchers._feature import FeatureMatcher
         from ..strategies import RiskSampler
 
         cfg = self.config
-        F = self.features
+        F = self.matcher_input()
         lab_pos = np.array([self.position[k] for k in labels], dtype=np.intp)
         y_lab = np.array(list(labels.values()), dtype=np.int64)
         rng = np.random.RandomState(_round_seed(cfg.seed, round_no, 0))
@@ -859,11 +902,11 @@ class LabellingSession:
             risk_params={"epochs": cfg.epochs}, random_state=_round_seed(cfg.seed, round_no, 1),
             device="cpu", feature_names=self._feature_names,
         )
-        matcher = FeatureMatcher(random_state=cfg.seed)
-        learner = ActiveLearner(matcher, sampler, X_training=F[lab_pos], y_training=y_lab)
+        matcher = self.new_matcher()
+        learner = ActiveLearner(matcher, sampler, X_training=take_rows(F, lab_pos), y_training=y_lab)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            picked, risks = sampler(learner, F[pool], n_instances=min(cfg.n_instances, len(pool)),
+            picked, risks = sampler(learner, take_rows(F, pool), n_instances=min(cfg.n_instances, len(pool)),
                                     random_state=_round_seed(cfg.seed, round_no, 2))
         risk_model = sampler.last_query_.risk_model
         fallback = risk_model is None
@@ -875,7 +918,7 @@ class LabellingSession:
         status["lines"] = status_lines(self, status)  # kept for status_text() (the Jupyter labeller)
         self._print(*status["lines"])
         self._save_model(matcher, risk_model, threshold=status["threshold"])  # the round's chosen threshold
-        chosen = F[pool[picked]]
+        chosen = take_rows(F, pool[picked])
         proba = matcher.predict_proba(chosen)[:, 1]
         items = []
         for j, (i, risk, p) in enumerate(zip(pool[picked], risks, proba)):
@@ -1418,11 +1461,11 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     proba = np.where(lab_arr == 1, 1.0, 0.0)
     note = ""
     if (lab_arr == 1).any() and (lab_arr == 0).any():
-        from ..matchers._feature import FeatureMatcher
+        from .._rows import take_rows
 
-        F = session.features
-        known = lab_arr >= 0
-        matcher = FeatureMatcher(random_state=session.config.seed).fit(F[known], lab_arr[known])
+        F = session.matcher_input()
+        known = np.flatnonzero(lab_arr >= 0)
+        matcher = session.new_matcher().fit(take_rows(F, known), lab_arr[known])
         proba = matcher.predict_proba(F)[:, 1]
         threshold, note = export_threshold(session, proba)
         note = f" ({note})"

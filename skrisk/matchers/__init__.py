@@ -1,7 +1,9 @@
-"""Matchers: a DeepMatcher-style RNN classifier in skorch, and a fast feature-based classifier.
+"""Matchers: a DeepMatcher-style RNN classifier in skorch, a pretrained-language-model
+cross-encoder, and a fast feature-based classifier.
 
-``RNNMatcher``, ``make_rnn_pipeline``, ``save_matcher`` and ``load_matcher`` are imported on
-first use (they need torch and skorch), so ``import skrisk.matchers`` stays light.
+``RNNMatcher``, ``make_rnn_pipeline``, ``save_matcher``, ``load_matcher``, ``LMMatcher`` and
+``serialize_pairs`` are imported on first use (they need torch, skorch or transformers), so
+``import skrisk.matchers`` stays light.
 """
 
 from .._lazy import lazy_attributes
@@ -11,6 +13,7 @@ from ._feature import FeatureMatcher
 __all__ = [
     "CAPABILITIES",
     "FeatureMatcher",
+    "LMMatcher",
     "MATCH_THRESHOLD",
     "RNNMatcher",
     "load_matcher",
@@ -18,6 +21,7 @@ __all__ = [
     "match_labels",
     "require",
     "save_matcher",
+    "serialize_pairs",
 ]
 
 _LAZY = {
@@ -25,6 +29,8 @@ _LAZY = {
     "make_rnn_pipeline": "._rnn",
     "save_matcher": "._io",
     "load_matcher": "._io",
+    "LMMatcher": "._lm",
+    "serialize_pairs": "._lm_data",
 }
 
 

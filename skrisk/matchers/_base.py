@@ -33,6 +33,34 @@ from ..exceptions import MissingCapabilityError, NotFittedError
 
 __all__ = ["CAPABILITIES", "MATCH_THRESHOLD", "match_labels", "require"]
 
+
+def last_layer_gradients(proba: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """BADGE embeddings ``(n, 2 * d)``: the cross-entropy gradient w.r.t. a softmax output layer's
+    weights at the predicted label, ``(p - onehot(yhat)) outer h``, class by class (analytic).
+
+    ``proba``: ``(n, 2)`` class probabilities; ``h``: ``(n, d)`` the layer's input.
+
+    Examples
+    --------
+    >>> last_layer_gradients(np.array([[0.25, 0.75]]), np.array([[2.0]])).tolist()
+    [[0.5, -0.5]]
+    """
+    onehot = np.eye(2, dtype=proba.dtype)[proba.argmax(axis=1)]
+    return ((proba - onehot)[:, :, None] * h[:, None, :]).reshape(len(h), -1)
+
+
+def expected_gradient_lengths(proba: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """EGL ``(n,)``: ``sum_y p(y) ||p - onehot(y)|| ||h||`` over both hypothetical labels, the
+    expected norm of that output layer's gradient.
+
+    Examples
+    --------
+    >>> round(float(expected_gradient_lengths(np.array([[0.5, 0.5]]), np.array([[1.0]]))[0]), 4)
+    0.7071
+    """
+    norms = np.linalg.norm(proba[:, None, :] - np.eye(2, dtype=proba.dtype)[None], axis=2)
+    return (proba * norms).sum(axis=1) * np.linalg.norm(h, axis=1)
+
 #: A pair is predicted a match iff its match probability is *above* this value. A tie at exactly
 #: 0.5 is a non-match, as scikit-learn's argmax over ``predict_proba`` decides it (the first of two
 #: equal classes, 0). Every matcher, LearnRisk and the labelling exports apply it through

@@ -20,7 +20,7 @@ from sklearn.utils.validation import validate_data
 
 from ..data._pairs import PairDataset
 from ..exceptions import NotFittedError
-from ._base import match_labels
+from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
 
 __all__ = ["FeatureMatcher"]
 
@@ -276,16 +276,14 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         standardised features (the logistic regression written as a 2-class softmax layer)."""
         Z = self.represent(X)
         P = self._proba_from_scaled(Z)
-        onehot = np.eye(2)[P.argmax(axis=1)]
-        return ((P - onehot)[:, :, None] * Z[:, None, :]).reshape(len(Z), -1)
+        return last_layer_gradients(P, Z)
 
     @available_if(_is_logistic)
     def expected_gradient_length(self, X: object) -> npt.NDArray[np.float64]:
         """EGL ``(n,)``: ``sum_y p(y) ||p - onehot(y)|| ||z||``."""
         Z = self.represent(X)
         P = self._proba_from_scaled(Z)
-        norms = np.linalg.norm(P[:, None, :] - np.eye(2)[None], axis=2)
-        return (P * norms).sum(axis=1) * np.linalg.norm(Z, axis=1)
+        return expected_gradient_lengths(P, Z)
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()

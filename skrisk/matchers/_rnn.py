@@ -32,6 +32,7 @@ from ._rnn_data import (
     seed_from,
     validation_from_fit_params,
 )
+from ._base import expected_gradient_lengths, last_layer_gradients
 from ._rnn_inference import pool_passes
 
 __all__ = ["RNNMatcher", "make_rnn_pipeline"]
@@ -666,8 +667,7 @@ class RNNMatcher(NeuralNetClassifier):
         (the first ``h`` values belong to class 0). Analytic, no backward pass.
         """
         h, p = self._infer(X, hidden=True)
-        onehot = np.eye(2, dtype=p.dtype)[p.argmax(axis=1)]
-        return ((p - onehot)[:, :, None] * h[:, None, :]).reshape(len(h), -1)
+        return last_layer_gradients(p, h)
 
     def expected_gradient_length(self, X: object) -> npt.NDArray[np.float32]:
         """Expected gradient length ``(n,)`` (EGL).
@@ -676,10 +676,7 @@ class RNNMatcher(NeuralNetClassifier):
         the output layer's weights and ``||grad_W|| = ||p - onehot(y)|| * ||h||``.
         """
         h, p = self._infer(X, hidden=True)
-        hn = np.linalg.norm(h, axis=1)
-        eye = np.eye(2, dtype=p.dtype)
-        norms = np.linalg.norm(p[:, None, :] - eye[None, :, :], axis=2)  # (n, 2): label y
-        return ((p * norms).sum(axis=1) * hn).astype(np.float32)
+        return expected_gradient_lengths(p, h).astype(np.float32)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str) -> None:

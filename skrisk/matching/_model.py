@@ -14,7 +14,11 @@ it as one zip file (``model.skrisk``) whose entries are
   types (:data:`TRUSTED_TYPES`; never ``trusted=True``): no pickle, nothing in the file runs;
 * ``rnn/config.json`` and ``rnn/weights.pt``: the :class:`~skrisk.matchers.RNNMatcher` that ends
   the matcher pipeline, in the format of :func:`~skrisk.matchers.save_matcher` (JSON, and tensors read with
-  ``torch.load(..., weights_only=True)``), because skops does not persist torch modules.
+  ``torch.load(..., weights_only=True)``), because skops does not persist torch modules;
+* ``lm/*``: an :class:`~skrisk.matchers.LMMatcher` matcher, as :meth:`LMMatcher.save
+  <skrisk.matchers.LMMatcher.save>` writes it (``config.json``, ``model.safetensors``,
+  tokenizer JSON, ``head.safetensors``, ``lm_matcher.json``): JSON and safetensors only, loaded
+  with no code from the file run (no ``auto_map``, no pickled weights).
 
 :func:`load_model` refuses any other entry, a file that is not a zip archive (a pickle is named
 as such), a newer format version, untrusted types, and a file whose parts disagree (the
@@ -76,7 +80,11 @@ _META = "model.json"
 _SKOPS = "estimators.skops"
 _RNN_CONFIG = "rnn/config.json"
 _RNN_WEIGHTS = "rnn/weights.pt"
-_ENTRIES = frozenset({_META, _SKOPS, _RNN_CONFIG, _RNN_WEIGHTS})
+_LM = "lm/"
+#: The files of an LMMatcher in a model file (under ``lm/``); the first five are required.
+_LM_FILES = ("config.json", "model.safetensors", "tokenizer.json", "head.safetensors", "lm_matcher.json",
+             "tokenizer_config.json", "special_tokens_map.json")
+_ENTRIES = frozenset({_META, _SKOPS, _RNN_CONFIG, _RNN_WEIGHTS, *(_LM + f for f in _LM_FILES)})
 #: Uncompressed bytes a model file may hold in all (checked before anything is read).
 MAX_MODEL_BYTES = 4 * 2**30
 #: Unpacked bytes of a JSON entry (``model.json``; ``rnn/config.json``, which holds the RNN's
@@ -84,8 +92,9 @@ MAX_MODEL_BYTES = 4 * 2**30
 #: read: a small file that unpacks to gigabytes of JSON is refused, not parsed.
 MAX_META_BYTES = 16 * 2**20
 MAX_JSON_BYTES = 512 * 2**20
-_ENTRY_LIMITS = {_META: MAX_META_BYTES, _RNN_CONFIG: MAX_JSON_BYTES}
-_MATCHER_KINDS = ("sklearn", "rnn_pipeline")
+_ENTRY_LIMITS = {_META: MAX_META_BYTES, _RNN_CONFIG: MAX_JSON_BYTES,
+                 **{_LM + f: MAX_JSON_BYTES for f in _LM_FILES if f.endswith(".json")}}
+_MATCHER_KINDS = ("sklearn", "rnn_pipeline", "lm")
 _TASKS = ("link", "dedup")
 _RESAVE = "save the model again with this skrisk (MatchModel.save, or label one more round in the session)"
 
@@ -112,6 +121,42 @@ def _is_rnn(obj: object) -> bool:
 
     mod = sys.modules.get("skrisk.matchers._rnn")
     return mod is not None and isinstance(obj, mod.RNNMatcher)
+
+
+def _is_lm(obj: object) -> bool:
+    """Whether ``obj`` is an LMMatcher, without importing transformers when it is not loaded."""
+    import sys
+
+    mod = sys.modules.get("skrisk.matchers._lm")
+    return mod is not None and isinstance(obj, mod.LMMatcher)
+
+
+def _lm_entries(matcher: Any) -> dict[str, bytes]:
+    """The ``lm/*`` entries of a fitted LMMatcher."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="skrisk-lm-") as tmp:
+        matcher.save(tmp)
+        return {_LM + f: (Path(tmp) / f).read_bytes() for f in _LM_FILES if (Path(tmp) / f).is_file()}
+
+
+def _lm_from_entries(entries: dict[str, bytes], file: Path, device: str | None) -> Any:
+    """The LMMatcher of a model file's ``lm/*`` entries (JSON and safetensors; no code is run)."""
+    import tempfile
+
+    missing = [f for f in _LM_FILES[:5] if _LM + f not in entries]
+    if missing:
+        raise _bad(file, f"matcher_kind is 'lm' but {[_LM + f for f in missing]} is missing")
+    from ..matchers import LMMatcher
+
+    with tempfile.TemporaryDirectory(prefix="skrisk-lm-") as tmp:
+        for name, data in entries.items():
+            if name.startswith(_LM):
+                (Path(tmp) / name[len(_LM):]).write_bytes(data)
+        try:
+            return LMMatcher.load(tmp, device=device if device is not None else "auto")
+        except DataError as exc:
+            raise DataError(f"{file}: its language-model matcher (lm/) is refused: {exc}") from exc
 
 
 def _blocking_of(meta: dict, file: Path) -> list | None:
@@ -200,6 +245,8 @@ class MatchModel:
             raise DataError(f"{where}: id_column is {self.id_column!r}, not a column name.")
         if not hasattr(self.matcher, "predict_proba"):
             raise DataError(f"{where}: the matcher {type(self.matcher).__name__} has no predict_proba.")
+        if _is_lm(self.matcher) and getattr(self.matcher, "input_kind_", None) != "frame":
+            raise DataError(f"{where}: the LMMatcher is not fitted.")
         if _is_rnn(self.matcher):
             raise DataError(
                 f"{where}: a bare RNNMatcher takes encoded pairs; give it with its encoder as one "
@@ -273,6 +320,7 @@ class MatchModel:
 
         self.check()
         parts, kind, rnn = self._split_rnn()
+        lm_files = _lm_entries(self.matcher) if kind == "lm" else {}
         meta = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -294,6 +342,8 @@ class MatchModel:
                 config_text, weights = rnn_parts(rnn)
                 zf.writestr(_RNN_CONFIG, config_text)
                 zf.writestr(_RNN_WEIGHTS, weights)
+            for name, data in lm_files.items():
+                zf.writestr(name, data)
         target = Path(path)
         atomic_write_bytes(target, buf.getvalue())
         return target
@@ -303,7 +353,9 @@ class MatchModel:
         from sklearn.pipeline import Pipeline
 
         matcher, kind, rnn = self.matcher, "sklearn", None
-        if isinstance(matcher, Pipeline) and _is_rnn(matcher.steps[-1][1]):
+        if _is_lm(matcher):  # stored as lm/* (safetensors + JSON), not in the skops part
+            matcher, kind = None, "lm"
+        elif isinstance(matcher, Pipeline) and _is_rnn(matcher.steps[-1][1]):
             head = copy.copy(matcher)
             head.steps = list(matcher.steps[:-1]) + [(matcher.steps[-1][0], "passthrough")]
             matcher, kind, rnn = head, "rnn_pipeline", matcher.steps[-1][1]
@@ -443,7 +495,7 @@ def load_model(
         More type names to trust (``"module.Class"``), for pipelines of your own classes: review
         them first (:func:`skops.io.get_untrusted_types`).
     device : str or None, default=None
-        Device of an RNN matcher (None: CUDA when available, else CPU).
+        Device of an RNN or LM matcher (None: CUDA when available, else CPU).
 
     Returns
     -------
@@ -489,7 +541,11 @@ def load_model(
     check_model_parts(parts, file)
     matcher = parts["matcher"]
     kind = meta["matcher_kind"]
-    if kind != "sklearn":
+    if kind == "lm":
+        if matcher is not None:
+            raise _bad(file, "matcher_kind is 'lm' but the skops part holds a matcher too")
+        matcher = _lm_from_entries(entries, file, device)
+    elif kind != "sklearn":
         if _RNN_CONFIG not in entries or _RNN_WEIGHTS not in entries:
             raise _bad(file, f"matcher_kind is {kind!r} but {_RNN_CONFIG} or {_RNN_WEIGHTS} is missing")
         from ..matchers._io import rnn_from_parts

@@ -219,8 +219,10 @@ class RiskSampler(BaseEstimator):
         perfectly calibrated). ``"oof"``: out-of-fold probabilities from ``cv`` stratified folds
         of a clone of the matcher, as for unseen pairs (:func:`~skrisk.risk.oof_proba`).
         ``"auto"``: ``"oof"`` for matchers that
-        are cheap to refit (not skorch nets), ``"fit"`` for neural matchers, which are
-        early-stopped on validation pairs.
+        are cheap to refit, ``"fit"`` for neural matchers (those holding a torch ``module_``:
+        :class:`~skrisk.matchers.RNNMatcher`, :class:`~skrisk.matchers.LMMatcher`), which keep
+        their best epoch on validation pairs and would need ``cv`` more trainings per query for
+        out-of-fold probabilities (the language-model prototype used ``"fit"`` too).
     cv : int, default=5
         Folds of ``labelled_proba="oof"``.
     schedule, init, block_size : see :func:`~skrisk.kmedoids.weighted_fastpam`.

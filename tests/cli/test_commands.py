@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pandas as pd
 import pytest
@@ -221,3 +222,23 @@ def test_demo_prints_warnings_on_their_own_line_above_the_progress_bar(tmp_path,
     assert warned, "the quick demo no longer warns: pick a setting that does"
     assert all(ln.startswith("UserWarning: ") and "active learning" not in ln for ln in warned), warned
     assert not any(ln.lstrip().startswith("P = oof_proba") for ln in lines)  # no source line of skrisk
+
+
+def test_run_with_the_lm_matcher(tmp_path, capsys):
+    """``skrisk run --matcher lm --lm-model FOLDER``: a tiny BERT folder built in the test."""
+    pytest.importorskip("transformers")
+    from _lm_fixtures import make_tiny_bert, words_of
+
+    ds = make_pairs(120, random_state=0)
+    model = make_tiny_bert(tmp_path / "tiny", words_of(ds.to_frame()))
+    data = _deepmatcher_folder(ds, tmp_path / "synthetic")
+    out = tmp_path / "run"
+    argv = ["run", "--dataset", str(data), "--strategy", "risk,entropy", "--rounds", "2", "--batch", "5",
+            "--seed-size", "16", "--epochs", "10", "--matcher", "lm", "--lm-model", str(model), "--out", str(out),
+            "--no-progress", "--no-plot"]
+    assert main(argv) == 0, capsys.readouterr().err
+    df = pd.read_csv(out / "learning_curve.csv")
+    assert set(df["strategy"]) == {"risk", "entropy"} and df["n_labelled"].tolist()[:2] == [16, 21]
+    assert json.loads((out / "run.json").read_text())["lm_model"] == str(model)
+    assert main(["run", "--dataset", str(data), "--lm-model", str(model), "--out", str(tmp_path / "o")]) == 2
+    assert "add --matcher lm" in capsys.readouterr().err
