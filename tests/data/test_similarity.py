@@ -224,3 +224,14 @@ def test_sklearn_behaviour_on_even_columns():
     assert out.dtype == np.float32 and out.shape == (30, 2 * 3)
     perm = rng.permutation(30)
     np.testing.assert_array_equal(sf.transform(X[perm]), out[perm])
+
+
+def test_num_delta_no_number_is_missing_and_big_or_exponent_values_compare():
+    """Issue #29: a value without a number is missing, not equal; 400 digits and 1e5 parse."""
+    big = "9" * 400
+    X = _frame(["n/a", big, "1e5", "12", "5", "2.5E-3", big, "7", "8"],
+               ["5", "1", "100000", "n/a", "", "0.0025", big, "7", "6"], attr="price")
+    sf = SimilarityFeatures(metrics=["num_delta"]).fit(X)
+    assert sf.numeric_attributes_ == ["price"]
+    out = sf.transform(X)[:, 0]
+    np.testing.assert_allclose(out, [-1.0, 1.0, 0.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.25], atol=1e-6)
