@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +19,9 @@ import scipy.sparse as sp
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler, LCSseq, Levenshtein
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.feature_extraction.text import HashingVectorizer, TfidfVectorizer
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import normalize
+from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._pairs import PairDataset, _to_text
@@ -58,6 +60,8 @@ _NUMERIC_VALUE_RE = (
 _NUMBER_RE = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 #: Share of non-missing values that must look numeric for ``num_delta`` to be produced.
 _NUMERIC_SHARE = 0.9
+# Columns of the hashed token sets (HashingVectorizer's n_features)
+_N_HASH = 2**20
 # Token pairs scored per Monge-Elkan chunk: bounds memory at a few tens of MB.
 _ME_CHUNK = 1_000_000
 
@@ -73,33 +77,21 @@ def _number_tokens(text: str) -> list[str]:
     return out
 
 
-def _hashing(analyzer: str | object, **kw: object) -> HashingVectorizer:
-    return HashingVectorizer(
-        analyzer=analyzer,  # type: ignore[arg-type]
-        n_features=2**20,
-        binary=True,
-        norm=None,
-        alternate_sign=False,
-        lowercase=False,
-        dtype=np.float32,
-        **kw,  # type: ignore[arg-type]
-    )
-
-
 def _row_dot(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
     """Row-wise dot products of two sparse matrices of the same shape."""
     return np.asarray(a.multiply(b).sum(axis=1), dtype=np.float64).ravel()
 
 
-def _set_strings(m: sp.csr_matrix) -> np.ndarray:
-    """Each row's set of column indices as one string of code points, in increasing order.
+def _set_strings(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's set of column indices as one string of code points, in increasing order, and
+    the sets' sizes.
 
     A hashed token index ``h < 2**20`` becomes the character ``h`` (shifted past the surrogate
     range). Two such strings share exactly the characters of the sets' intersection, in the same
     order, so their longest common subsequence is the intersection's size: set overlaps become
     rapidfuzz's native, multi-threaded ``LCSseq`` over the pairs (:func:`_set_overlap`).
     """
-    m = m.tocsr()
+    m = sp.csr_matrix(m)
     m.sum_duplicates()  # sorted, unique indices per row
     cp = m.indices.astype(np.uint32)
     cp += (cp >= 0xD800).astype(np.uint32) * 2048
@@ -107,21 +99,82 @@ def _set_strings(m: sp.csr_matrix) -> np.ndarray:
     ptr = m.indptr.tolist()
     out = np.empty(m.shape[0], dtype=object)
     out[:] = [buf[a:b] for a, b in zip(ptr[:-1], ptr[1:])]
-    return out
+    return out, np.diff(m.indptr).astype(np.float64)
+
+
+def _incidence(token_lists: list[list[str]]) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Token counts of each value (values x distinct tokens, float32, sorted indices) and the
+    distinct tokens, in order of first appearance."""
+    lens = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
+    flat = [t for ts in token_lists for t in ts]
+    codes, vocab = pd.factorize(pd.Series(flat, dtype=object)) if flat else (np.zeros(0, np.intp), [])
+    ptr = np.concatenate(([0], np.cumsum(lens)))
+    inc = sp.csr_matrix((np.ones(len(flat), np.float32), codes, ptr), shape=(len(token_lists), len(vocab)))
+    inc.sum_duplicates()
+    return inc, np.asarray(vocab, dtype=object)
+
+
+def _hash_index(tokens: Sequence[str]) -> np.ndarray:
+    """HashingVectorizer's column of each string: ``|murmurhash3_32(t, seed=0)| mod 2**20``."""
+    h = np.fromiter((murmurhash3_32(t, 0) for t in tokens), dtype=np.int64, count=len(tokens))
+    return np.abs(h) % _N_HASH
+
+
+def _char3(word: str) -> list[str]:
+    """The character 3-grams of a word padded with a space on each side (``char_wb``)."""
+    w = f" {word} "
+    return [w[i:i + 3] for i in range(len(w) - 2)]
+
+
+def _hashed_sets(
+    token_lists: list[list[str]], grams: Callable[[str], list[str]] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_set_strings` of each value's set of hashed features, and the sets' sizes.
+
+    The features of a value are its tokens (``grams=None``) or the union of ``grams(token)``
+    over its tokens; each distinct token and gram is hashed once, into the columns
+    HashingVectorizer gives them (so the same sets, collisions included).
+    """
+    n = len(token_lists)
+    lens = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=n)
+    flat = [t for ts in token_lists for t in ts]
+    if not flat:
+        return np.full(n, "", dtype=object), np.zeros(n)
+    codes, vocab = pd.factorize(pd.Series(flat, dtype=object))
+    if grams is None:
+        tok_ptr, tok_idx = np.arange(len(vocab) + 1), _hash_index(vocab)
+    else:
+        glists = [grams(t) for t in vocab]
+        gcodes, gvocab = pd.factorize(pd.Series([g for gs in glists for g in gs], dtype=object))
+        tok_idx = _hash_index(gvocab)[gcodes]
+        tok_ptr = np.concatenate(([0], np.cumsum([len(g) for g in glists])))
+    cnt = np.diff(tok_ptr)[codes]
+    total = int(cnt.sum())
+    pos = np.repeat(tok_ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+    rows = np.repeat(np.repeat(np.arange(n), lens), cnt)
+    m = sp.csr_matrix((np.ones(total, np.int32), (rows, tok_idx[pos])), shape=(n, _N_HASH))
+    return _set_strings(m)
+
+
+def _tfidf_rows(inc: sp.csr_matrix, vocab: np.ndarray, vec: TfidfVectorizer) -> sp.csr_matrix:
+    """``vec.transform`` of the values from their word-token incidence (same tokens, same steps:
+    counts, sublinear tf, idf, l2 norm)."""
+    vid = np.array([vec.vocabulary_.get(t, -1) for t in vocab], dtype=np.int64)
+    coo = inc.tocoo()
+    known = vid[coo.col] >= 0
+    counts = sp.csr_matrix((coo.data[known], (coo.row[known], vid[coo.col[known]])),
+                           shape=(inc.shape[0], len(vec.vocabulary_)), dtype=np.float32)
+    counts.sum_duplicates()
+    if vec.sublinear_tf:
+        np.log(counts.data, counts.data)
+        counts.data += 1.0
+    counts.data *= vec.idf_[counts.indices]
+    return normalize(counts, norm=vec.norm, copy=False)
 
 
 def _set_overlap(a: np.ndarray, b: np.ndarray, workers: int) -> np.ndarray:
     """Sizes of the intersections of the code-point sets ``a[i]`` and ``b[i]`` (:func:`_set_strings`)."""
     return process.cpdist(a, b, scorer=LCSseq.similarity, workers=workers, dtype=np.int32).astype(np.float64)
-
-
-def _token_table(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Word tokens of distinct values, flat: ``(tokens, n_tokens per value, offset per value)``."""
-    toks = [_WORD_RE.findall(t) for t in texts]
-    lens = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
-    flat = np.array([t for ts in toks for t in ts] or [""], dtype=object)
-    offs = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-    return flat, lens, offs
 
 
 def _monge_elkan(
@@ -579,8 +632,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         >>> sf = SimilarityFeatures(metrics=["jaccard", "levenshtein"]).fit(X)
         >>> enc = sf.encode(table)
         >>> sf.transform_encoded(enc, enc, [0, 0], [1, 2]).round(3)
-        array([[0.333, 0.667],
-               [0.   , 0.111]], dtype=float32)
+        array([[0.333, 0.778],
+               [0.   , 0.   ]], dtype=float32)
         """
         check_is_fitted(self)
         workers = self._workers()
@@ -613,17 +666,22 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         """What the metrics need of each distinct text of one attribute."""
         metrics = self._metrics
         enc = _Encoded(text=texts, missing=texts == "")
-        for m, analyzer, kw in (("jaccard", "word", {"token_pattern": _WORD_PATTERN}),
-                                ("jaccard_3gram", "char_wb", {"ngram_range": (3, 3)}),
-                                ("num_diff", _number_tokens, {})):
-            if m in metrics:
-                hashed = _hashing(analyzer, **kw).transform(texts)
-                enc.sets[m] = (_set_strings(hashed), np.diff(hashed.indptr).astype(np.float64))
         vec = self.tfidf_.get(attr) if "tfidf_cosine" in metrics else None
-        if vec is not None:
-            enc.tfidf = vec.transform(texts).tocsr()
-        if "monge_elkan" in metrics:
-            enc.tokens = _token_table(texts)
+        if {"jaccard", "monge_elkan"} & set(metrics) or vec is not None:
+            words = [_WORD_RE.findall(t) for t in texts]
+            inc, vocab = _incidence(words)
+            if "jaccard" in metrics:
+                enc.sets["jaccard"] = _hashed_sets(words)
+            if vec is not None:
+                enc.tfidf = _tfidf_rows(inc, vocab, vec)
+            if "monge_elkan" in metrics:
+                lens = np.diff(np.concatenate(([0], np.cumsum([len(w) for w in words])))).astype(np.int64)
+                flat = np.array([t for ws in words for t in ws] or [""], dtype=object)
+                enc.tokens = (flat, lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64))
+        if "jaccard_3gram" in metrics:
+            enc.sets["jaccard_3gram"] = _hashed_sets([t.split() for t in texts], _char3)
+        if "num_diff" in metrics:
+            enc.sets["num_diff"] = _hashed_sets([_number_tokens(t) for t in texts])
         if "num_delta" in metrics and attr in self.numeric_attributes_:
             enc.numbers = _parse_numbers(texts)
         return enc
