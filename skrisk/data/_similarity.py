@@ -474,12 +474,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             )
         return [m for m in SIMILARITY_METRICS if m in metrics]
 
-    def _workers(self) -> int:
-        if self.n_jobs is None:
+    def _workers(self, n_jobs: object = None) -> int:
+        n_jobs = self.n_jobs if n_jobs is None else n_jobs
+        if n_jobs is None:
             return 1
-        if not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs == 0:
-            raise ValueError(f"n_jobs must be a non-zero int or None, got {self.n_jobs!r}.")
-        return int(self.n_jobs)
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+            raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}.")
+        return int(n_jobs)
 
     # ------------------------------------------------------------------ fit / transform
     def fit(self, X: object, y: object = None) -> "SimilarityFeatures":
@@ -607,6 +608,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         right: "EncodedRecords",
         left_pos: npt.ArrayLike,
         right_pos: npt.ArrayLike,
+        *,
+        n_jobs: int | None = None,
     ) -> npt.NDArray[np.float32]:
         """Features of the pairs ``(left record left_pos[i], right record right_pos[i])``.
 
@@ -618,6 +621,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             :meth:`encode` of the two tables (the same object twice for one table).
         left_pos, right_pos : array-like of int, shape (n_pairs,)
             Row positions of each pair's records in the two tables.
+        n_jobs : int or None, default=None
+            Threads of the pairwise comparisons for this call; None: the ``n_jobs`` parameter.
 
         Returns
         -------
@@ -636,7 +641,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                [0.   , 0.   ]], dtype=float32)
         """
         check_is_fitted(self)
-        workers = self._workers()
+        workers = self._workers(n_jobs)
         lp = np.asarray(left_pos, dtype=np.intp).ravel()
         rp = np.asarray(right_pos, dtype=np.intp).ravel()
         if lp.shape != rp.shape:

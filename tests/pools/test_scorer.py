@@ -22,6 +22,7 @@ def _direct(f, pairs):
 def test_score_equals_the_models_applied_directly(febrl):
     scorer = ChunkScorer(febrl.ds.left, febrl.ds.right, features=febrl.sf, matcher=febrl.matcher,
                          risk_model=febrl.risk)
+    assert scorer._encoded is not None  # the tables are encoded once; a chunk costs its comparisons
     chunk = febrl.pool.iloc[:700]
     out = scorer.score(chunk, representation=True)
     F, p, r = _direct(febrl, chunk)
