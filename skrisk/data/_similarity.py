@@ -178,8 +178,8 @@ def _set_overlap(a: np.ndarray, b: np.ndarray, workers: int) -> np.ndarray:
 
 
 def _monge_elkan(
-    ltok: tuple[np.ndarray, np.ndarray, np.ndarray],
-    rtok: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ltok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    rtok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     li: np.ndarray,
     ri: np.ndarray,
     workers: int,
@@ -189,12 +189,20 @@ def _monge_elkan(
     ``ME(A, B) = mean_{a in A} max_{b in B} jw(a, b)``; the result is the mean of ``ME(A, B)`` and
     ``ME(B, A)``. All token pairs of a chunk of record pairs are scored in one ``cpdist`` call;
     the per-token maxima and per-pair means are ``reduceat``/``bincount`` reductions.
-    0 where either side has no token. ``ltok``/``rtok`` are :func:`_token_table` outputs.
+    0 where either side has no token. ``ltok``/``rtok`` are each side's ``(token ids, tokens per
+    value, offset per value, vocabulary)``.
     """
     n = len(li)
     out = np.zeros(n, dtype=np.float64)
-    lflat, llen_u, loff_u = ltok
-    rflat, rlen_u, roff_u = rtok
+    lflat, llen_u, loff_u, lvocab = ltok
+    rflat, rlen_u, roff_u, rvocab = rtok
+
+    def jw(lt: np.ndarray, rt: np.ndarray) -> np.ndarray:
+        """Jaro-Winkler of token pairs (ids), each distinct pair of tokens scored once."""
+        inv, uniq = pd.factorize(lt * len(rvocab) + rt)
+        return process.cpdist(lvocab[uniq // len(rvocab)], rvocab[uniq % len(rvocab)],
+                              scorer=JaroWinkler.normalized_similarity, workers=workers)[inv]
+
     nl, nr = llen_u[li], rlen_u[ri]
     cost = nl * nr
     valid = np.flatnonzero(cost > 0)
@@ -204,8 +212,7 @@ def _monge_elkan(
     single = (cost[valid] == 1)
     if single.any():
         one = valid[single]
-        out[one] = process.cpdist(lflat[loff_u[li[one]]], rflat[roff_u[ri[one]]],
-                                  scorer=JaroWinkler.normalized_similarity, workers=workers)
+        out[one] = jw(lflat[loff_u[li[one]]], rflat[roff_u[ri[one]]])
         valid = valid[~single]
         if len(valid) == 0:
             return out
@@ -225,9 +232,7 @@ def _monge_elkan(
         j = t - k * cr[pair]  # right token within the pair
         lidx = loff_u[li[chunk]][pair] + k
         ridx = roff_u[ri[chunk]][pair] + j
-        scores = process.cpdist(
-            lflat[lidx], rflat[ridx], scorer=JaroWinkler.normalized_similarity, workers=workers
-        ).astype(np.float64)
+        scores = jw(lflat[lidx], rflat[ridx]).astype(np.float64)
         # left -> right: max over j within each (pair, k) row (contiguous runs of length cr)
         lrows = np.repeat(np.arange(m), cl)
         krow = np.arange(len(lrows)) - np.repeat(np.cumsum(cl) - cl, cl)
@@ -290,7 +295,7 @@ class _Encoded:
     missing: np.ndarray
     sets: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     tfidf: sp.csr_matrix | None = None
-    tokens: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    tokens: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     numbers: np.ndarray | None = None
 
 
@@ -680,9 +685,10 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             if vec is not None:
                 enc.tfidf = _tfidf_rows(inc, vocab, vec)
             if "monge_elkan" in metrics:
-                lens = np.diff(np.concatenate(([0], np.cumsum([len(w) for w in words])))).astype(np.int64)
-                flat = np.array([t for ws in words for t in ws] or [""], dtype=object)
-                enc.tokens = (flat, lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64))
+                lens = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+                ids, tok_vocab = pd.factorize(pd.Series([t for ws in words for t in ws] or [""], dtype=object))
+                enc.tokens = (ids.astype(np.int64), lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64),
+                              np.asarray(tok_vocab, dtype=object))
         if "jaccard_3gram" in metrics:
             enc.sets["jaccard_3gram"] = _hashed_sets([t.split() for t in texts], _char3)
         if "num_diff" in metrics:
@@ -694,7 +700,19 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     def _pair_block(
         self, attr: str, L: "_Encoded", R: "_Encoded", li: np.ndarray, ri: np.ndarray, workers: int
     ) -> np.ndarray:
-        """The features of one attribute for pairs of distinct values ``(L[li[i]], R[ri[i]])``."""
+        """The features of one attribute for pairs of distinct values ``(L[li[i]], R[ri[i]])``.
+
+        Each distinct pair of values is compared once (cities, years, venues and the values of
+        blocking keys repeat across pairs); the rows are then gathered back.
+        """
+        inv, uniq = pd.factorize(li.astype(np.int64) * len(R.text) + ri)
+        if len(uniq) < 0.8 * len(li):
+            return self._value_pairs(attr, L, R, uniq // len(R.text), uniq % len(R.text), workers)[inv]
+        return self._value_pairs(attr, L, R, li, ri, workers)
+
+    def _value_pairs(
+        self, attr: str, L: "_Encoded", R: "_Encoded", li: np.ndarray, ri: np.ndarray, workers: int
+    ) -> np.ndarray:
         n = len(li)
         lmiss, rmiss = L.missing[li], R.missing[ri]
         miss = lmiss | rmiss
