@@ -15,6 +15,7 @@ Three methods, combined by union (on one table, each unordered pair of distinct 
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence, Union
@@ -22,7 +23,7 @@ from typing import Iterable, Sequence, Union
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import normalize
 
 from ..exceptions import DataError
 from ._pairs import _to_text
@@ -45,6 +46,7 @@ _TOKEN_CHUNK_CELLS = 5_000_000
 # A row chunk whose candidates exceed 1 / _DENSE_RATIO of all its pairs is scored densely (all
 # pairs, exact top-k): cheaper than scoring candidates one by one on small tables.
 _DENSE_RATIO = 30
+_WORD_RE = re.compile(r"(?u)\b\w+\b")
 
 
 @dataclass
@@ -214,15 +216,49 @@ def _normalise_rules(rules: object, left: pd.DataFrame, right: pd.DataFrame) -> 
     return out
 
 
-def _key_text(table: pd.DataFrame, cols: list[str]) -> np.ndarray:
-    """Normalised text of the key columns of each record ('' when all are missing)."""
-    parts = [table[c].map(_to_text).to_numpy(dtype=object) for c in cols]
-    if len(parts) == 1:
-        return parts[0]
-    joined = parts[0].astype(str)
-    for p in parts[1:]:
-        joined = np.char.add(np.char.add(joined, " "), p.astype(str))
-    return np.char.strip(joined).astype(object)
+def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_matrix] | None:
+    """Word TF-IDF vectors of the records of each table over the key columns (None: no token).
+
+    The same vectors as a ``TfidfVectorizer(token_pattern=r"(?u)\\b\\w+\\b", sublinear_tf=True)``
+    fitted on the records' joined key texts of all tables: ``1 + log(tf)`` times the smoothed idf,
+    rows of unit length. Every distinct value of a column is normalised and tokenised once.
+    """
+    per_table = []  # per table, per column: (codes of the records, token lists of the distinct values)
+    for table in tables:
+        cols_tokens = []
+        for c in cols:
+            codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
+            cols_tokens.append((codes, [_WORD_RE.findall(_to_text(v)) for v in uniq]))
+        per_table.append(cols_tokens)
+    flat = [t for cols_tokens in per_table for _, toks in cols_tokens for ts in toks for t in ts]
+    if not flat:
+        return None
+    ids, vocab = pd.factorize(pd.Series(flat, dtype=object))
+    n_vocab, at = len(vocab), 0
+    counts = []
+    for table, cols_tokens in zip(tables, per_table):
+        rows, tok = [], []
+        for codes, toks in cols_tokens:
+            lens = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
+            ptr = np.concatenate(([0], np.cumsum(lens)))
+            value_ids = ids[at:at + ptr[-1]]
+            at += int(ptr[-1])
+            cnt = lens[codes]
+            rows.append(np.repeat(np.arange(len(table)), cnt))
+            tok.append(value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))])
+        r, t = np.concatenate(rows), np.concatenate(tok)
+        counts.append(sp.csr_matrix((np.ones(len(r), np.float32), (r, t)), shape=(len(table), n_vocab)))
+    n_docs = sum(m.shape[0] for m in counts)
+    df = sum(np.bincount(m.indices, minlength=n_vocab) for m in counts)
+    idf = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
+    out = []
+    for m in counts:
+        m.sum_duplicates()
+        np.log(m.data, m.data)
+        m.data += 1.0
+        m.data *= idf[m.indices]
+        out.append(normalize(m, norm="l2", copy=False))
+    return out
 
 
 def _recordlinkage_pairs(
@@ -375,18 +411,15 @@ def _top_k(
 
 
 def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    lt = _key_text(left, cols)
-    rt = lt if right is left else _key_text(right, cols)
-    vec = TfidfVectorizer(token_pattern=r"(?u)\b\w+\b", lowercase=False, sublinear_tf=True, dtype=np.float32)
-    try:  # one tokenisation of both tables: fit and transform together
-        both = vec.fit_transform(lt if right is left else np.concatenate([lt, rt])).tocsr()
-    except ValueError:  # no token at all
+    mats = _tfidf_records([left] if right is left else [left, right], cols)
+    if mats is None:  # no token at all
         return np.empty(0, np.intp), np.empty(0, np.intp)
     k, thr = int(params["top_k"]), float(params["min_similarity"])
-    how = (float(params["budget"]) * both.shape[0], int(params["prefix"]), int(params["rescore"]))
+    n_records = sum(m.shape[0] for m in mats)
+    how = (float(params["budget"]) * n_records, int(params["prefix"]), int(params["rescore"]))
     if right is left:  # one table: each record's top_k neighbours, itself excluded
-        return _top_k(both, both, k, thr, *how, dedup=True)
-    lm, rm = both[: len(lt)], both[len(lt):]
+        return _top_k(mats[0], mats[0], k, thr, *how, dedup=True)
+    lm, rm = mats
     # left -> right and right -> left
     lr, lc = _top_k(lm, rm, k, thr, *how, dedup=False)
     rr, rc = _top_k(rm, lm, k, thr, *how, dedup=False)

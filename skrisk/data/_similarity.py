@@ -338,8 +338,11 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                            the distinct values of the attribute on both sides.
     ``<a>_monge_elkan``    Symmetric Monge-Elkan over word tokens, Jaro-Winkler inside.
     ``<a>_num_delta``      Relative difference ``|x - y| / max(|x|, |y|)`` (0 when both are 0) of
-                           the numbers in the two values; only for attributes whose values look
-                           numeric in ``fit`` (at least 90 % of the non-missing values).
+                           the first numbers of the two values (``1e5`` reads as 100000; a
+                           value beyond float64 differs from any other by 1); ``-1`` when
+                           either value holds no number (``n/a`` is missing, not equal); only
+                           for attributes whose values look numeric in ``fit`` (at least 90 %
+                           of the non-missing values).
     ``<a>_num_diff``       Binary: both values hold numbers (digit runs, also inside model codes:
                            ``1996``, ``5.5``, the ``120`` of ``dsc-w120``) and the two sets
                            conflict, i.e. neither contains the other (``{24, 4821}`` vs
@@ -385,9 +388,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     the right values. Values are normalised with the same rule as ``to_frame`` (strings,
     lower-cased, stripped, missing -> ``''``).
 
-    Cost is linear in the number of pairs, except Monge-Elkan, which scores
-    ``n_tokens_left * n_tokens_right`` token pairs per record pair (in bounded-memory chunks);
-    leave it out of ``metrics`` for long free-text attributes if time matters.
+    Every distinct value is normalised, tokenised and hashed once (:meth:`encode` does it once
+    per table); each distinct pair of values is then compared once, in rapidfuzz's native code
+    on ``n_jobs`` threads (set overlaps too: sorted hashed tokens written as code points share
+    exactly their intersection as longest common subsequence). Cost is linear in the number of
+    pairs, except Monge-Elkan, which scores ``n_tokens_left * n_tokens_right`` token pairs per
+    record pair (each distinct token pair once, in bounded-memory chunks); leave it out of
+    ``metrics`` for long free-text attributes if time matters.
 
     Examples
     --------
