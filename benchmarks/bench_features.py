@@ -46,11 +46,22 @@ DEFAULT_OUT = HERE / "results" / "speed" / "features.jsonl"
 
 
 def _person(n_records: int, n_pairs: int):
-    from skrisk.data import block
-    from skrisk.datasets import make_person_table
+    """The person table and its pairs; cached as CSV in the temporary folder, so that a run against
+    a checkout without ``make_person_table`` (the code before issue #26) reads the same data."""
+    import tempfile
 
-    table, _ = make_person_table(n_records, random_state=0)
-    pairs = block(table, None, ("standard", "postcode")).pairs.iloc[:n_pairs]
+    cache = Path(tempfile.gettempdir()) / f"bench_features_person_{n_records}_{n_pairs}"
+    if not (cache / "pairs.csv").exists():
+        from skrisk.data import block
+        from skrisk.datasets import make_person_table
+
+        table, _ = make_person_table(n_records, random_state=0)
+        pairs = block(table, None, ("standard", "postcode")).pairs.iloc[:n_pairs]
+        cache.mkdir(parents=True, exist_ok=True)
+        table.to_csv(cache / "table.csv")
+        pairs.to_csv(cache / "pairs.csv", index=False)
+    table = pd.read_csv(cache / "table.csv", dtype=str, keep_default_na=False, na_values=[""], index_col="id")
+    pairs = pd.read_csv(cache / "pairs.csv", dtype=str)
     return table, None, pairs
 
 

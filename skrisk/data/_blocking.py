@@ -42,7 +42,7 @@ _DEFAULT_PARAMS = {
     "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 3, "rescore": 4},
 }
 # Candidate pairs the token blocker scores at once (a row chunk of the inverted-index product).
-_TOKEN_CHUNK_CELLS = 5_000_000
+_TOKEN_CHUNK_CELLS = 2_000_000
 # A row chunk whose candidates exceed 1 / _DENSE_RATIO of all its pairs is scored densely (all
 # pairs, exact top-k): cheaper than scoring candidates one by one on small tables.
 _DENSE_RATIO = 30
@@ -532,7 +532,7 @@ def block(
     Values are compared after the same normalisation as :meth:`PairDataset.texts` (strings,
     lower-cased, stripped). The ``tokens`` rule examines at most about ``3 * budget`` candidate
     pairs per record (an inverted index over the affordable tokens, never the all-pairs product),
-    holds about 5 million candidates at a time (row chunks), and produces at most
+    holds about 2 million candidates at a time (row chunks), and produces at most
     ``top_k * (n_left + n_right)`` pairs. Where the candidates are a large share of all pairs
     (tables of a few thousand records) it scores all pairs in dense row chunks instead: the exact
     top-k, for less time.
