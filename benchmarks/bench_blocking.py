@@ -18,11 +18,8 @@ Appends one JSON line per dataset to ``benchmarks/results/speed/blocking.jsonl``
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -30,6 +27,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _speed_record import append_record  # noqa: E402
 DEFAULT_OUT = HERE / "results" / "speed" / "blocking.jsonl"
 
 CHILD = r'''
@@ -80,18 +79,9 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.perf_counter() - t0
             fh.seek(0)
             text = fh.read()
-        import skrisk
-
-        row = {"dataset": name, "rc": os.waitstatus_to_exitcode(status), "process_wall_s": round(wall, 2),
-               "peak_gb": round(usage.ru_maxrss / 1024 / 1024, 3),
-               **(json.loads(text.strip().splitlines()[-1]) if text.strip() else {}),
-               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-               "skrisk": str(Path(skrisk.__file__).parent), "machine": platform.node(),
-               "cpus": os.cpu_count(), "load_before": load0, "load_after": os.getloadavg()[0],
-               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-        print(json.dumps(row), flush=True)
-        with out.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_record(out, {"dataset": name, "rc": os.waitstatus_to_exitcode(status),
+                            "process_wall_s": round(wall, 2), "peak_gb": round(usage.ru_maxrss / 1024 / 1024, 3),
+                            **(json.loads(text.strip().splitlines()[-1]) if text.strip() else {})}, load0)
     return 0
 
 

@@ -29,11 +29,7 @@ Appends one JSON line per workload and thread count to
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
 import os
-import platform
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -42,6 +38,8 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _speed_record import append_record  # noqa: E402
 DEFAULT_OUT = HERE / "results" / "speed" / "features.jsonl"
 
 
@@ -129,21 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk-size", type=int, default=100_000)
     p.add_argument("--out", default=str(DEFAULT_OUT))
     args = p.parse_args(argv)
-    import skrisk
-
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.workloads.split(","):
         data = _person(args.records, args.pairs) if name == "person" else _dblp(args.pairs)
         for w in (int(x) for x in args.workers.split(",")):
-            row = {"workload": name, **_run(*data, workers=w, chunk=args.chunk_size),
-                   "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-                   "skrisk": str(Path(skrisk.__file__).parent), "machine": platform.node(),
-                   "cpus": os.cpu_count(), "load_before": os.getloadavg()[0],
-                   "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-            print(json.dumps(row), flush=True)
-            with out.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            load0 = os.getloadavg()[0]
+            append_record(out, {"workload": name, **_run(*data, workers=w, chunk=args.chunk_size)}, load0)
     return 0
 
 

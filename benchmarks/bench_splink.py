@@ -35,11 +35,8 @@ command, machine and load. Needs the ``bench`` extra (``pip install -e ".[bench]
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -53,6 +50,8 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT_OUT = HERE / "results" / "speed" / "splink.jsonl"
+sys.path.insert(0, str(HERE))
+from _speed_record import append_record  # noqa: E402
 
 SPLINK_COMMON = r'''
 import json, sys, time
@@ -214,13 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             row["splink_predict"].update(_quality(sp_pairs, "unique_id_l", "unique_id_r", links))
         if row["skrisk"]["rc"] == 0 and rc == 0:
             row["ratio_skrisk_to_splink_predict"] = round(row["skrisk"]["wall_s"] / row["splink_predict"]["wall_s"], 2)
-        row.update({"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-                    "machine": platform.node(), "cpus": os.cpu_count(), "load_before": load0,
-                    "load_after": os.getloadavg()[0],
-                    "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
-        print(json.dumps(row), flush=True)
-        with out.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_record(out, row, load0)
     return 0
 
 
