@@ -318,14 +318,15 @@ def _index_entries(present: sp.csr_matrix, rank: np.ndarray, rare: np.ndarray, p
 
 def _best_per_row(r: np.ndarray, c: np.ndarray, score: np.ndarray, k: int, start: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` entries of highest score of each row (rows counted from ``start``, scores in
-    [0, 1]); rows with at most ``k`` entries keep them all. One sort of ``row + (1 - score) / 2``."""
+    [0, 1]); rows with at most ``k`` entries keep them all. One stable sort of
+    ``row + (1 - score) / 2``: equal scores keep their input order."""
     per = np.bincount(r - start)
     small = per[r - start] <= k
     if small.all():
         return r, c
     rb, cb = r[~small], c[~small]
     key = (rb - start).astype(np.float64) + 0.5 * (1.0 - np.clip(score[~small], 0.0, 1.0))
-    order = np.argsort(key)
+    order = np.argsort(key, kind="stable")  # ties keep the input order: deterministic per row
     rb, cb = rb[order], cb[order]
     seg = np.flatnonzero(np.r_[True, rb[1:] != rb[:-1]])
     rank = np.arange(len(rb)) - np.repeat(seg, np.diff(np.r_[seg, len(rb)]))
@@ -390,6 +391,7 @@ def _top_k(
             cols_out.append(top.ravel()[keep.ravel()])
             continue
         prod = (wa[start:stop] @ wb_t).tocsr()
+        prod.sort_indices()  # candidates of a row by column: ties broken alike in any chunking
         r = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(prod.indptr))
         c = prod.indices.astype(np.int64)
         part = prod.data

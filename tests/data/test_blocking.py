@@ -187,3 +187,15 @@ def test_bad_token_parameters(small, params, match):
     left, right = small
     with pytest.raises(ValueError, match=match):
         block(left, right, ("tokens", "name", params))
+
+
+def test_candidate_path_does_not_depend_on_the_chunking(monkeypatch):
+    """Row chunks of any size give the same pairs (ties at the k-th place broken alike)."""
+    import skrisk.data._blocking as bmod
+    from skrisk.datasets import make_person_table
+
+    table, _ = make_person_table(2000, random_state=0)
+    monkeypatch.setattr(bmod, "_DENSE_RATIO", 0)
+    whole = block(table, None, ("tokens", None, {"top_k": 3}))
+    monkeypatch.setattr(bmod, "_TOKEN_CHUNK_CELLS", 5_000)
+    pd.testing.assert_frame_equal(whole.pairs, block(table, None, ("tokens", None, {"top_k": 3})).pairs)
