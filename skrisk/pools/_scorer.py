@@ -226,7 +226,6 @@ class ChunkScorer:
         for c in self._columns:
             side, attr = c.split("_", 1)
             side_attrs[side].add(attr)
-        self._text: dict[str, dict[str, np.ndarray]] = {}
         for side, table in (("left", left), ("right", right)):
             missing = sorted(side_attrs[side] - {str(c) for c in table.columns})
             if missing:
@@ -235,11 +234,10 @@ class ChunkScorer:
                     f"similarity features were fitted on (its columns: {[str(c) for c in table.columns]}). "
                     "Give tables with the training schema."
                 )
-            if side == "right" and right is left:
-                self._text["right"] = self._text["left"]
-                continue
-            cols = {str(c): c for c in table.columns}
-            self._text[side] = {a: _texts(table, cols[a]) for a in sorted(side_attrs[side])}
+        self._side_attrs = side_attrs
+        # each attribute as normalised text, built on the first pair frame (the encoded path and a
+        # matcher on features never need one)
+        self._text: dict[str, dict[str, np.ndarray]] | None = None
         self._matcher_input = self._resolve_matcher_input(matcher_input)
         if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral)
                                    or n_jobs == 0):
@@ -333,6 +331,14 @@ class ChunkScorer:
         return pairs, pos[0], pos[1]
 
     def _pair_frame(self, lpos: np.ndarray, rpos: np.ndarray) -> pd.DataFrame:
+        if self._text is None:
+            self._text = {}
+            for side, table in (("left", self.left), ("right", self.right)):
+                if side == "right" and self.right is self.left:
+                    self._text["right"] = self._text["left"]
+                    continue
+                cols = {str(c): c for c in table.columns}
+                self._text[side] = {a: _texts(table, cols[a]) for a in sorted(self._side_attrs[side])}
         cols = {}
         for c in self._columns:
             side, attr = c.split("_", 1)
