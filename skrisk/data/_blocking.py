@@ -15,6 +15,7 @@ Three methods, combined by union (on one table, each unordered pair of distinct 
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 from dataclasses import dataclass, field
@@ -224,12 +225,18 @@ def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_m
     rows of unit length. Every distinct value of a column is normalised and tokenised once.
     """
     per_table = []  # per table, per column: (codes of the records, token lists of the distinct values)
-    for table in tables:
-        cols_tokens = []
-        for c in cols:
-            codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
-            cols_tokens.append((codes, [_WORD_RE.findall(_to_text(v)) for v in uniq]))
-        per_table.append(cols_tokens)
+    paused = gc.isenabled()
+    gc.disable()  # millions of small token lists without cycles: the collector's passes cost more
+    try:
+        for table in tables:
+            cols_tokens = []
+            for c in cols:
+                codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
+                cols_tokens.append((codes, [_WORD_RE.findall(_to_text(v)) for v in uniq]))
+            per_table.append(cols_tokens)
+    finally:
+        if paused:
+            gc.enable()
     flat = [t for cols_tokens in per_table for _, toks in cols_tokens for ts in toks for t in ts]
     if not flat:
         return None

@@ -8,6 +8,7 @@ token sets, and text is tokenised once per distinct value, not once per pair.
 
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -680,7 +681,20 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         return inv.astype(np.intp, copy=False), text
 
     def _encode(self, attr: str, texts: np.ndarray) -> "_Encoded":
-        """What the metrics need of each distinct text of one attribute."""
+        """What the metrics need of each distinct text of one attribute.
+
+        The cyclic garbage collector is paused meanwhile: the token lists are millions of small
+        containers without cycles, and its passes over them would cost more than the work.
+        """
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return self._encode_values(attr, texts)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _encode_values(self, attr: str, texts: np.ndarray) -> "_Encoded":
         metrics = self._metrics
         enc = _Encoded(text=texts, missing=texts == "")
         vec = self.tfidf_.get(attr) if "tfidf_cosine" in metrics else None
