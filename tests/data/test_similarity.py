@@ -312,3 +312,21 @@ def test_fast_path_equals_per_pair_oracle(data_home, name):
             for m, v in want.items():
                 if f"{a}_{m}" in names:
                     assert got[i, names.index(f"{a}_{m}")] == pytest.approx(v, abs=1e-6), (a, m, lv, rv)
+
+
+def test_encode_and_transform_encoded_refuse_bad_input():
+    X = _frame(["acme corp", "globex"], ["acme co", "initech"], attr="name")
+    sf = SimilarityFeatures(metrics=["jaccard"]).fit(X)
+    table = pd.DataFrame({"name": ["acme corp", "globex"]})
+    with pytest.raises(ValueError, match=r"lacks the attribute column\(s\) \['name'\]"):
+        sf.encode(pd.DataFrame({"title": ["x"]}))
+    with pytest.raises(TypeError, match="DataFrame"):
+        sf.encode(table.to_numpy())
+    enc = sf.encode(table)
+    with pytest.raises(IndexError, match="right_pos holds positions outside 0..1"):
+        sf.transform_encoded(enc, enc, [0], [2])
+    with pytest.raises(ValueError, match="differ in length"):
+        sf.transform_encoded(enc, enc, [0, 1], [0])
+    with pytest.raises(ValueError, match="n_jobs"):
+        sf.transform_encoded(enc, enc, [0], [1], n_jobs=0)
+    np.testing.assert_array_equal(sf.transform_encoded(enc, enc, [1], [1]), [[1.0]])
