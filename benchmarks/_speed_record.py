@@ -17,7 +17,7 @@ def append_record(out: Path, row: dict, load_before: float) -> dict:
     import skrisk
 
     row = {**row, "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-           "skrisk": str(Path(skrisk.__file__).parent), "machine": platform.node(), "cpus": os.cpu_count(),
+           "code": str(Path(skrisk.__file__).parent), "machine": platform.node(), "cpus": os.cpu_count(),
            "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     print(json.dumps(row), flush=True)

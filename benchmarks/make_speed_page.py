@@ -22,7 +22,8 @@ def _rows(name: str) -> list[dict]:
 
 
 def _code(r: dict) -> str:
-    return "before (main)" if "/work/main/" in r.get("skrisk", "") + "/" else "after"
+    path = r.get("code", r.get("skrisk", ""))
+    return "before (main)" if "/work/main/" in (path if isinstance(path, str) else "") + "/" else "after"
 
 
 def _features() -> list[str]:
