@@ -74,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         load0 = os.getloadavg()[0]
         with tempfile.TemporaryFile("w+") as fh:
             t0 = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-c", CHILD, name], stdout=fh, env=os.environ)
+            # run outside the repository: `-c` puts the working folder first on the path, and the
+            # code measured must be the one PYTHONPATH names
+            proc = subprocess.Popen([sys.executable, "-c", CHILD, name], stdout=fh, env=os.environ,
+                                    cwd=tempfile.gettempdir())
             _, status, usage = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - t0
             fh.seek(0)

@@ -142,9 +142,17 @@ match` with a model trained beforehand on 500 labels of another generated table 
 LearnRisk, default token blocking). Splink 5.0 (DuckDB): its unsupervised training on the table
 (`Splink train`), then `predict` at 0.5 and connected components with the trained model (`Splink
 predict`, the like-for-like of `skrisk match`; ratio = skrisk match / Splink predict). Precision and
-recall are pairwise, against the generated truth.
+recall are pairwise, against the generated truth. Splink's blocking rules here (given name +
+surname, surname + date of birth, postcode, date of birth + city) leave it more pairs than the
+issue's setup (whose Splink took 3.8-4.1 s at 200k); the ratio depends on them.
 
 {splink}
+
+Not in the table: the 1M-record run (`--sizes 1000000`) was stopped for time on 2026-11-27 at
+01:32 UTC after its `skrisk match` had run 5 minutes at 2.34 GB resident (load about 4): both 1M
+targets (3 minutes, 2 GB) are missed. At 20k records about 10 s of the 16.8 s are the process's
+fixed start (imports, and loading the model: skops imports every scikit-learn estimator, and torch
+with them).
 """
 
 
