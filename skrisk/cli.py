@@ -8,6 +8,7 @@ command) shows the traceback of an error instead of the one-line message.
 from __future__ import annotations
 
 import argparse
+import json
 import errno
 import sys
 from pathlib import Path
@@ -302,6 +303,8 @@ def _cmd_match(args: argparse.Namespace) -> int:
     print(f"{len(result.matches)} of {result.n_candidates} candidate pairs are matches (probability above "
           f"{model.threshold:g}); {result.entities.n_entities} entities, {n_sus} suspicious (see the "
           "suspicious column of entities.csv).", flush=True)
+    timings = {k: round(v, 2) for k, v in result.timings.items()}
+    print(f"Timings (s): {json.dumps(timings)}", flush=True)
     out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out, legacy=False)  # of a killed earlier run (no lock here: by pid only)

@@ -18,7 +18,7 @@ from .data import (
 )
 
 __all__ = ["febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
-           "load_febrl", "make_pairs", "stack_tables"]
+           "load_febrl", "make_pairs", "make_person_table", "stack_tables"]
 
 _FIRST = ("anna", "bruno", "carla", "david", "elena", "felix", "greta", "hugo", "irene", "jonas", "karin",
           "lukas", "maria", "nils", "olga", "peter", "rosa", "simon", "tanja", "ulrich", "vera", "walter")
@@ -132,3 +132,140 @@ def make_pairs(
     rank = pairs["split"].map({"train": 0, "valid": 1, "test": 2}).to_numpy()
     pairs = pairs.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
     return PairDataset(left=left, right=right, pairs=pairs, name="synthetic")
+
+
+_SYLLABLES = ("an", "be", "ca", "da", "el", "fi", "go", "ha", "is", "jo", "ka", "li", "ma", "no", "ol", "pe",
+              "ra", "si", "ta", "ul", "va", "wi", "xe", "yo", "za", "mar", "son", "ber", "ton", "ley", "ric", "dan")
+
+
+def _names(rng: np.random.RandomState, n: int, parts: tuple[int, int]) -> np.ndarray:
+    """``n`` distinct made-up names of ``parts[0]`` to ``parts[1]`` syllables."""
+    out: dict[str, None] = {}
+    syl = np.array(_SYLLABLES, dtype=object)
+    while len(out) < n:
+        k = rng.randint(parts[0], parts[1] + 1, size=2 * n)
+        picks = syl[rng.randint(len(syl), size=(2 * n, parts[1]))]
+        for row, m in zip(picks, k):
+            out.setdefault("".join(row[:m]), None)
+    return np.array(list(out)[:n], dtype=object)
+
+
+def _zipf(rng: np.random.RandomState, n_values: int, size: int, a: float = 1.0) -> np.ndarray:
+    """Indices into ``n_values`` values drawn with Zipf-like frequencies (a few common, many rare)."""
+    p = 1.0 / (np.arange(n_values) + 10.0) ** a
+    return rng.choice(n_values, size=size, p=p / p.sum())
+
+
+def make_person_table(
+    n_records: int = 10_000,
+    *,
+    random_state: int | np.random.RandomState | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A FEBRL-style table of person records with duplicates inside it, and its true matches.
+
+    Every person (entity) has one to four records: 60 % one, 25 % two, 10 % three, 5 % four. A
+    person's records share the person's values, each corrupted independently as in FEBRL: typos
+    in names, addresses and cities (an edit each, 20 % of the values), given name and surname
+    swapped (5 %), the date of birth written in one of three formats (``1987-03-12``,
+    ``12/03/1987``, ``19870312``) with a digit changed in 5 %, a postcode digit changed (5 %),
+    and missing values (5 % of each field). Names follow Zipf-like frequencies over made-up
+    vocabularies (a few common, many rare), so blocking meets frequent and rare keys alike.
+
+    Parameters
+    ----------
+    n_records : int, default=10_000
+        Rows of the table, at least 10.
+    random_state : int, RandomState instance or None, default=None
+        Seeds every choice: the same seed gives the same table.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        Indexed by record id (``p0000000`` ...; rows in random order), columns ``given_name``,
+        ``surname``, ``date_of_birth``, ``address``, ``city``, ``postcode`` (str, None when
+        missing).
+    true_links : pandas.DataFrame
+        ``left_id``, ``right_id``: every pair of records of one person, once (``left_id <
+        right_id``), for :func:`skrisk.data.block`'s ``true_links`` and for evaluation.
+
+    Raises
+    ------
+    ValueError
+        ``n_records`` below 10.
+
+    Examples
+    --------
+    >>> from skrisk.datasets import make_person_table
+    >>> table, links = make_person_table(1000, random_state=0)
+    >>> table.shape, list(table.columns)
+    ((1000, 6), ['given_name', 'surname', 'date_of_birth', 'address', 'city', 'postcode'])
+    >>> bool((links["left_id"] < links["right_id"]).all())
+    True
+    """
+    if not isinstance(n_records, (int, np.integer)) or isinstance(n_records, bool) or n_records < 10:
+        raise ValueError(f"n_records must be an integer of at least 10, got {n_records!r}.")
+    rng = check_random_state(random_state)
+    n = int(n_records)
+    sizes = rng.choice([1, 2, 3, 4], size=n, p=[0.6, 0.25, 0.1, 0.05])
+    n_people = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+    sizes = sizes[:n_people]
+    sizes[-1] -= int(sizes.sum()) - n
+    person = np.repeat(np.arange(n_people), sizes)
+    first_pool = _names(rng, max(200, n_people // 50), (2, 3))
+    last_pool = _names(rng, max(1000, n_people // 3), (2, 4))
+    city_pool = _names(rng, max(100, n_people // 200), (2, 3))
+    street_pool = np.char.add(_names(rng, max(300, n_people // 20), (2, 3)).astype(str), " street")
+    first = first_pool[_zipf(rng, len(first_pool), n_people)][person]
+    last = last_pool[_zipf(rng, len(last_pool), n_people)][person]
+    city_idx = _zipf(rng, len(city_pool), n_people)
+    city = city_pool[city_idx][person]
+    postcode = ((city_idx * 37 + rng.randint(0, 20, n_people)) % 9000 + 1000)[person].astype(str).astype(object)
+    address = np.char.add(np.char.add(rng.randint(1, 400, n_people).astype(str), " "),
+                          street_pool[rng.randint(len(street_pool), size=n_people)].astype(str))
+    address = address.astype(object)[person]
+    dob = (np.datetime64("1930-01-01") + rng.randint(0, 365 * 75, n_people).astype("timedelta64[D]"))[person]
+    ymd = pd.DatetimeIndex(dob)
+    y, m, d = ymd.year.astype(str), ymd.strftime("%m"), ymd.strftime("%d")
+    fmt = rng.randint(3, size=n)
+    dob_text = np.where(fmt == 0, y + "-" + m + "-" + d, np.where(fmt == 1, d + "/" + m + "/" + y, y + m + d))
+    dob_text = dob_text.astype(object)
+    # the first record of each person is its original, the others are corrupted copies
+    first_rec = np.r_[True, person[1:] != person[:-1]]
+    dup = np.flatnonzero(~first_rec)
+    cols = {"given_name": first, "surname": last, "date_of_birth": dob_text, "address": address,
+            "city": city, "postcode": postcode}
+    cols = {k: np.array(v, dtype=object) for k, v in cols.items()}
+    swap = dup[rng.rand(len(dup)) < 0.05]
+    cols["given_name"][swap], cols["surname"][swap] = cols["surname"][swap], cols["given_name"][swap].copy()
+    for name in ("given_name", "surname", "address", "city"):
+        for i in dup[rng.rand(len(dup)) < 0.2]:
+            cols[name][i] = _typo(str(cols[name][i]), rng)
+    for name in ("date_of_birth", "postcode"):
+        for i in dup[rng.rand(len(dup)) < 0.05]:
+            v = str(cols[name][i])
+            digits = [j for j, c in enumerate(v) if c.isdigit()]
+            j = digits[rng.randint(len(digits))]
+            cols[name][i] = v[:j] + str((int(v[j]) + 1 + rng.randint(9)) % 10) + v[j + 1:]
+    for name in cols:
+        cols[name][dup[rng.rand(len(dup)) < 0.05]] = None
+    order = rng.permutation(n)
+    ids = np.array([f"p{i:07d}" for i in range(n)], dtype=object)
+    table = pd.DataFrame({k: v[order] for k, v in cols.items()}, index=pd.Index(ids, name="id"))
+    rec_person = person[order]
+    # every pair of records of one person, smaller id first
+    by_person = np.argsort(rec_person, kind="stable")
+    grp = rec_person[by_person]
+    starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+    counts = np.diff(np.r_[starts, n])
+    left, right = [], []
+    for size in (2, 3, 4):
+        members = by_person[(starts[counts == size])[:, None] + np.arange(size)]
+        for a in range(size):
+            for b in range(a + 1, size):
+                left.append(members[:, a])
+                right.append(members[:, b])
+    li = np.concatenate(left) if left else np.zeros(0, np.intp)
+    ri = np.concatenate(right) if right else np.zeros(0, np.intp)
+    lo, hi = np.minimum(li, ri), np.maximum(li, ri)
+    links = pd.DataFrame({"left_id": ids[lo], "right_id": ids[hi]})
+    return table, links.sort_values(["left_id", "right_id"], ignore_index=True)

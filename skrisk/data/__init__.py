@@ -7,7 +7,7 @@ from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS, febrl_entity, load_febrl
 from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, extract_archive, fetch_deepmatcher
 from ._loaders import DEEPMATCHER_DATASETS, get_data_home, load_deepmatcher, read_pairs, read_table
 from ._pairs import TASKS, UNLABELLED, PairDataset, stack_tables
-from ._similarity import SIMILARITY_METRICS, SimilarityFeatures
+from ._similarity import SIMILARITY_METRICS, EncodedRecords, SimilarityFeatures
 from ._tokenize import PAD_ID, UNK_ID, PairEncoder, Vocabulary, tokenize
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "ChecksumError",
     "DEEPMATCHER_ARCHIVES",
     "DEEPMATCHER_DATASETS",
+    "EncodedRecords",
     "FEBRL_BLOCKING",
     "FEBRL_DATASETS",
     "PAD_ID",

@@ -7,11 +7,16 @@ Three methods, combined by union (on one table, each unordered pair of distinct 
   (recordlinkage ``Index.sortedneighbourhood``);
 - ``"tokens"``: for every record, the ``top_k`` most similar records of the other table (on one
   table: the most similar *other* records) by the cosine of word TF-IDF vectors of the chosen
-  columns (sparse products in row chunks, so memory stays bounded).
+  columns, among the records found through an inverted index over rare tokens (time and memory
+  grow linearly with the tables; small tables are scored exactly, all pairs in dense row chunks).
+
+``standard`` and ``sorted_neighbourhood`` are recordlinkage's hash join and sort.
 """
 
 from __future__ import annotations
 
+import gc
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence, Union
@@ -19,7 +24,7 @@ from typing import Iterable, Sequence, Union
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import normalize
 
 from ..exceptions import DataError
 from ._pairs import _to_text
@@ -35,10 +40,14 @@ BlockingRule = Union[tuple[str, Union[str, Sequence[str]]], tuple[str, Union[str
 _DEFAULT_PARAMS = {
     "standard": {},
     "sorted_neighbourhood": {"window": 5},
-    "tokens": {"top_k": 10, "min_similarity": 0.0},
+    "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 3, "rescore": 4},
 }
-# Dense scores held at once by the token blocker (rows x other-table records), ~80 MB float32.
-_TOKEN_CHUNK_CELLS = 20_000_000
+# Candidate pairs the token blocker scores at once (a row chunk of the inverted-index product).
+_TOKEN_CHUNK_CELLS = 2_000_000
+# A row chunk whose candidates exceed 1 / _DENSE_RATIO of all its pairs is scored densely (all
+# pairs, exact top-k): cheaper than scoring candidates one by one on small tables.
+_DENSE_RATIO = 30
+_WORD_RE = re.compile(r"(?u)\b\w+\b")
 
 
 @dataclass
@@ -195,21 +204,68 @@ def _normalise_rules(rules: object, left: pd.DataFrame, right: pd.DataFrame) -> 
             k = merged["top_k"]
             if not isinstance(k, (int, np.integer)) or k < 1:
                 raise ValueError(f"tokens top_k must be a positive int, got {k!r}.")
+            for name, low in (("budget", 0), ("prefix", -1), ("rescore", 0)):
+                v = merged[name]
+                if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                        or not np.isfinite(v) or v <= low or (name != "budget" and int(v) != v):
+                    what = "a positive number" if name == "budget" else (
+                        "an int >= 0" if name == "prefix" else "a positive int")
+                    raise ValueError(f"tokens {name} must be {what}, got {v!r}.")
         out.append((method, cols, merged))
     if not out:
         raise ValueError("rules is empty: give at least one blocking rule (or None for the default).")
     return out
 
 
-def _key_text(table: pd.DataFrame, cols: list[str]) -> np.ndarray:
-    """Normalised text of the key columns of each record ('' when all are missing)."""
-    parts = [table[c].map(_to_text).to_numpy(dtype=object) for c in cols]
-    if len(parts) == 1:
-        return parts[0]
-    joined = parts[0].astype(str)
-    for p in parts[1:]:
-        joined = np.char.add(np.char.add(joined, " "), p.astype(str))
-    return np.char.strip(joined).astype(object)
+def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_matrix] | None:
+    """Word TF-IDF vectors of the records of each table over the key columns (None: no token).
+
+    The same vectors as a ``TfidfVectorizer(token_pattern=r"(?u)\\b\\w+\\b", sublinear_tf=True)``
+    fitted on the records' joined key texts of all tables: ``1 + log(tf)`` times the smoothed idf,
+    rows of unit length. Every distinct value of a column is normalised and tokenised once.
+    """
+    per_table = []  # per table, per column: (codes of the records, token lists of the distinct values)
+    paused = gc.isenabled()
+    gc.disable()  # millions of small token lists without cycles: the collector's passes cost more
+    try:
+        for table in tables:
+            cols_tokens = []
+            for c in cols:
+                codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
+                cols_tokens.append((codes, [_WORD_RE.findall(_to_text(v)) for v in uniq]))
+            per_table.append(cols_tokens)
+    finally:
+        if paused:
+            gc.enable()
+    flat = [t for cols_tokens in per_table for _, toks in cols_tokens for ts in toks for t in ts]
+    if not flat:
+        return None
+    ids, vocab = pd.factorize(pd.Series(flat, dtype=object))
+    n_vocab, at = len(vocab), 0
+    counts = []
+    for table, cols_tokens in zip(tables, per_table):
+        rows, tok = [], []
+        for codes, toks in cols_tokens:
+            lens = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
+            ptr = np.concatenate(([0], np.cumsum(lens)))
+            value_ids = ids[at:at + ptr[-1]]
+            at += int(ptr[-1])
+            cnt = lens[codes]
+            rows.append(np.repeat(np.arange(len(table)), cnt))
+            tok.append(value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))])
+        r, t = np.concatenate(rows), np.concatenate(tok)
+        counts.append(sp.csr_matrix((np.ones(len(r), np.float32), (r, t)), shape=(len(table), n_vocab)))
+    n_docs = sum(m.shape[0] for m in counts)
+    df = sum(np.bincount(m.indices, minlength=n_vocab) for m in counts)
+    idf = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
+    out = []
+    for m in counts:
+        m.sum_duplicates()
+        np.log(m.data, m.data)
+        m.data += 1.0
+        m.data *= idf[m.indices]
+        out.append(normalize(m, norm="l2", copy=False))
+    return out
 
 
 def _recordlinkage_pairs(
@@ -241,70 +297,142 @@ def _recordlinkage_pairs(
     return mi.get_level_values(0).to_numpy(np.intp), mi.get_level_values(1).to_numpy(np.intp)
 
 
-def _top_k(
-    scores: sp.csr_matrix, k: int, min_similarity: float, chunk_rows: int, self_offset: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise top-k column positions of a sparse score product, computed in dense row chunks.
+def _sorted_unique(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of an int64 array, sorted (a sort and a diff: linear memory)."""
+    codes = np.sort(codes, kind="stable")
+    return codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
 
-    With ``self_offset``, row ``r`` is the record of column ``self_offset + r`` (one table
-    against itself), whose score is masked so a record is never its own neighbour.
+
+def _affordable(df_a: np.ndarray, df_b: np.ndarray, budget: float) -> np.ndarray:
+    """Tokens whose record pairs (``df_a * df_b``), taken cheapest first, fit in ``budget``."""
+    cost = df_a.astype(np.float64) * df_b
+    order = np.argsort(cost, kind="stable")
+    keep = np.zeros(len(cost), dtype=bool)
+    keep[order[np.cumsum(cost[order]) <= budget]] = True
+    return keep & (cost > 0)
+
+
+def _index_entries(present: sp.csr_matrix, rank: np.ndarray, rare: np.ndarray, prefix: int) -> sp.csr_matrix:
+    """The tokens each record is indexed under: its rare tokens and its ``prefix`` rarest ones."""
+    coo = present.tocoo()
+    order = np.lexsort((rank[coo.col], coo.row))
+    row, col = coo.row[order], coo.col[order]
+    first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]) if len(row) else np.zeros(0, np.int64)
+    pos = np.arange(len(row)) - np.repeat(first, np.diff(np.r_[first, len(row)]))
+    sel = (pos < prefix) | rare[col]
+    return sp.csr_matrix((np.ones(int(sel.sum()), np.float32), (row[sel], col[sel])), shape=present.shape)
+
+
+def _best_per_row(r: np.ndarray, c: np.ndarray, score: np.ndarray, k: int, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` entries of highest score of each row (rows counted from ``start``, scores in
+    [0, 1]); rows with at most ``k`` entries keep them all. One stable sort of
+    ``row + (1 - score) / 2``: equal scores keep their input order."""
+    per = np.bincount(r - start)
+    small = per[r - start] <= k
+    if small.all():
+        return r, c
+    rb, cb = r[~small], c[~small]
+    key = (rb - start).astype(np.float64) + 0.5 * (1.0 - np.clip(score[~small], 0.0, 1.0))
+    order = np.argsort(key, kind="stable")  # ties keep the input order: deterministic per row
+    rb, cb = rb[order], cb[order]
+    seg = np.flatnonzero(np.r_[True, rb[1:] != rb[:-1]])
+    rank = np.arange(len(rb)) - np.repeat(seg, np.diff(np.r_[seg, len(rb)]))
+    return np.concatenate([r[small], rb[rank < k]]), np.concatenate([c[small], cb[rank < k]])
+
+
+def _top_k(
+    a: sp.csr_matrix, b: sp.csr_matrix, k: int, min_similarity: float, budget: float, prefix: int,
+    rescore: int, dedup: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For every row of ``a``, the ``k`` rows of ``b`` of highest cosine (above ``min_similarity``)
+    among its candidates; ``dedup``: ``a`` is ``b`` and a row is never its own neighbour.
+
+    Candidates come from an inverted index: each record is indexed under its rare tokens (the
+    tokens whose record pairs, cheapest first, fit in ``budget``) and its ``prefix`` rarest
+    tokens; two records are candidates when they share an index token (a sparse product over the
+    index, in row chunks of about ``_TOKEN_CHUNK_CELLS`` pairs), and each candidate is scored by
+    the full cosine over all tokens. Index tokens whose pairs exceed ``2 * budget`` (a frequent
+    token in many prefixes) are dropped, so time and memory grow with ``budget`` and the tables,
+    never with ``n_a * n_b``.
     """
-    rows, cols = [], []
-    n, m = scores.shape
-    k = min(k, m)
-    for start in range(0, n, chunk_rows):
-        block = scores[start : start + chunk_rows].toarray()
-        if self_offset is not None:
-            r = np.arange(block.shape[0])
-            c = self_offset + start + r
-            ok = c < m
-            block[r[ok], c[ok]] = -np.inf
-        if k < m:
-            top = np.argpartition(-block, k - 1, axis=1)[:, :k]
-        else:
-            top = np.broadcast_to(np.arange(m), (block.shape[0], m))
-        vals = np.take_along_axis(block, top, axis=1)
-        keep = vals > min_similarity
-        r = np.repeat(np.arange(start, start + block.shape[0]), top.shape[1])
-        rows.append(r[keep.ravel()])
-        cols.append(top.ravel()[keep.ravel()])
-    return np.concatenate(rows), np.concatenate(cols)
+    present_a = a.astype(bool).astype(np.float32)
+    present_b = present_a if dedup else b.astype(bool).astype(np.float32)
+    df_a = np.asarray(present_a.sum(axis=0)).ravel()
+    df_b = df_a if dedup else np.asarray(present_b.sum(axis=0)).ravel()
+    rare = _affordable(df_a, df_b, budget)
+    rank = np.empty(len(df_a), np.int64)
+    rank[np.lexsort((np.arange(len(df_a)), df_a + df_b))] = np.arange(len(df_a))
+    ia = _index_entries(present_a, rank, rare, prefix)
+    ib = ia if dedup else _index_entries(present_b, rank, rare, prefix)
+    dfi_a = np.asarray(ia.sum(axis=0)).ravel()
+    dfi_b = dfi_a if dedup else np.asarray(ib.sum(axis=0)).ravel()
+    used = sp.diags(_affordable(dfi_a, dfi_b, 2 * budget).astype(np.float32))
+    ia = (ia @ used).tocsr()
+    ia.eliminate_zeros()
+    ib_t = (ib @ used).T.tocsr()
+    ib_t.eliminate_zeros()
+    per_row = np.asarray(ia @ np.diff(ib_t.indptr).astype(np.float64)).ravel()
+    if per_row.sum() == 0:
+        return np.empty(0, np.intp), np.empty(0, np.intp)
+    csum = np.cumsum(per_row)
+    cuts = np.searchsorted(csum, np.arange(_TOKEN_CHUNK_CELLS, csum[-1], _TOKEN_CHUNK_CELLS), side="right")
+    edges = np.unique(np.r_[0, cuts, a.shape[0]])
+    wa = a.multiply(ia).tocsr()  # TF-IDF weights of the index entries: each candidate's partial cosine
+    wb_t = (wa if dedup else b.multiply(ib_t.T)).T.tocsr()
+    rows_out, cols_out = [], []
+    for start, stop in zip(edges[:-1], edges[1:]):
+        if per_row[start:stop].sum() * _DENSE_RATIO >= (stop - start) * b.shape[0]:
+            # the candidates are a large share of all pairs (small tables): score all pairs densely
+            block = (a[start:stop] @ b.T).toarray()
+            if dedup:
+                r = np.arange(stop - start)
+                block[r, start + r] = -np.inf
+            kk = min(k, block.shape[1])
+            if kk < block.shape[1]:
+                top = np.argpartition(-block, kk - 1, axis=1)[:, :kk]
+            else:
+                top = np.broadcast_to(np.arange(block.shape[1]), block.shape)
+            vals = np.take_along_axis(block, top, axis=1)
+            keep = vals > min_similarity
+            rows_out.append(np.repeat(np.arange(start, stop), top.shape[1])[keep.ravel()])
+            cols_out.append(top.ravel()[keep.ravel()])
+            continue
+        prod = (wa[start:stop] @ wb_t).tocsr()
+        prod.sort_indices()  # candidates of a row by column: ties broken alike in any chunking
+        r = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(prod.indptr))
+        c = prod.indices.astype(np.int64)
+        part = prod.data
+        if dedup:
+            r, c, part = r[r != c], c[r != c], part[r != c]
+        # the best `rescore * k` of each row by the shared index tokens' share of the cosine are
+        # scored by the full cosine; the k best of those are kept
+        r, c = _best_per_row(r, c, part, rescore * k, start)
+        if not len(r):
+            continue
+        score = np.asarray(a[r].multiply(b[c]).sum(axis=1), dtype=np.float32).ravel()
+        ok = score > min_similarity
+        r, c = _best_per_row(r[ok], c[ok], score[ok], k, start)
+        rows_out.append(r)
+        cols_out.append(c)
+    if not rows_out:
+        return np.empty(0, np.intp), np.empty(0, np.intp)
+    return np.concatenate(rows_out), np.concatenate(cols_out)
 
 
 def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    lt = _key_text(left, cols)
-    rt = lt if right is left else _key_text(right, cols)
-    vec = TfidfVectorizer(token_pattern=r"(?u)\b\w+\b", lowercase=False, sublinear_tf=True, dtype=np.float32)
-    try:
-        vec.fit(lt if right is left else np.concatenate([lt, rt]))
-    except ValueError:  # no token at all
+    mats = _tfidf_records([left] if right is left else [left, right], cols)
+    if mats is None:  # no token at all
         return np.empty(0, np.intp), np.empty(0, np.intp)
-    lm = vec.transform(lt)
     k, thr = int(params["top_k"]), float(params["min_similarity"])
+    n_records = sum(m.shape[0] for m in mats)
+    how = (float(params["budget"]) * n_records, int(params["prefix"]), int(params["rescore"]))
     if right is left:  # one table: each record's top_k neighbours, itself excluded
-        chunk = max(1, _TOKEN_CHUNK_CELLS // max(1, lm.shape[0]))
-        mt = lm.T.tocsc()
-        rows, cols_ = [], []
-        for start in range(0, lm.shape[0], chunk):
-            r, c = _top_k((lm[start : start + chunk] @ mt).tocsr(), k, thr, chunk, self_offset=start)
-            rows.append(r + start)
-            cols_.append(c)
-        return np.concatenate(rows), np.concatenate(cols_)
-    rm = vec.transform(rt)
-    li_parts, ri_parts = [], []
-    # left -> right and right -> left, each in row chunks whose dense scores stay bounded
-    for a, b, swap in ((lm, rm, False), (rm, lm, True)):
-        chunk = max(1, _TOKEN_CHUNK_CELLS // max(1, b.shape[0]))
-        bt = b.T.tocsc()
-        rows, cols_ = [], []
-        for start in range(0, a.shape[0], chunk):
-            r, c = _top_k((a[start : start + chunk] @ bt).tocsr(), k, thr, chunk)
-            rows.append(r + start)
-            cols_.append(c)
-        r, c = np.concatenate(rows), np.concatenate(cols_)
-        li_parts.append(c if swap else r)
-        ri_parts.append(r if swap else c)
-    return np.concatenate(li_parts), np.concatenate(ri_parts)
+        return _top_k(mats[0], mats[0], k, thr, *how, dedup=True)
+    lm, rm = mats
+    # left -> right and right -> left
+    lr, lc = _top_k(lm, rm, k, thr, *how, dedup=False)
+    rr, rc = _top_k(rm, lm, k, thr, *how, dedup=False)
+    return np.concatenate([lr, rc]), np.concatenate([lc, rr])
 
 
 def _dedup_codes(a: np.ndarray, b: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
@@ -347,8 +475,8 @@ def _true_link_codes(true_links: object, left: pd.DataFrame, right: pd.DataFrame
                 f"true_links: link {same[0]} pairs record {list(lid)[same[0]]!r} with itself "
                 f"({len(same)} such links): remove those links (a record always matches itself)."
             )
-        return np.unique(_dedup_codes(lpos, rpos, _id_rank(left), len(left)))
-    return np.unique(lpos.astype(np.int64) * len(right) + rpos)
+        return _sorted_unique(_dedup_codes(lpos, rpos, _id_rank(left), len(left)))
+    return _sorted_unique(lpos.astype(np.int64) * len(right) + rpos)
 
 
 def _id_rank(table: pd.DataFrame) -> np.ndarray:
@@ -384,10 +512,16 @@ def block(
         - ``("standard", cols)``: the normalised values of all ``cols`` are equal;
         - ``("sorted_neighbourhood", col, {"window": 5})``: within ``window`` (odd) positions of
           each other in the sorted order of ``col`` (recordlinkage's definition);
-        - ``("tokens", cols, {"top_k": 10, "min_similarity": 0.0})``: each record's ``top_k``
-          nearest records of the other table (both directions) by TF-IDF cosine of the words of
-          ``cols``, kept when the cosine exceeds ``min_similarity``. On one table: each
-          record's ``top_k`` nearest *other* records.
+        - ``("tokens", cols, {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 3,
+          "rescore": 4})``: each record's ``top_k`` nearest records of the other table (both
+          directions) by TF-IDF cosine of the words of ``cols``, kept when the cosine exceeds
+          ``min_similarity``. On one table: each record's ``top_k`` nearest *other* records.
+          The nearest are sought among candidates that share an index token: every token whose
+          record pairs fit, rarest first, in ``budget`` pairs per record (``budget * n_records``
+          in all), and each record's ``prefix`` rarest tokens; the ``rescore * top_k`` best
+          candidates of a record by their shared index tokens are ranked by the full cosine.
+          Tokens beyond the budget (a first name shared by thousands) never pair records on
+          their own, so the cost grows linearly with the tables.
 
         Records with a missing key take no part in ``standard``/``sorted_neighbourhood``. ``None``
         means one ``tokens`` rule over all shared columns.
@@ -405,8 +539,12 @@ def block(
     Notes
     -----
     Values are compared after the same normalisation as :meth:`PairDataset.texts` (strings,
-    lower-cased, stripped). The ``tokens`` rule holds at most about 20 million dense scores at a
-    time (row chunks), and produces at most ``top_k * (n_left + n_right)`` pairs.
+    lower-cased, stripped). The ``tokens`` rule examines at most about ``3 * budget`` candidate
+    pairs per record (an inverted index over the affordable tokens, never the all-pairs product),
+    holds about 2 million candidates at a time (row chunks), and produces at most
+    ``top_k * (n_left + n_right)`` pairs. Where the candidates are a large share of all pairs
+    (tables of a few thousand records) it scores all pairs in dense row chunks instead: the exact
+    top-k, for less time.
 
     Examples
     --------
@@ -447,13 +585,13 @@ def block(
             li, ri = _recordlinkage_pairs(method, cols, params, left, right)
         if dedup:
             keep = li != ri
-            c = np.unique(_dedup_codes(li[keep], ri[keep], rank, n_right))  # type: ignore[arg-type]
+            c = _sorted_unique(_dedup_codes(li[keep], ri[keep], rank, n_right))  # type: ignore[arg-type]
         else:
-            c = np.unique(li.astype(np.int64) * n_right + ri)
+            c = _sorted_unique(li.astype(np.int64) * n_right + ri)
         label = f"{method}:{'+'.join(cols)}"
         sizes[label] = sizes.get(label, 0) + len(c)
         codes.append(c)
-    all_codes = np.unique(np.concatenate(codes)) if codes else np.empty(0, np.int64)
+    all_codes = _sorted_unique(np.concatenate(codes)) if codes else np.empty(0, np.int64)
     li, ri = np.divmod(all_codes, n_right)
     pairs = pd.DataFrame(
         {
@@ -463,7 +601,8 @@ def block(
     )
     pc = None
     if truth is not None:
-        found = np.isin(all_codes, truth)
+        at = np.minimum(np.searchsorted(truth, all_codes), max(len(truth) - 1, 0))
+        found = (truth[at] == all_codes) if len(truth) else np.zeros(len(all_codes), bool)
         pairs["label"] = found.astype(np.int8)
         pc = float(found.sum() / len(truth)) if len(truth) else float("nan")
     n_all = len(left) * (len(left) - 1) // 2 if dedup else len(left) * n_right

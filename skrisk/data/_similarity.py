@@ -8,22 +8,26 @@ token sets, and text is tokenised once per distinct value, not once per pair.
 
 from __future__ import annotations
 
+import gc
 import re
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import scipy.sparse as sp
 from rapidfuzz import process
-from rapidfuzz.distance import JaroWinkler, Levenshtein
+from rapidfuzz.distance import JaroWinkler, LCSseq, Levenshtein
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.feature_extraction.text import HashingVectorizer, TfidfVectorizer
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import normalize
+from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._pairs import PairDataset, _to_text
 
-__all__ = ["SimilarityFeatures", "SIMILARITY_METRICS"]
+__all__ = ["SimilarityFeatures", "SIMILARITY_METRICS", "EncodedRecords"]
 
 #: Metric names, in the order their features appear for each attribute.
 #: ``num_delta`` is produced only for attributes detected as numeric in ``fit``.
@@ -50,10 +54,15 @@ _NUMBER_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?")
 _THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _DECIMAL_RE = re.compile(r"^\d+\.\d+$")
 # A numeric-looking value: optional currency, a number, optional unit/percent.
-_NUMERIC_VALUE_RE = r"^\s*[$€£]?\s*[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)\s*(?:%|[a-z]{0,3}\.?)\s*$"
-_NUMBER_RE = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+))"
+_NUMERIC_VALUE_RE = (
+    r"^\s*[$€£]?\s*[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?\s*(?:%|[a-z]{0,3}\.?)\s*$"
+)
+# The first number of a value, with an optional exponent ("1e5", "2.5e-3")
+_NUMBER_RE = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 #: Share of non-missing values that must look numeric for ``num_delta`` to be produced.
 _NUMERIC_SHARE = 0.9
+# Columns of the hashed token sets (HashingVectorizer's n_features)
+_N_HASH = 2**20
 # Token pairs scored per Monge-Elkan chunk: bounds memory at a few tens of MB.
 _ME_CHUNK = 1_000_000
 
@@ -69,41 +78,109 @@ def _number_tokens(text: str) -> list[str]:
     return out
 
 
-def _hashing(analyzer: str | object, **kw: object) -> HashingVectorizer:
-    return HashingVectorizer(
-        analyzer=analyzer,  # type: ignore[arg-type]
-        n_features=2**20,
-        binary=True,
-        norm=None,
-        alternate_sign=False,
-        lowercase=False,
-        dtype=np.float32,
-        **kw,  # type: ignore[arg-type]
-    )
-
-
 def _row_dot(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
     """Row-wise dot products of two sparse matrices of the same shape."""
     return np.asarray(a.multiply(b).sum(axis=1), dtype=np.float64).ravel()
 
 
-def _set_jaccard(
-    lm: sp.csr_matrix, rm: sp.csr_matrix, li: np.ndarray, ri: np.ndarray, same: np.ndarray
-) -> np.ndarray:
-    """Jaccard of binary sets: rows ``li`` of ``lm`` against rows ``ri`` of ``rm``."""
-    a, b = lm[li], rm[ri]
-    inter = _row_dot(a, b)
-    na = np.asarray(a.sum(axis=1)).ravel()
-    nb = np.asarray(b.sum(axis=1)).ravel()
-    union = na + nb - inter
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(union > 0, inter / np.maximum(union, 1), same.astype(np.float64))
-    return out
+def _set_strings(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's set of column indices as one string of code points, in increasing order, and
+    the sets' sizes.
+
+    A hashed token index ``h < 2**20`` becomes the character ``h`` (shifted past the surrogate
+    range). Two such strings share exactly the characters of the sets' intersection, in the same
+    order, so their longest common subsequence is the intersection's size: set overlaps become
+    rapidfuzz's native, multi-threaded ``LCSseq`` over the pairs (:func:`_set_overlap`).
+    """
+    m = sp.csr_matrix(m)
+    m.sum_duplicates()  # sorted, unique indices per row
+    cp = m.indices.astype(np.uint32)
+    cp += (cp >= 0xD800).astype(np.uint32) * 2048
+    buf = cp.astype("<u4").tobytes().decode("utf-32-le")
+    ptr = m.indptr.tolist()
+    out = np.empty(m.shape[0], dtype=object)
+    out[:] = [buf[a:b] for a, b in zip(ptr[:-1], ptr[1:])]
+    return out, np.diff(m.indptr).astype(np.float64)
+
+
+def _incidence(token_lists: list[list[str]]) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Token counts of each value (values x distinct tokens, float32, sorted indices) and the
+    distinct tokens, in order of first appearance."""
+    lens = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
+    flat = [t for ts in token_lists for t in ts]
+    codes, vocab = pd.factorize(pd.Series(flat, dtype=object)) if flat else (np.zeros(0, np.intp), [])
+    ptr = np.concatenate(([0], np.cumsum(lens)))
+    inc = sp.csr_matrix((np.ones(len(flat), np.float32), codes, ptr), shape=(len(token_lists), len(vocab)))
+    inc.sum_duplicates()
+    return inc, np.asarray(vocab, dtype=object)
+
+
+def _hash_index(tokens: Sequence[str]) -> np.ndarray:
+    """HashingVectorizer's column of each string: ``|murmurhash3_32(t, seed=0)| mod 2**20``."""
+    h = np.fromiter((murmurhash3_32(t, 0) for t in tokens), dtype=np.int64, count=len(tokens))
+    return np.abs(h) % _N_HASH
+
+
+def _char3(word: str) -> list[str]:
+    """The character 3-grams of a word padded with a space on each side (``char_wb``)."""
+    w = f" {word} "
+    return [w[i:i + 3] for i in range(len(w) - 2)]
+
+
+def _hashed_sets(
+    token_lists: list[list[str]], grams: Callable[[str], list[str]] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_set_strings` of each value's set of hashed features, and the sets' sizes.
+
+    The features of a value are its tokens (``grams=None``) or the union of ``grams(token)``
+    over its tokens; each distinct token and gram is hashed once, into the columns
+    HashingVectorizer gives them (so the same sets, collisions included).
+    """
+    n = len(token_lists)
+    lens = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=n)
+    flat = [t for ts in token_lists for t in ts]
+    if not flat:
+        return np.full(n, "", dtype=object), np.zeros(n)
+    codes, vocab = pd.factorize(pd.Series(flat, dtype=object))
+    if grams is None:
+        tok_ptr, tok_idx = np.arange(len(vocab) + 1), _hash_index(vocab)
+    else:
+        glists = [grams(t) for t in vocab]
+        gcodes, gvocab = pd.factorize(pd.Series([g for gs in glists for g in gs], dtype=object))
+        tok_idx = _hash_index(gvocab)[gcodes]
+        tok_ptr = np.concatenate(([0], np.cumsum([len(g) for g in glists])))
+    cnt = np.diff(tok_ptr)[codes]
+    total = int(cnt.sum())
+    pos = np.repeat(tok_ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+    rows = np.repeat(np.repeat(np.arange(n), lens), cnt)
+    m = sp.csr_matrix((np.ones(total, np.int32), (rows, tok_idx[pos])), shape=(n, _N_HASH))
+    return _set_strings(m)
+
+
+def _tfidf_rows(inc: sp.csr_matrix, vocab: np.ndarray, vec: TfidfVectorizer) -> sp.csr_matrix:
+    """``vec.transform`` of the values from their word-token incidence (same tokens, same steps:
+    counts, sublinear tf, idf, l2 norm)."""
+    vid = np.array([vec.vocabulary_.get(t, -1) for t in vocab], dtype=np.int64)
+    coo = inc.tocoo()
+    known = vid[coo.col] >= 0
+    counts = sp.csr_matrix((coo.data[known], (coo.row[known], vid[coo.col[known]])),
+                           shape=(inc.shape[0], len(vec.vocabulary_)), dtype=np.float32)
+    counts.sum_duplicates()
+    if vec.sublinear_tf:
+        np.log(counts.data, counts.data)
+        counts.data += 1.0
+    counts.data *= vec.idf_[counts.indices]
+    return normalize(counts, norm=vec.norm, copy=False)
+
+
+def _set_overlap(a: np.ndarray, b: np.ndarray, workers: int) -> np.ndarray:
+    """Sizes of the intersections of the code-point sets ``a[i]`` and ``b[i]`` (:func:`_set_strings`)."""
+    return process.cpdist(a, b, scorer=LCSseq.similarity, workers=workers, dtype=np.int32).astype(np.float64)
 
 
 def _monge_elkan(
-    ltoks: list[list[str]],
-    rtoks: list[list[str]],
+    ltok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    rtok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     li: np.ndarray,
     ri: np.ndarray,
     workers: int,
@@ -113,21 +190,33 @@ def _monge_elkan(
     ``ME(A, B) = mean_{a in A} max_{b in B} jw(a, b)``; the result is the mean of ``ME(A, B)`` and
     ``ME(B, A)``. All token pairs of a chunk of record pairs are scored in one ``cpdist`` call;
     the per-token maxima and per-pair means are ``reduceat``/``bincount`` reductions.
-    0 where either side has no token.
+    0 where either side has no token. ``ltok``/``rtok`` are each side's ``(token ids, tokens per
+    value, offset per value, vocabulary)``.
     """
     n = len(li)
     out = np.zeros(n, dtype=np.float64)
-    lflat = np.array([t for toks in ltoks for t in toks] or [""], dtype=object)
-    rflat = np.array([t for toks in rtoks for t in toks] or [""], dtype=object)
-    llen_u = np.fromiter((len(t) for t in ltoks), dtype=np.int64, count=len(ltoks))
-    rlen_u = np.fromiter((len(t) for t in rtoks), dtype=np.int64, count=len(rtoks))
-    loff_u = np.concatenate(([0], np.cumsum(llen_u)[:-1]))
-    roff_u = np.concatenate(([0], np.cumsum(rlen_u)[:-1]))
+    lflat, llen_u, loff_u, lvocab = ltok
+    rflat, rlen_u, roff_u, rvocab = rtok
+
+    def jw(lt: np.ndarray, rt: np.ndarray) -> np.ndarray:
+        """Jaro-Winkler of token pairs (ids), each distinct pair of tokens scored once."""
+        inv, uniq = pd.factorize(lt * len(rvocab) + rt)
+        return process.cpdist(lvocab[uniq // len(rvocab)], rvocab[uniq % len(rvocab)],
+                              scorer=JaroWinkler.normalized_similarity, workers=workers)[inv]
+
     nl, nr = llen_u[li], rlen_u[ri]
     cost = nl * nr
     valid = np.flatnonzero(cost > 0)
     if len(valid) == 0:
         return out
+    # one token on each side (names, dates, codes): Monge-Elkan is their Jaro-Winkler
+    single = (cost[valid] == 1)
+    if single.any():
+        one = valid[single]
+        out[one] = jw(lflat[loff_u[li[one]]], rflat[roff_u[ri[one]]])
+        valid = valid[~single]
+        if len(valid) == 0:
+            return out
     # chunk boundaries over the valid pairs, each holding about _ME_CHUNK token pairs
     csum = np.cumsum(cost[valid])
     bounds = np.searchsorted(csum, np.arange(_ME_CHUNK, csum[-1], _ME_CHUNK), side="right")
@@ -144,9 +233,7 @@ def _monge_elkan(
         j = t - k * cr[pair]  # right token within the pair
         lidx = loff_u[li[chunk]][pair] + k
         ridx = roff_u[ri[chunk]][pair] + j
-        scores = process.cpdist(
-            lflat[lidx], rflat[ridx], scorer=JaroWinkler.normalized_similarity, workers=workers
-        ).astype(np.float64)
+        scores = jw(lflat[lidx], rflat[ridx]).astype(np.float64)
         # left -> right: max over j within each (pair, k) row (contiguous runs of length cr)
         lrows = np.repeat(np.arange(m), cl)
         krow = np.arange(len(lrows)) - np.repeat(np.cumsum(cl) - cl, cl)
@@ -165,11 +252,32 @@ def _monge_elkan(
 
 
 def _parse_numbers(values: np.ndarray) -> np.ndarray:
-    """First number in each string (thousands separators removed); NaN where there is none."""
+    """First number in each string (thousands separators removed, exponents read); NaN where
+    there is none, +-inf where it exceeds float64."""
     s = pd.Series(values, dtype=object).str.replace(_THOUSANDS_RE, "", regex=True)
-    return pd.to_numeric(s.str.extract(_NUMBER_RE, expand=False), errors="coerce").to_numpy(
-        dtype=np.float64
-    )
+    found = s.str.extract(_NUMBER_RE, expand=False).to_numpy(dtype=object)
+    out = np.full(len(found), np.nan)
+    has = np.flatnonzero(pd.notna(found))
+    if len(has):
+        out[has] = np.asarray(found[has].astype(str)).astype(np.float64)
+    return out
+
+
+def _num_delta(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``|x - y| / max(|x|, |y|)`` (0 when both are 0); MISSING where either has no number.
+
+    Values beyond float64 (+-inf) differ from any other value by 1 and equal their own infinity.
+    """
+    denom = np.maximum(np.abs(x), np.abs(y))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        col = np.where(denom > 0, np.abs(x - y) / denom, 0.0)
+        huge = ~np.isfinite(col) & np.isfinite(x) & np.isfinite(y)
+        if huge.any():  # the difference overflowed: compare the scaled values
+            col[huge] = np.abs(x[huge] / denom[huge] - y[huge] / denom[huge])
+    inf = np.isinf(x) | np.isinf(y)
+    col[inf] = np.where(x[inf] == y[inf], 0.0, 1.0)
+    col[np.isnan(x) | np.isnan(y)] = MISSING
+    return col
 
 
 def _looks_numeric(values: np.ndarray) -> bool:
@@ -178,6 +286,42 @@ def _looks_numeric(values: np.ndarray) -> bool:
     if len(vals) == 0:
         return False
     return bool(vals.str.match(_NUMERIC_VALUE_RE).mean() >= _NUMERIC_SHARE)
+
+
+@dataclass
+class _Encoded:
+    """What the metrics need of the distinct values of one attribute (one side)."""
+
+    text: np.ndarray
+    missing: np.ndarray
+    sets: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    tfidf: sp.csr_matrix | None = None
+    tokens: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    numbers: np.ndarray | None = None
+
+
+@dataclass
+class EncodedRecords:
+    """The records of one table, encoded by :meth:`SimilarityFeatures.encode`.
+
+    Attributes
+    ----------
+    n_records : int
+        Rows of the table.
+    codes : dict of str to ndarray of intp
+        Per attribute, each record's index into the attribute's distinct values.
+    values : dict
+        Per attribute, the encoded distinct values (normalised text, hashed token sets as
+        code-point strings, TF-IDF rows, tokens, numbers), as the fitted metrics need them.
+    """
+
+    n_records: int
+    codes: dict[str, np.ndarray]
+    values: dict[str, _Encoded]
+
+    def __repr__(self) -> str:
+        n = {a: len(v.text) for a, v in self.values.items()}
+        return f"EncodedRecords(n_records={self.n_records}, distinct_values={n})"
 
 
 class SimilarityFeatures(TransformerMixin, BaseEstimator):
@@ -195,8 +339,11 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                            the distinct values of the attribute on both sides.
     ``<a>_monge_elkan``    Symmetric Monge-Elkan over word tokens, Jaro-Winkler inside.
     ``<a>_num_delta``      Relative difference ``|x - y| / max(|x|, |y|)`` (0 when both are 0) of
-                           the numbers in the two values; only for attributes whose values look
-                           numeric in ``fit`` (at least 90 % of the non-missing values).
+                           the first numbers of the two values (``1e5`` reads as 100000; a
+                           value beyond float64 differs from any other by 1); ``-1`` when
+                           either value holds no number (``n/a`` is missing, not equal); only
+                           for attributes whose values look numeric in ``fit`` (at least 90 %
+                           of the non-missing values).
     ``<a>_num_diff``       Binary: both values hold numbers (digit runs, also inside model codes:
                            ``1996``, ``5.5``, the ``120`` of ``dsc-w120``) and the two sets
                            conflict, i.e. neither contains the other (``{24, 4821}`` vs
@@ -242,9 +389,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     the right values. Values are normalised with the same rule as ``to_frame`` (strings,
     lower-cased, stripped, missing -> ``''``).
 
-    Cost is linear in the number of pairs, except Monge-Elkan, which scores
-    ``n_tokens_left * n_tokens_right`` token pairs per record pair (in bounded-memory chunks);
-    leave it out of ``metrics`` for long free-text attributes if time matters.
+    Every distinct value is normalised, tokenised and hashed once (:meth:`encode` does it once
+    per table); each distinct pair of values is then compared once, in rapidfuzz's native code
+    on ``n_jobs`` threads (set overlaps too: sorted hashed tokens written as code points share
+    exactly their intersection as longest common subsequence). Cost is linear in the number of
+    pairs, except Monge-Elkan, which scores ``n_tokens_left * n_tokens_right`` token pairs per
+    record pair (each distinct token pair once, in bounded-memory chunks); leave it out of
+    ``metrics`` for long free-text attributes if time matters.
 
     Examples
     --------
@@ -319,12 +470,6 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             attrs = [f"x{i}" for i in range(half)]
         return attrs, list(range(half)), list(range(half, n_cols))
 
-    def _texts(self, arr: np.ndarray, col: int) -> np.ndarray:
-        col_values = arr[:, col]
-        inv, uniq = pd.factorize(pd.Series(col_values, dtype=object), use_na_sentinel=False)
-        text = np.array([_to_text(v) for v in uniq], dtype=object)
-        return text[inv] if len(text) else np.array([], dtype=object)
-
     def _check_params(self) -> list[str]:
         if self.metrics is None:
             return list(SIMILARITY_METRICS)
@@ -342,12 +487,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             )
         return [m for m in SIMILARITY_METRICS if m in metrics]
 
-    def _workers(self) -> int:
-        if self.n_jobs is None:
+    def _workers(self, n_jobs: object = None) -> int:
+        n_jobs = self.n_jobs if n_jobs is None else n_jobs
+        if n_jobs is None:
             return 1
-        if not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs == 0:
-            raise ValueError(f"n_jobs must be a non-zero int or None, got {self.n_jobs!r}.")
-        return int(self.n_jobs)
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+            raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}.")
+        return int(n_jobs)
 
     # ------------------------------------------------------------------ fit / transform
     def fit(self, X: object, y: object = None) -> "SimilarityFeatures":
@@ -387,7 +533,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         self.numeric_attributes_ = []
         self.tfidf_ = {}
         for a, lc, rc in zip(attrs, lpos, rpos):
-            values = np.unique(np.concatenate([self._texts(arr, lc), self._texts(arr, rc)]))
+            values = np.unique(np.concatenate([self._codes(arr[:, lc])[1], self._codes(arr[:, rc])[1]]))
             values = values[values != ""]
             if "num_delta" in metrics and _looks_numeric(values):
                 self.numeric_attributes_.append(a)
@@ -426,60 +572,200 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         workers = self._workers()
         X = self._boundary(X)
         arr = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=False)
-        blocks = []
+        out = np.empty((arr.shape[0], len(self._feature_names)), dtype=np.float32)
+        j = 0
         for a, lc, rc in zip(self.attributes_, self._lpos, self._rpos):
-            blocks.append(self._attribute_features(a, self._texts(arr, lc), self._texts(arr, rc), workers))
-        if not blocks:
-            return np.zeros((arr.shape[0], 0), dtype=np.float32)
-        return np.column_stack(blocks).astype(np.float32, copy=False)
+            li, lu = self._codes(arr[:, lc])
+            ri, ru = self._codes(arr[:, rc])
+            block = self._pair_block(a, self._encode(a, lu), self._encode(a, ru), li, ri, workers)
+            out[:, j:j + block.shape[1]] = block
+            j += block.shape[1]
+        return out
 
-    def _attribute_features(self, attr: str, left: np.ndarray, right: np.ndarray, workers: int) -> np.ndarray:
+    def encode(self, table: pd.DataFrame) -> "EncodedRecords":
+        """Encode the records of one table once, for :meth:`transform_encoded`.
+
+        Every distinct value of each attribute is normalised, tokenised and hashed once; the
+        features of any number of pairs then cost only the pairwise comparisons (rapidfuzz's
+        multi-threaded native code over the pairs), however the pairs are chunked.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            One row per record, one column per attribute (named as :attr:`attributes_`; other
+            columns are ignored).
+
+        Returns
+        -------
+        EncodedRecords
+        """
+        check_is_fitted(self)
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"encode needs a pandas DataFrame of records, got {type(table).__name__}.")
+        cols = {str(c): c for c in table.columns}
+        missing = [a for a in self.attributes_ if a not in cols]
+        if missing:
+            raise ValueError(
+                f"The table lacks the attribute column(s) {missing} the features were fitted on "
+                f"(its columns: {list(cols)}): give a table with those columns."
+            )
+        codes, values = {}, {}
+        for a in self.attributes_:
+            codes[a], uniq = self._codes(table[cols[a]].to_numpy(dtype=object))
+            values[a] = self._encode(a, uniq)
+        return EncodedRecords(n_records=len(table), codes=codes, values=values)
+
+    def transform_encoded(
+        self,
+        left: "EncodedRecords",
+        right: "EncodedRecords",
+        left_pos: npt.ArrayLike,
+        right_pos: npt.ArrayLike,
+        *,
+        n_jobs: int | None = None,
+    ) -> npt.NDArray[np.float32]:
+        """Features of the pairs ``(left record left_pos[i], right record right_pos[i])``.
+
+        The same values as :meth:`transform` of the pair frame of those records.
+
+        Parameters
+        ----------
+        left, right : EncodedRecords
+            :meth:`encode` of the two tables (the same object twice for one table).
+        left_pos, right_pos : array-like of int, shape (n_pairs,)
+            Row positions of each pair's records in the two tables.
+        n_jobs : int or None, default=None
+            Threads of the pairwise comparisons for this call; None: the ``n_jobs`` parameter.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs, n_features_out), dtype float32
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skrisk.data import SimilarityFeatures
+        >>> table = pd.DataFrame({"name": ["acme corp", "acme co", "globex"]})
+        >>> X = pd.DataFrame({"left_name": ["acme corp"], "right_name": ["acme co"]})
+        >>> sf = SimilarityFeatures(metrics=["jaccard", "levenshtein"]).fit(X)
+        >>> enc = sf.encode(table)
+        >>> sf.transform_encoded(enc, enc, [0, 0], [1, 2]).round(3)
+        array([[0.333, 0.778],
+               [0.   , 0.   ]], dtype=float32)
+        """
+        check_is_fitted(self)
+        workers = self._workers(n_jobs)
+        lp = np.asarray(left_pos, dtype=np.intp).ravel()
+        rp = np.asarray(right_pos, dtype=np.intp).ravel()
+        if lp.shape != rp.shape:
+            raise ValueError(f"left_pos and right_pos differ in length ({len(lp)} and {len(rp)}).")
+        for side, enc, pos in (("left", left, lp), ("right", right, rp)):
+            if not isinstance(enc, EncodedRecords):
+                raise TypeError(f"{side} must be SimilarityFeatures.encode(table) output.")
+            if len(pos) and (pos.min() < 0 or pos.max() >= enc.n_records):
+                raise IndexError(f"{side}_pos holds positions outside 0..{enc.n_records - 1}.")
+        out = np.empty((len(lp), len(self._feature_names)), dtype=np.float32)
+        j = 0
+        for a in self.attributes_:
+            block = self._pair_block(a, left.values[a], right.values[a], left.codes[a][lp],
+                                     right.codes[a][rp], workers)
+            out[:, j:j + block.shape[1]] = block
+            j += block.shape[1]
+        return out
+
+    @staticmethod
+    def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct normalised texts of a column and each row's code into them."""
+        inv, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+        text = np.array([_to_text(v) for v in uniq], dtype=object)
+        return inv.astype(np.intp, copy=False), text
+
+    def _encode(self, attr: str, texts: np.ndarray) -> "_Encoded":
+        """What the metrics need of each distinct text of one attribute.
+
+        The cyclic garbage collector is paused meanwhile: the token lists are millions of small
+        containers without cycles, and its passes over them would cost more than the work.
+        """
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return self._encode_values(attr, texts)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _encode_values(self, attr: str, texts: np.ndarray) -> "_Encoded":
         metrics = self._metrics
-        n = len(left)
-        lu, li = np.unique(left, return_inverse=True)
-        ru, ri = np.unique(right, return_inverse=True)
-        li, ri = li.ravel(), ri.ravel()
-        lmiss, rmiss = left == "", right == ""
+        enc = _Encoded(text=texts, missing=texts == "")
+        vec = self.tfidf_.get(attr) if "tfidf_cosine" in metrics else None
+        if {"jaccard", "monge_elkan"} & set(metrics) or vec is not None:
+            words = [_WORD_RE.findall(t) for t in texts]
+            inc, vocab = _incidence(words)
+            if "jaccard" in metrics:
+                enc.sets["jaccard"] = _hashed_sets(words)
+            if vec is not None:
+                enc.tfidf = _tfidf_rows(inc, vocab, vec)
+            if "monge_elkan" in metrics:
+                lens = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+                ids, tok_vocab = pd.factorize(pd.Series([t for ws in words for t in ws] or [""], dtype=object))
+                enc.tokens = (ids.astype(np.int64), lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64),
+                              np.asarray(tok_vocab, dtype=object))
+        if "jaccard_3gram" in metrics:
+            enc.sets["jaccard_3gram"] = _hashed_sets([t.split() for t in texts], _char3)
+        if "num_diff" in metrics:
+            enc.sets["num_diff"] = _hashed_sets([_number_tokens(t) for t in texts])
+        if "num_delta" in metrics and attr in self.numeric_attributes_:
+            enc.numbers = _parse_numbers(texts)
+        return enc
+
+    def _pair_block(
+        self, attr: str, L: "_Encoded", R: "_Encoded", li: np.ndarray, ri: np.ndarray, workers: int
+    ) -> np.ndarray:
+        """The features of one attribute for pairs of distinct values ``(L[li[i]], R[ri[i]])``.
+
+        Each distinct pair of values is compared once (cities, years, venues and the values of
+        blocking keys repeat across pairs); the rows are then gathered back.
+        """
+        inv, uniq = pd.factorize(li.astype(np.int64) * len(R.text) + ri)
+        if len(uniq) < 0.8 * len(li):
+            return self._value_pairs(attr, L, R, uniq // len(R.text), uniq % len(R.text), workers)[inv]
+        return self._value_pairs(attr, L, R, li, ri, workers)
+
+    def _value_pairs(
+        self, attr: str, L: "_Encoded", R: "_Encoded", li: np.ndarray, ri: np.ndarray, workers: int
+    ) -> np.ndarray:
+        n = len(li)
+        lmiss, rmiss = L.missing[li], R.missing[ri]
         miss = lmiss | rmiss
-        same = left == right
         cols: list[np.ndarray] = []
-        for m in metrics:
-            if m == "jaccard":
-                v = _hashing("word", token_pattern=_WORD_PATTERN)
-                col = _set_jaccard(v.transform(lu), v.transform(ru), li, ri, same)
-            elif m == "jaccard_3gram":
-                v = _hashing("char_wb", ngram_range=(3, 3))
-                col = _set_jaccard(v.transform(lu), v.transform(ru), li, ri, same)
+        for m in self._metrics:
+            if m in ("jaccard", "jaccard_3gram"):
+                (ls, ln), (rs, rn) = L.sets[m], R.sets[m]
+                inter = _set_overlap(ls[li], rs[ri], workers)
+                union = ln[li] + rn[ri] - inter
+                col = np.divide(inter, union, out=np.zeros(n), where=union > 0)
+                empty = np.flatnonzero(union <= 0)  # both sets empty: 1 when the texts are equal
+                col[empty] = (L.text[li[empty]] == R.text[ri[empty]]).astype(np.float64)
             elif m == "levenshtein":
-                col = process.cpdist(left, right, scorer=Levenshtein.normalized_similarity, workers=workers)
+                col = process.cpdist(L.text[li], R.text[ri], scorer=Levenshtein.normalized_similarity,
+                                     workers=workers)
             elif m == "jaro_winkler":
-                col = process.cpdist(left, right, scorer=JaroWinkler.normalized_similarity, workers=workers)
+                col = process.cpdist(L.text[li], R.text[ri], scorer=JaroWinkler.normalized_similarity,
+                                     workers=workers)
             elif m == "tfidf_cosine":
-                vec = self.tfidf_.get(attr)
-                if vec is None:
-                    col = np.zeros(n)
-                else:
-                    col = _row_dot(vec.transform(lu)[li], vec.transform(ru)[ri])
+                col = np.zeros(n) if L.tfidf is None else _row_dot(L.tfidf[li], R.tfidf[ri])
             elif m == "monge_elkan":
-                ltoks = [_WORD_RE.findall(s) for s in lu]
-                rtoks = [_WORD_RE.findall(s) for s in ru]
-                col = _monge_elkan(ltoks, rtoks, li, ri, workers)
+                col = _monge_elkan(L.tokens, R.tokens, li, ri, workers)
             elif m == "num_delta":
                 if attr not in self.numeric_attributes_:
                     continue
-                x, y = _parse_numbers(lu)[li], _parse_numbers(ru)[ri]
-                denom = np.maximum(np.abs(x), np.abs(y))
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    col = np.where(denom > 0, np.abs(x - y) / denom, 0.0)
-                col = np.where(np.isnan(col), MISSING, col)
+                col = _num_delta(L.numbers[li], R.numbers[ri])
             elif m == "num_diff":
-                v = _hashing(_number_tokens)
-                lc, rc = v.transform(lu)[li], v.transform(ru)[ri]
-                nl, nr = lc.getnnz(axis=1), rc.getnnz(axis=1)
-                inter = _row_dot(lc, rc)
+                (ls, ln), (rs, rn) = L.sets[m], R.sets[m]
+                inter = _set_overlap(ls[li], rs[ri], workers)
+                nl, nr = ln[li], rn[ri]
                 # conflict: both hold numbers and neither set contains the other
-                col = ((nl > 0) & (nr > 0) & (inter < nl) & (inter < nr)).astype(np.float64)
-                cols.append(col)
+                cols.append(((nl > 0) & (nr > 0) & (inter < nl) & (inter < nr)).astype(np.float64))
                 continue
             else:  # missing_diff
                 cols.append((lmiss ^ rmiss).astype(np.float64))

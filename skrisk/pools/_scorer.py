@@ -133,6 +133,9 @@ class ChunkScorer:
         None).
     threshold : float, default=MATCH_THRESHOLD
         A pair is predicted a match when its probability exceeds it (``ScoredChunk.labels``).
+    n_jobs : int or None, default=-1
+        Threads of the similarity features' pairwise comparisons (rapidfuzz); -1 all cores, None
+        the features' own ``n_jobs``. The values do not depend on it.
     matcher_input : {"auto", "features", "pairs"}, default="auto"
         What the matcher is given: the similarity-feature matrix, or the pair frame. ``"auto"``:
         the pair frame when the matcher was fitted on one (a FeatureMatcher whose
@@ -186,6 +189,7 @@ class ChunkScorer:
         risk_model: Any = None,
         threshold: float = MATCH_THRESHOLD,
         matcher_input: str = "auto",
+        n_jobs: int | None = -1,
     ) -> None:
         self.task = "dedup" if right is None or right is left else "link"
         right = left if right is None else right
@@ -222,7 +226,6 @@ class ChunkScorer:
         for c in self._columns:
             side, attr = c.split("_", 1)
             side_attrs[side].add(attr)
-        self._text: dict[str, dict[str, np.ndarray]] = {}
         for side, table in (("left", left), ("right", right)):
             missing = sorted(side_attrs[side] - {str(c) for c in table.columns})
             if missing:
@@ -231,12 +234,22 @@ class ChunkScorer:
                     f"similarity features were fitted on (its columns: {[str(c) for c in table.columns]}). "
                     "Give tables with the training schema."
                 )
-            if side == "right" and right is left:
-                self._text["right"] = self._text["left"]
-                continue
-            cols = {str(c): c for c in table.columns}
-            self._text[side] = {a: _texts(table, cols[a]) for a in sorted(side_attrs[side])}
+        self._side_attrs = side_attrs
+        # each attribute as normalised text, built on the first pair frame (the encoded path and a
+        # matcher on features never need one)
+        self._text: dict[str, dict[str, np.ndarray]] | None = None
         self._matcher_input = self._resolve_matcher_input(matcher_input)
+        if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral)
+                                   or n_jobs == 0):
+            raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}.")
+        self.n_jobs = n_jobs
+        # features that encode each table once (SimilarityFeatures) score a chunk by the pairwise
+        # comparisons alone; the attributes must be named like the tables' columns
+        self._encoded: tuple[Any, Any] | None = None
+        if callable(getattr(features, "encode", None)) and callable(
+                getattr(features, "transform_encoded", None)) and _input_names(features) is not None:
+            enc_left = features.encode(left)
+            self._encoded = (enc_left, enc_left if right is left else features.encode(right))
 
     # ------------------------------------------------------------------ set-up
     def _frame_columns(self) -> list[str]:
@@ -318,6 +331,14 @@ class ChunkScorer:
         return pairs, pos[0], pos[1]
 
     def _pair_frame(self, lpos: np.ndarray, rpos: np.ndarray) -> pd.DataFrame:
+        if self._text is None:
+            self._text = {}
+            for side, table in (("left", self.left), ("right", self.right)):
+                if side == "right" and self.right is self.left:
+                    self._text["right"] = self._text["left"]
+                    continue
+                cols = {str(c): c for c in table.columns}
+                self._text[side] = {a: _texts(table, cols[a]) for a in sorted(self._side_attrs[side])}
         cols = {}
         for c in self._columns:
             side, attr = c.split("_", 1)
@@ -356,8 +377,16 @@ class ChunkScorer:
         says what they count) in messages."""
         pairs, lpos, rpos = self._positions(chunk, where, rows, row_word)
         n = len(pairs)
-        frame = self._pair_frame(lpos, rpos)
-        F = np.asarray(self.features.transform(frame), dtype=np.float64) if n else np.zeros((0, 0))
+        frame = None
+        if self._encoded is None or self._matcher_input == "pairs":
+            frame = self._pair_frame(lpos, rpos)
+        if not n:
+            F = np.zeros((0, 0))
+        elif self._encoded is not None:
+            F = np.asarray(self.features.transform_encoded(*self._encoded, lpos, rpos, n_jobs=self.n_jobs),
+                           dtype=np.float64)
+        else:
+            F = np.asarray(self.features.transform(frame), dtype=np.float64)
         X = frame if self._matcher_input == "pairs" else F
         rep = None
         if n == 0:

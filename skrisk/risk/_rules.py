@@ -295,8 +295,9 @@ def rule_activations(rules: Sequence[Rule], X: npt.NDArray[np.floating]) -> npt.
     >>> rule_activations([r], np.array([[0.2], [0.9]])).ravel().tolist()
     [True, False]
     """
-    X = np.asarray(X)
-    out = np.zeros((X.shape[0], len(rules)), dtype=bool)
+    # column-major: every condition reads one feature column, every rule writes one column
+    X = np.asfortranarray(X)
+    out = np.zeros((X.shape[0], len(rules)), dtype=bool, order="F")
     cache: dict[tuple[int, str, float], npt.NDArray[np.bool_]] = {}
     for j, r in enumerate(rules):
         col = np.ones(X.shape[0], dtype=bool)

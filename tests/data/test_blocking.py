@@ -132,3 +132,70 @@ def test_no_token_at_all():
     right = pd.DataFrame({"x": ["??"]}, index=["3"])
     res = block(left, right, ("tokens", "x"))
     assert len(res) == 0 and res.reduction_ratio == 1.0
+
+
+# ---------------------------------------------------------------- the linear token blocker (issue #26)
+@pytest.mark.parametrize("name, floor", [("abt_buy", 0.985), ("dblp_scholar", 0.999)])
+def test_default_blocking_keeps_pair_completeness(data_home, name, floor):
+    """The default rule keeps (at least) the pair completeness of the all-pairs top-k it replaced."""
+    from skrisk.datasets import load_deepmatcher
+
+    ds = load_deepmatcher(name, data_home)
+    res = block(ds.left, ds.right, true_links=ds.pairs[ds.pairs["label"] == 1])
+    assert res.pair_completeness >= floor
+
+
+def test_inverted_index_finds_the_exact_top_k_when_it_affords_every_token(fodors, monkeypatch):
+    """With a budget that affords every token, the candidate path (inverted index, full-cosine
+    ranking) gives the dense all-pairs top-k."""
+    import skrisk.data._blocking as bmod
+
+    everything = ("tokens", ["name", "addr"], {"top_k": 1000, "budget": 10**9})  # every pair sharing a word
+    top3 = ("tokens", ["name", "addr"], {"top_k": 3, "budget": 10**9, "rescore": 10**6})
+    dense_all, dense3 = block(fodors.left, fodors.right, everything), block(fodors.left, fodors.right, top3)
+    monkeypatch.setattr(bmod, "_DENSE_RATIO", 0)  # never dense
+    sparse_all, sparse3 = block(fodors.left, fodors.right, everything), block(fodors.left, fodors.right, top3)
+    pd.testing.assert_frame_equal(dense_all.pairs, sparse_all.pairs)
+    # the top 3 agree up to ties (equal cosines at the third place, e.g. two identical records)
+    a, b = set(map(tuple, dense3.pairs.to_numpy())), set(map(tuple, sparse3.pairs.to_numpy()))
+    assert len(a) == len(b) and len(a ^ b) <= 0.02 * len(a)
+
+
+def test_inverted_index_on_a_person_table(monkeypatch):
+    """On a one-table person dedup, the candidate path keeps almost every true pair, and a small
+    budget drops frequent tokens (fewer candidates examined) without losing the rare keys."""
+    import skrisk.data._blocking as bmod
+    from skrisk.datasets import make_person_table
+
+    table, links = make_person_table(4000, random_state=0)
+    monkeypatch.setattr(bmod, "_DENSE_RATIO", 0)
+    seen = []
+    real = bmod._best_per_row
+    monkeypatch.setattr(bmod, "_best_per_row", lambda r, *a: seen.append(len(r)) or real(r, *a))
+    res = block(table, None, true_links=links)
+    assert res.task == "dedup" and res.pair_completeness >= 0.97
+    examined_default = seen[0]
+    seen.clear()
+    small = block(table, None, ("tokens", None, {"budget": 5}), true_links=links)
+    assert seen[0] < examined_default / 2
+    assert small.pair_completeness >= 0.8
+
+
+@pytest.mark.parametrize("params, match", [({"budget": 0}, "budget"), ({"prefix": -1}, "prefix"),
+                                           ({"rescore": 0}, "rescore")])
+def test_bad_token_parameters(small, params, match):
+    left, right = small
+    with pytest.raises(ValueError, match=match):
+        block(left, right, ("tokens", "name", params))
+
+
+def test_candidate_path_does_not_depend_on_the_chunking(monkeypatch):
+    """Row chunks of any size give the same pairs (ties at the k-th place broken alike)."""
+    import skrisk.data._blocking as bmod
+    from skrisk.datasets import make_person_table
+
+    table, _ = make_person_table(2000, random_state=0)
+    monkeypatch.setattr(bmod, "_DENSE_RATIO", 0)
+    whole = block(table, None, ("tokens", None, {"top_k": 3}))
+    monkeypatch.setattr(bmod, "_TOKEN_CHUNK_CELLS", 5_000)
+    pd.testing.assert_frame_equal(whole.pairs, block(table, None, ("tokens", None, {"top_k": 3})).pairs)

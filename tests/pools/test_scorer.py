@@ -22,6 +22,7 @@ def _direct(f, pairs):
 def test_score_equals_the_models_applied_directly(febrl):
     scorer = ChunkScorer(febrl.ds.left, febrl.ds.right, features=febrl.sf, matcher=febrl.matcher,
                          risk_model=febrl.risk)
+    assert scorer._encoded is not None  # the tables are encoded once; a chunk costs its comparisons
     chunk = febrl.pool.iloc[:700]
     out = scorer.score(chunk, representation=True)
     F, p, r = _direct(febrl, chunk)
@@ -164,3 +165,12 @@ def test_rnn_matcher_through_its_pipeline(febrl):
     H = pipe[-1].represent(pipe[:-1].transform(sub))
     np.testing.assert_allclose(out.representation, H, rtol=1e-5, atol=1e-6)
     assert out.representation.shape == (64, 16)
+
+
+def test_n_jobs_is_checked_and_does_not_change_the_scores(febrl):
+    with pytest.raises(ValueError, match="n_jobs"):
+        ChunkScorer(febrl.ds.left, febrl.ds.right, features=febrl.sf, matcher=febrl.matcher, n_jobs=0)
+    chunk = febrl.pool.iloc[:300]
+    one = ChunkScorer(febrl.ds.left, febrl.ds.right, features=febrl.sf, matcher=febrl.matcher, n_jobs=1)
+    two = ChunkScorer(febrl.ds.left, febrl.ds.right, features=febrl.sf, matcher=febrl.matcher, n_jobs=2)
+    np.testing.assert_array_equal(one.score(chunk).proba, two.score(chunk).proba)
