@@ -176,7 +176,11 @@ def worker(spec: dict, chunk_size: int, one_to_one: bool) -> dict:
     load_s = time.perf_counter() - t0
     rss_before = _current_rss_mb()
     acc = {"features": 0.0, "matcher": 0.0, "risk": 0.0}
-    _timed_method(model.features, "transform", acc, "features")
+    # features: the per-chunk transform, or the tables' encoding once plus the per-chunk
+    # transform_encoded of the encoded path (ChunkScorer takes it when the features offer it)
+    for name in ("transform", "encode", "transform_encoded"):
+        if hasattr(model.features, name):
+            _timed_method(model.features, name, acc, "features")
     _timed_method(model.matcher, "predict_proba", acc, "matcher")
     if model.risk_model is not None:
         _timed_method(model.risk_model, "_distribution", acc, "risk")
