@@ -220,7 +220,7 @@ def match(
         for start in range(0, n, int(chunk_size)):
             chunk = pairs.iloc[start:start + int(chunk_size)]
             tick = time.perf_counter()
-            scored = scorer.score(chunk)
+            scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
             p = scored.proba
             pos = np.flatnonzero(p > model.threshold)
             risk = np.minimum(p[pos], 1.0 - p[pos]) if scored.risk is None else scored.risk[pos]
