@@ -305,6 +305,15 @@ def _cmd_match(args: argparse.Namespace) -> int:
           "suspicious column of entities.csv).", flush=True)
     timings = {k: round(v, 2) for k, v in result.timings.items()}
     print(f"Timings (s): {json.dumps(timings)}", flush=True)
+    t, n_rec = result.timings, result.blocking.n_left + (0 if right is None else result.blocking.n_right)
+
+    def rate(n: int, what: str, seconds: float) -> str:
+        return f"{n:,} {what}" + (f", {n / seconds:,.0f} {what}/s" if seconds > 0 else "")
+
+    print(f"Stages: blocking {t['blocking']:.2f} s ({rate(n_rec, 'records', t['blocking'])}), "
+          f"encoding {t['encoding']:.2f} s, scoring {t['scoring']:.2f} s "
+          f"({rate(result.n_candidates, 'pairs', t['scoring'])}), entities {t['entities']:.2f} s; "
+          f"total {t['total']:.2f} s.", flush=True)
     out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out, legacy=False)  # of a killed earlier run (no lock here: by pid only)

@@ -85,3 +85,13 @@ def test_match_risks_are_the_scorer_risks(dedup_model, febrl_split):
     direct = dedup_model.scorer(new, None).score(m[["left_id", "right_id"]])
     np.testing.assert_allclose(m["risk"].to_numpy(), direct.risk, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(m["probability"].to_numpy(), direct.proba)
+
+
+def test_a_progress_bar_per_stage_and_none_without_progress(dedup_model, febrl_split, capsys):
+    _, new, _ = febrl_split
+    match(dedup_model, new.iloc[:300], chunk_size=200, progress=True)
+    err = capsys.readouterr().err
+    for stage in ("Blocking", "Encoding", "Scoring", "Entities"):
+        assert stage in err, err
+    match(dedup_model, new.iloc[:300], chunk_size=200, progress=False)
+    assert capsys.readouterr().err == ""
