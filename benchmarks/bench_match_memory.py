@@ -51,13 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     table, links = make_person_table(args.n, random_state=0)
     if not table_path.exists():
         table.to_csv(table_path)
+    # in --work: ``python -m`` puts its working folder first on sys.path, before PYTHONPATH
+    env = {"PYTHONPATH": str(Path(args.code).resolve())}
+    *_, where, _ = _child([sys.executable, "-c", "import skrisk; print(skrisk.__file__)"], env, cwd=work)
     load0 = os.getloadavg()[0]
     out_dir = work / f"out{args.n}_{Path(args.code).resolve().name}_{args.chunk_size}"
     wall, peak, text, rc = _child([sys.executable, "-m", "skrisk.cli", "match", "--model", str(model_path),
                                    "--left", str(table_path), "--out", str(out_dir), "--no-progress",
-                                   "--chunk-size", str(args.chunk_size)],
-                                  {"PYTHONPATH": str(Path(args.code).resolve())})
+                                   "--chunk-size", str(args.chunk_size)], env, cwd=work)
     row: dict = {"n_records": args.n, "chunk_size": args.chunk_size, "measured_code": str(Path(args.code).resolve()),
+                 "measured_skrisk": where.strip(),
                  "wall_s": round(wall, 2), "peak_gb": round(peak, 3), "rc": rc}
     for line in text.splitlines():
         if line.startswith("Timings (s):"):
