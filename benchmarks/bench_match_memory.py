@@ -33,7 +33,7 @@ from bench_splink import _child, _quality, _train_model  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=int, default=200_000, help="records of the table (default 200000)")
-    p.add_argument("--chunk-size", type=int, default=100_000)
+    p.add_argument("--chunk-size", type=int, default=50_000, help="skrisk match --chunk-size (default: its default)")
     p.add_argument("--work", required=True, help="folder of the table and model (made once, then reused)")
     p.add_argument("--code", default=str(ROOT), help="repository whose skrisk is measured (default: this one)")
     p.add_argument("--out", default=str(HERE / "results" / "speed" / "match_memory.jsonl"))

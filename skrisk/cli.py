@@ -263,9 +263,9 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--id-column", default=None, help="id column of the tables (default: the model's, usually id)")
     m.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV files (default utf-8); LEFT,RIGHT gives each table its own")
-    m.add_argument("--chunk-size", type=_positive, default=100_000,
-                   help="candidate pairs scored at a time (bounds the memory; default 100000)")
-    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    m.add_argument("--chunk-size", type=_positive, default=50_000,
+                   help="candidate pairs scored at a time (bounds the memory; default 50000)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bars")
     _add_blocking_flags(m)
 
 

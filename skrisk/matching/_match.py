@@ -166,7 +166,7 @@ def match(
     left: pd.DataFrame,
     right: pd.DataFrame | None = None,
     *,
-    chunk_size: int = 100_000,
+    chunk_size: int = 50_000,
     reasons: bool = False,
     progress: bool = True,
     one_to_one: bool = False,
@@ -185,7 +185,7 @@ def match(
     right : pandas.DataFrame or None, default=None
         The other table of a linkage model. For a dedup model it is optional: its records are
         deduplicated together with ``left`` (ids must then be unique across both).
-    chunk_size : int, default=100_000
+    chunk_size : int, default=50_000
         Candidate pairs scored at a time: bounds the memory of features and probabilities.
     reasons : bool, default=False
         Add a ``reasons`` column: the top three reasons of each match's risk (LearnRisk's fired
