@@ -110,12 +110,12 @@ print(json.dumps({"read": t_read, "predict": t2 - t1, "cluster": t3 - t2, "write
 '''
 
 
-def _child(cmd: list[str], env: dict | None = None) -> tuple[float, float, str, int]:
-    """Run a command in a fresh process: wall seconds, its peak resident memory (GB, from
-    ``os.wait4``), its stdout, its exit status."""
+def _child(cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[float, float, str, int]:
+    """Run a command in a fresh process (in ``cwd``): wall seconds, its peak resident memory (GB,
+    from ``os.wait4``), its stdout, its exit status."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, cwd=ROOT, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, cwd=cwd, env={**os.environ, **(env or {})})
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = rc = os.waitstatus_to_exitcode(status)

@@ -263,9 +263,9 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--id-column", default=None, help="id column of the tables (default: the model's, usually id)")
     m.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV files (default utf-8); LEFT,RIGHT gives each table its own")
-    m.add_argument("--chunk-size", type=_positive, default=100_000,
-                   help="candidate pairs scored at a time (bounds the memory; default 100000)")
-    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    m.add_argument("--chunk-size", type=_positive, default=50_000,
+                   help="candidate pairs scored at a time (bounds the memory; default 50000)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bars")
     _add_blocking_flags(m)
 
 
@@ -305,6 +305,15 @@ def _cmd_match(args: argparse.Namespace) -> int:
           "suspicious column of entities.csv).", flush=True)
     timings = {k: round(v, 2) for k, v in result.timings.items()}
     print(f"Timings (s): {json.dumps(timings)}", flush=True)
+    t, n_rec = result.timings, result.blocking.n_left + (0 if right is None else result.blocking.n_right)
+
+    def rate(n: int, what: str, seconds: float) -> str:
+        return f"{n:,} {what}" + (f", {n / seconds:,.0f} {what}/s" if seconds > 0 else "")
+
+    print(f"Stages: blocking {t['blocking']:.2f} s ({rate(n_rec, 'records', t['blocking'])}), "
+          f"encoding {t['encoding']:.2f} s, scoring {t['scoring']:.2f} s "
+          f"({rate(result.n_candidates, 'pairs', t['scoring'])}), entities {t['entities']:.2f} s; "
+          f"total {t['total']:.2f} s.", flush=True)
     out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out, legacy=False)  # of a killed earlier run (no lock here: by pid only)

@@ -7,6 +7,7 @@ model's threshold are kept (with their risk, and their reasons on request).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -110,6 +111,24 @@ def _candidates(left: pd.DataFrame, right: pd.DataFrame | None, rules: Any, name
     return result
 
 
+@contextlib.contextmanager
+def _stage(name: str, progress: bool, timings: dict[str, float], key: str) -> Any:
+    """Time a stage into ``timings[key]``, with a one-step tqdm bar (its name and elapsed time)."""
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=1, desc=name, bar_format="{desc}: {elapsed}{postfix}")
+    tick = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[key] += time.perf_counter() - tick
+        if bar is not None:
+            bar.update(1)
+            bar.close()
+
+
 def _feature_names(model: MatchModel) -> list[str]:
     try:
         return [str(n) for n in model.features.get_feature_names_out()]
@@ -147,7 +166,7 @@ def match(
     left: pd.DataFrame,
     right: pd.DataFrame | None = None,
     *,
-    chunk_size: int = 100_000,
+    chunk_size: int = 50_000,
     reasons: bool = False,
     progress: bool = True,
     one_to_one: bool = False,
@@ -166,13 +185,14 @@ def match(
     right : pandas.DataFrame or None, default=None
         The other table of a linkage model. For a dedup model it is optional: its records are
         deduplicated together with ``left`` (ids must then be unique across both).
-    chunk_size : int, default=100_000
+    chunk_size : int, default=50_000
         Candidate pairs scored at a time: bounds the memory of features and probabilities.
     reasons : bool, default=False
         Add a ``reasons`` column: the top three reasons of each match's risk (LearnRisk's fired
         rules, with feature names).
     progress : bool, default=True
-        A tqdm progress bar over the candidate pairs.
+        A tqdm progress bar per stage: blocking, encoding and entities (each its elapsed
+        time) and scoring (over the candidate pairs).
     one_to_one : bool, default=False
         Linkage of two clean tables: each record matches at most one record of the other table
         (entities by maximum-weight matching instead of connected components), in both outputs:
@@ -201,13 +221,11 @@ def match(
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left, right = _prepare_tables(model, left, right, names)
     task = model.task
-    tick = time.perf_counter()
-    blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names)
+    with _stage("Blocking", progress, timings, "blocking"):
+        blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names)
     pairs = blocked.pairs[["left_id", "right_id"]]
-    timings["blocking"] = time.perf_counter() - tick
-    tick = time.perf_counter()
-    scorer = model.scorer(left, right)  # encodes every distinct value of the tables once
-    timings["encoding"] = time.perf_counter() - tick
+    with _stage("Encoding the tables", progress, timings, "encoding"):
+        scorer = model.scorer(left, right)  # encodes every distinct value of the tables once
     n = len(pairs)
     names_f = _feature_names(model) if reasons else []
     kept: list[pd.DataFrame] = []
@@ -220,7 +238,7 @@ def match(
         for start in range(0, n, int(chunk_size)):
             chunk = pairs.iloc[start:start + int(chunk_size)]
             tick = time.perf_counter()
-            scored = scorer.score(chunk)
+            scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
             p = scored.proba
             pos = np.flatnonzero(p > model.threshold)
             risk = np.minimum(p[pos], 1.0 - p[pos]) if scored.risk is None else scored.risk[pos]
@@ -244,21 +262,20 @@ def match(
         {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
     matches = matches.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
                                   kind="stable", ignore_index=True)
-    tick = time.perf_counter()
-    from ._entities import cluster_entities
+    with _stage("Entities", progress, timings, "entities"):
+        from ._entities import cluster_entities
 
-    records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
-    entities = cluster_entities(
-        matches[["left_id", "right_id", "probability"]], task=task, one_to_one=one_to_one,
-        threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,
-    )
-    if one_to_one:  # matches.csv and entities.csv mean the same: only the kept one-to-one pairs
-        cl = entities.clusters
-        ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
-        ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
-        same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
-        matches = matches[same].reset_index(drop=True)
-    timings["entities"] = time.perf_counter() - tick
+        records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
+        entities = cluster_entities(
+            matches[["left_id", "right_id", "probability"]], task=task, one_to_one=one_to_one,
+            threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,
+        )
+        if one_to_one:  # matches.csv and entities.csv mean the same: only the kept one-to-one pairs
+            cl = entities.clusters
+            ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
+            ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
+            same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
+            matches = matches[same].reset_index(drop=True)
     timings["total"] = time.perf_counter() - t_start
     return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings,
                        blocking=blocked)

@@ -37,7 +37,9 @@ class ScoredChunk:
     proba : ndarray of float64, shape (n_pairs,)
         The matcher's match probability of every pair.
     risk : ndarray of float64, shape (n_pairs,) or None
-        LearnRisk's risk (VaR) of every pair; None when the scorer has no risk model.
+        LearnRisk's risk (VaR) of every pair; None when the scorer has no risk model; NaN for
+        the pairs that are not predicted matches when :meth:`ChunkScorer.score` was asked for
+        ``risk_of="matches"``.
     representation : ndarray of float32, shape (n_pairs, h) or None
         The pairs' representations (the matcher's ``represent``, else the similarity features);
         None unless asked for.
@@ -345,7 +347,7 @@ class ChunkScorer:
             cols[c] = self._text[side][attr][lpos if side == "left" else rpos]
         return pd.DataFrame(cols)
 
-    def score(self, chunk: pd.DataFrame, *, representation: bool = False) -> ScoredChunk:
+    def score(self, chunk: pd.DataFrame, *, representation: bool = False, risk_of: str = "all") -> ScoredChunk:
         """Features, probabilities, risks (and representations) of one chunk of pairs.
 
         Parameters
@@ -356,6 +358,11 @@ class ChunkScorer:
         representation : bool, default=False
             Also compute the representations (the matcher's ``represent``, for a pipeline its
             last step's ``represent`` of the transformed pairs, else the similarity features).
+        risk_of : {"all", "matches"}, default="all"
+            The pairs whose risk is computed: every pair, or only those predicted matches
+            (``proba > threshold``; the others get NaN). A pair's risk does not depend on which
+            pairs are computed with it; ``"matches"`` saves the risk model's per-pair work and
+            memory when only the matches are kept (as :func:`skrisk.matching.match` does).
 
         Returns
         -------
@@ -367,11 +374,14 @@ class ChunkScorer:
             A missing id column, an id not in its table (the message names the row), or a
             matcher that returns invalid probabilities.
         """
-        return self._score(chunk, representation=representation, where="ChunkScorer.score: the chunk")
+        if risk_of not in ("all", "matches"):
+            raise ValueError(f"risk_of must be 'all' or 'matches', got {risk_of!r}.")
+        return self._score(chunk, representation=representation, where="ChunkScorer.score: the chunk",
+                           risk_of=risk_of)
 
     def _score(
         self, chunk: Any, *, representation: bool, where: str, rows: np.ndarray | None = None,
-        row_word: str = "pool row",
+        row_word: str = "pool row", risk_of: str = "all",
     ) -> ScoredChunk:
         """:meth:`score`; ``where`` names the chunk and ``rows`` its rows' numbers (``row_word``
         says what they count) in messages."""
@@ -398,7 +408,14 @@ class ChunkScorer:
         p = self._checked(P, n, where)
         risk = None
         if self.risk_model is not None:
-            risk = self._risk(X, F, p) if n else np.zeros(0)
+            if risk_of == "all" or not n:
+                risk = self._risk(X, F, p) if n else np.zeros(0)
+            else:
+                risk = np.full(n, np.nan)
+                at = np.flatnonzero(p > self.threshold)
+                if len(at):
+                    Xm = X.iloc[at].reset_index(drop=True) if isinstance(X, pd.DataFrame) else X[at]
+                    risk[at] = self._risk(Xm, F[at], p[at])
         return ScoredChunk(
             pairs=pairs, proba=p, risk=risk, representation=rep,
             labels=match_labels(p, self.threshold),

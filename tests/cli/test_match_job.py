@@ -75,6 +75,8 @@ def test_label_table_quit_then_match_new_records(tmp_path, capsys):
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert "candidate pairs" in printed.out and "cannot be known without labels" in printed.out
+    assert "Stages: blocking" in printed.out and "pairs/s)" in printed.out  # the stage timings and rates
+    assert "Scoring candidate pairs" not in printed.err  # --no-progress: no bar
     matches = pd.read_csv(out / "matches.csv", dtype={"left_id": str, "right_id": str})
     assert list(matches.columns) == ["left_id", "right_id", "probability", "risk"]
     assert (matches["left_id"] < matches["right_id"]).all()

@@ -57,3 +57,41 @@ def test_linkage_one_to_one(dedup_model, febrl_split):
     sizes = res.entities.clusters.groupby(["entity_id", "side"]).size()
     assert sizes.max() == 1  # at most one record of each side per entity
     assert set(res.entities.clusters["side"]) == {"left", "right"}
+
+
+def test_risk_of_matches_only_is_the_risk_of_every_pair_where_it_is_computed(dedup_model, febrl_split):
+    """match() asks the scorer for the risk of the pairs above the threshold only (issue #26: the
+    risk model's per-pair temporaries were most of the peak memory); those risks are unchanged."""
+    from skrisk.data import block
+
+    _, new, _ = febrl_split
+    scorer = dedup_model.scorer(new, None)
+    pairs = block(new, None, dedup_model.blocking).pairs.iloc[:400]
+    full = scorer.score(pairs)
+    part = scorer.score(pairs, risk_of="matches")
+    above = full.proba > dedup_model.threshold
+    assert 0 < above.sum() < len(pairs)
+    np.testing.assert_array_equal(part.proba, full.proba)
+    np.testing.assert_allclose(part.risk[above], full.risk[above], rtol=0, atol=1e-12)
+    assert np.isnan(part.risk[~above]).all()
+    with pytest.raises(ValueError, match="risk_of"):
+        scorer.score(pairs, risk_of="some")
+
+
+def test_match_risks_are_the_scorer_risks(dedup_model, febrl_split):
+    _, new, _ = febrl_split
+    res = match(dedup_model, new, chunk_size=61, progress=False)
+    m = res.matches
+    direct = dedup_model.scorer(new, None).score(m[["left_id", "right_id"]])
+    np.testing.assert_allclose(m["risk"].to_numpy(), direct.risk, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(m["probability"].to_numpy(), direct.proba)
+
+
+def test_a_progress_bar_per_stage_and_none_without_progress(dedup_model, febrl_split, capsys):
+    _, new, _ = febrl_split
+    match(dedup_model, new.iloc[:300], chunk_size=200, progress=True)
+    err = capsys.readouterr().err
+    for stage in ("Blocking", "Encoding", "Scoring", "Entities"):
+        assert stage in err, err
+    match(dedup_model, new.iloc[:300], chunk_size=200, progress=False)
+    assert capsys.readouterr().err == ""
