@@ -620,7 +620,8 @@ def block_lm_labels(_: str, ctx: dict) -> str:
         p = r.get("params", {})
         lines.append(
             f"| {r['date']} | {r['n_labels']:,} | {p.get('max_length')} | {p.get('freeze_layers')} | "
-            f"{p.get('max_epochs')} | {p.get('lr')} | {p.get('class_weight')} | {p.get('pooling', 'cls')} | {r['fit_s']} | "
+            f"{p.get('max_epochs')} | {p.get('lr')} | {p.get('class_weight')} | {p.get('pooling', 'cls')} | "
+            f"{r['fit_s']} | "
             f"{r['pairs_per_s_scored']} | **{r['test_f1']:.3f}** | {r['peak_rss_mb']} | {r['load_avg_1m_at_end']} "
             f"| `{r['command']}` |")
     return "\n".join(lines)
@@ -634,7 +635,8 @@ def block_lm_diagnosis(_: str, ctx: dict) -> str:
         a = r["args"]
         curve = "<br>".join(f"{h['epoch']}: {h['train_loss']:.3f} / {h['valid_loss']:.3f} / {h['valid_f1']:.3f} / "
                             f"{h['valid_auc']:.3f}" for h in r["history"])
-        lines.append(f"| {r['date']} | {a['n']:,} | {a['epochs']} | {a['lr']:g} | {a['class_weight']} | {a['pooling']} "
+        lines.append(f"| {r['date']} | {a['n']:,} | {a['epochs']} | {a['lr']:g} | {a['class_weight']} "
+                     f"| {a['pooling']} "
                      f"| {a['nval']} {a['valid_from']} pairs | {r['fit_s']} | {curve} | {r['load_avg_1m_at_end']} "
                      f"| `{r['command']}` |")
     return "\n".join(lines)
