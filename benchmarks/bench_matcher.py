@@ -295,7 +295,8 @@ def _lm(args, seed: int, **extra):
 
     params = dict(max_length=args.max_length, lr=args.lr, max_epochs=args.epochs, warm_epochs=args.warm_epochs,
                   batch_size=args.batch_size, freeze_layers=args.freeze_layers, device="cpu",
-                  class_weight=None if args.class_weight == "none" else "balanced", random_state=seed, **extra)
+                  class_weight=None if args.class_weight == "none" else "balanced", pooling=args.pooling,
+                  random_state=seed, **extra)
     if args.lm_model:
         params["model"] = args.lm_model
     return LMMatcher(**params), params
@@ -361,6 +362,8 @@ def main(argv=None):
                    help="rnn: RNNMatcher (every task but round); lm: LMMatcher (labels, round)")
     p.add_argument("--lm-model", default="", help="LMMatcher model folder (default: the offline MiniLM)")
     p.add_argument("--warm-epochs", type=int, default=1, help="LMMatcher epochs of a warm-started round")
+    p.add_argument("--pooling", choices=["cls", "mean"], default="cls",
+                   help="LMMatcher: the head's input (first token or mean over the tokens)")
     p.add_argument("--freeze-layers", type=int, default=0, help="LMMatcher: transformer layers kept fixed")
     p.add_argument("--round-labels", type=int, nargs="+", default=[300, 1000, 2000])
     p.add_argument("--pool", type=int, default=2000, help="round: unlabelled pairs scored per round")

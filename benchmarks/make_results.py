@@ -612,17 +612,33 @@ def block_lm_rounds(_: str, ctx: dict) -> str:
 
 def block_lm_labels(_: str, ctx: dict) -> str:
     """The ``bench_matcher.py labels --matcher lm`` records: test F1 after random labels, no validation."""
-    lines = ["| date | labels | max length | frozen layers | epochs | lr | `class_weight` | fit s | test pairs/s "
-             "| test F1 | peak RSS MB | load | command |", "|---" * 13 + "|"]
+    lines = ["| date | labels | max length | frozen layers | epochs | lr | `class_weight` | `pooling` | fit s "
+             "| test pairs/s | test F1 | peak RSS MB | load | command |", "|---" * 14 + "|"]
     for r in _read_jsonl(RESULTS / "matcher/lm_results.jsonl"):
         if r.get("task") != "labels":
             continue
         p = r.get("params", {})
         lines.append(
             f"| {r['date']} | {r['n_labels']:,} | {p.get('max_length')} | {p.get('freeze_layers')} | "
-            f"{p.get('max_epochs')} | {p.get('lr')} | {p.get('class_weight')} | {r['fit_s']} | "
+            f"{p.get('max_epochs')} | {p.get('lr')} | {p.get('class_weight')} | {p.get('pooling', 'cls')} | "
+            f"{r['fit_s']} | "
             f"{r['pairs_per_s_scored']} | **{r['test_f1']:.3f}** | {r['peak_rss_mb']} | {r['load_avg_1m_at_end']} "
             f"| `{r['command']}` |")
+    return "\n".join(lines)
+
+
+def block_lm_diagnosis(_: str, ctx: dict) -> str:
+    """The ``benchmarks/tools/lm_diagnose.py`` records: per-epoch curves of short LMMatcher fits."""
+    lines = ["| date | labels | epochs | lr | `class_weight` | `pooling` | scored on | fit s | epoch: train loss "
+             "/ valid loss / valid F1 / valid AUC | load | command |", "|---" * 12 + "|"]
+    for r in _read_jsonl(RESULTS / "matcher/lm_diagnosis.jsonl"):
+        a = r["args"]
+        curve = "<br>".join(f"{h['epoch']}: {h['train_loss']:.3f} / {h['valid_loss']:.3f} / {h['valid_f1']:.3f} / "
+                            f"{h['valid_auc']:.3f}" for h in r["history"])
+        lines.append(f"| {r['date']} | {a['n']:,} | {a['epochs']} | {a['lr']:g} | {a['class_weight']} "
+                     f"| {a['pooling']} "
+                     f"| {a['nval']} {a['valid_from']} pairs | {r['fit_s']} | {curve} | {r['load_avg_1m_at_end']} "
+                     f"| `{r['command']}` |")
     return "\n".join(lines)
 
 
@@ -856,6 +872,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "matcher_score": block_matcher_score,
     "lm_rounds": block_lm_rounds,
     "lm_labels": block_lm_labels,
+    "lm_diagnosis": block_lm_diagnosis,
     "learnrisk_table": block_learnrisk_table,
     "kmedoids_table": block_kmedoids_table,
     "query_table": block_query_table,

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 from torch import nn
 
@@ -37,18 +38,28 @@ _SAVED = "lm_matcher.json"
 _HEAD = "head.safetensors"
 
 
-class _CrossEncoder(nn.Module):
-    """Encoder + dropout + ``Linear(hidden, 2)`` on the first token's last hidden state."""
+#: ``pooling=`` values: the first token's last hidden state, or the mean over the pair's tokens.
+POOLINGS = ("cls", "mean")
 
-    def __init__(self, encoder: nn.Module, dropout: float) -> None:
+
+class _CrossEncoder(nn.Module):
+    """Encoder + dropout + ``Linear(hidden, 2)`` on the pooled last hidden state (``pooling``:
+    the first token's, or the mean over the tokens the attention mask keeps, padding excluded)."""
+
+    def __init__(self, encoder: nn.Module, dropout: float, pooling: str = "cls") -> None:
         super().__init__()
         self.encoder = encoder
+        self.pooling = pooling
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(int(encoder.config.hidden_size), 2)
 
     def forward(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        out = self.encoder(**batch)
-        h = out.last_hidden_state[:, 0]
+        last = self.encoder(**batch).last_hidden_state
+        if self.pooling == "mean":
+            mask = batch["attention_mask"].unsqueeze(-1).to(last.dtype)
+            h = (last * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        else:
+            h = last[:, 0]
         return self.head(self.dropout(h)), h
 
 
@@ -61,12 +72,13 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
     Each record is serialised attribute by attribute (``COL name VAL ... COL price VAL ...``);
     left and right go to the tokenizer as a text pair (``truncation="longest_first"``); a linear
-    head on the first token's last hidden state gives the two class scores. Training: AdamW,
+    head on the pooled last hidden state (``pooling``: the mean over the tokens, or the first
+    token's) gives the two class scores. Training: AdamW,
     linear warm-up over 10 % of the steps then linear decay, cross-entropy; with validation pairs
     the epoch with the best validation F1 is kept (ties: lower validation loss, then earlier).
 
     Offers the matcher interface of :mod:`skrisk.matchers` (:meth:`predict_proba`,
-    :meth:`represent` = the first-token vector, :meth:`predict_proba_and_represent`,
+    :meth:`represent` = the pooled vector, :meth:`predict_proba_and_represent`,
     :meth:`predict_proba_mc`, :meth:`gradient_embedding`, :meth:`expected_gradient_length`), so
     every strategy runs with it; :meth:`save` / :meth:`load` (safetensors + JSON, no code run).
 
@@ -101,8 +113,16 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     patience : int or None, default=None
         With validation pairs: stop after this many epochs without a better validation F1 (None:
         train ``max_epochs``; the best epoch is kept either way).
-    class_weight : "balanced", float or None, default=None
+    class_weight : "balanced", float or None, default="balanced"
         Weight of the match class in the loss ("balanced": non-matches / matches of the labels).
+        Without it, a short fit on a few matches (about 10 % on Abt-Buy) leaves every match
+        probability below 0.5, so nothing is predicted a match (F1 0).
+    pooling : {"mean", "cls"}, default="mean"
+        The head's input (and :meth:`represent`'s vector): the mean of the last hidden states
+        over the pair's tokens (padding excluded), or the first token's last hidden state.
+        all-MiniLM-L6-v2 was trained with mean pooling; on Abt-Buy mean pooling ranked the
+        validation pairs better than the first token after each of 3 epochs
+        (``benchmarks/results/lm.md``).
     device : str, torch.device or None, default="auto"
         "auto": CUDA when available (bf16 autocast there), else the CPU.
     local_files_only : bool or None, default=None
@@ -123,7 +143,8 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     best_epoch_ : int
         The epoch (1-based) whose weights were kept.
     history_ : list of dict
-        Per epoch: ``epoch``, ``train_loss`` and, with validation pairs, ``valid_loss`` and ``valid_f1``.
+        Per epoch: ``epoch``, ``train_loss`` and, with validation pairs, ``valid_loss``, ``valid_f1``
+        and ``valid_auc`` (ROC AUC of the match probabilities; None without validation non-matches).
     device_ : str
     seed_ : int
     model_ : str
@@ -143,7 +164,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
     Inference runs in chunks of 8,192 pairs (memory bounded by the chunk), each sorted by
     length into batches padded to their longest pair, under ``torch.inference_mode``. The
-    probabilities and first-token vectors of the last few inputs are kept until the next fit, so
+    probabilities and pooled vectors of the last few inputs are kept until the next fit, so
     the labelled and validation pairs of a risk-sampling query pass through the network once.
 
     Examples
@@ -168,7 +189,8 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         freeze_layers: int = 0,
         attributes: Sequence[str] | None = None,
         patience: int | None = None,
-        class_weight: str | float | None = None,
+        class_weight: str | float | None = "balanced",
+        pooling: str = "mean",
         device: str | torch.device | None = "auto",
         local_files_only: bool | None = None,
         verbose: int = 0,
@@ -187,6 +209,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         self.attributes = attributes
         self.patience = patience
         self.class_weight = class_weight
+        self.pooling = pooling
         self.device = device
         self.local_files_only = local_files_only
         self.verbose = verbose
@@ -208,6 +231,8 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {list(POOLINGS)}, got {self.pooling!r}.")
         cw = self.class_weight
         if not (cw is None or cw == "balanced" or (isinstance(cw, (int, float)) and not isinstance(cw, bool) and cw > 0)):
             raise ValueError(f"class_weight must be 'balanced', a positive number or None, got {cw!r}.")
@@ -315,7 +340,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
                 tokenizer, encoder = load_pretrained(self.model, local_files_only=self.local_files_only)
                 self.tokenizer_ = tokenizer
                 dropout = float(getattr(encoder.config, "hidden_dropout_prob", 0.1) or 0.0)
-                self.module_ = _CrossEncoder(encoder, dropout).to(self.device_)
+                self.module_ = _CrossEncoder(encoder, dropout, self.pooling).to(self.device_)
                 self.config_ = encoder.config.to_dict()
                 self.model_ = str(self.model)
             else:
@@ -397,7 +422,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
                 tp = int(((pred == 1) & (yv == 1)).sum())
                 f1 = 2 * tp / max(int((pred == 1).sum()) + int((yv == 1).sum()), 1)
                 vloss = float(-np.mean(yv * np.log(p) + (1 - yv) * np.log(1 - p)))
-                rec.update(valid_loss=vloss, valid_f1=f1)
+                # rank quality: shows learning while no pair is above p = 0.5 yet (F1 0)
+                auc = float(roc_auc_score(yv, P[:, 1])) if (yv == 0).any() else None
+                rec.update(valid_loss=vloss, valid_f1=f1, valid_auc=auc)
                 key = (f1, -vloss)
                 if best is None or key > best:
                     best, stale = key, 0
@@ -493,7 +520,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         return match_labels(self.predict_proba(X))
 
     def represent(self, X: Any, *, return_proba: bool = False) -> Any:
-        """The first token's last hidden state ``(n, hidden)`` (the head's input), in row order.
+        """The pooled last hidden state ``(n, hidden)`` (the head's input, see ``pooling``), in row order.
 
         Parameters
         ----------
@@ -596,11 +623,14 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         unknown = sorted(set(params) - known)
         if unknown:
             raise DataError(f"{folder / _SAVED} has unknown parameters {unknown}.")
+        params.setdefault("pooling", "cls")  # saved before ``pooling`` existed: the first token
         m = cls(model=str(state.get("model", folder)), device=device, **params)
         tokenizer, encoder = load_pretrained(folder)
         m.device_ = str(resolve_device(device))
         m.tokenizer_ = tokenizer
-        module = _CrossEncoder(encoder, dropout)
+        if m.pooling not in POOLINGS:
+            raise DataError(f"{folder / _SAVED} has an unknown pooling {m.pooling!r} (one of {list(POOLINGS)}).")
+        module = _CrossEncoder(encoder, dropout, m.pooling)
         try:
             head = load_file(str(folder / _HEAD))
             module.head.load_state_dict(head)

@@ -101,6 +101,7 @@ def test_learns_and_keeps_best_epoch(fitted, pairs):
     best = fitted.best_epoch_
     assert f1s[best - 1] == max(f1s) > 0
     assert f1s[-1] < max(f1s)  # here the last epoch is worse: the kept weights are not the last ones
+    assert all(0.0 <= h["valid_auc"] <= 1.0 for h in hist) and max(h["valid_auc"] for h in hist) > 0.5
     # the kept weights are the best epoch's: their validation F1, recomputed, is the recorded one
     fitted._memo.clear()
     pred = fitted.predict(Xv)
@@ -381,3 +382,32 @@ def test_offline_weights_unpack_once_and_repair_a_partial_folder(tmp_path):
     assert offline_model_path(tmp_path) == folder
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp  # not unpacked again
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".unpack-")]  # no temporary left
+
+
+def test_mean_pooling_ignores_padding_and_round_trips(tiny, pairs, tmp_path):
+    (X, y), (Xt, _) = pairs["train"], pairs["test"]
+    m = LMMatcher(tiny, **{**FAST, "max_epochs": 2, "pooling": "mean"}).fit(X, y)
+    P, H = m.predict_proba_and_represent(Xt)
+    # each pair alone (no padding at all): the same vector as in a padded, length-sorted batch
+    left, right = _texts(Xt)
+    with torch.inference_mode():
+        for i in (0, len(left) - 1):
+            enc = m.tokenizer_(left[i], right[i], truncation="longest_first", max_length=32, return_tensors="pt")
+            alone = m.module_.encoder(**enc).last_hidden_state[0].mean(dim=0).numpy()
+            np.testing.assert_allclose(H[i], alone, atol=1e-5)
+    assert not np.allclose(H, LMMatcher(tiny, **{**FAST, "max_epochs": 2, "pooling": "cls"}).fit(X, y).represent(Xt))
+    m.save(tmp_path / "mean")
+    loaded = LMMatcher.load(tmp_path / "mean", device="cpu")
+    assert loaded.pooling == "mean"
+    np.testing.assert_allclose(loaded.predict_proba(Xt), P, atol=1e-6)
+    with pytest.raises(ValueError, match="pooling"):
+        LMMatcher(tiny, **{**FAST, "pooling": "max"}).fit(X, y)
+    # a folder saved before ``pooling`` existed holds a first-token model: loaded as one
+    cls_model = LMMatcher(tiny, **{**FAST, "max_epochs": 1, "pooling": "cls"}).fit(X, y)
+    cls_model.save(tmp_path / "old")
+    state = json.loads((tmp_path / "old" / "lm_matcher.json").read_text())
+    del state["params"]["pooling"]
+    (tmp_path / "old" / "lm_matcher.json").write_text(json.dumps(state))
+    old = LMMatcher.load(tmp_path / "old", device="cpu")
+    assert old.pooling == "cls"
+    np.testing.assert_allclose(old.predict_proba(Xt), cls_model.predict_proba(Xt), atol=1e-6)
