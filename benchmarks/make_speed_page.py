@@ -22,10 +22,12 @@ def _rows(name: str) -> list[dict]:
 
 
 def _code(r: dict) -> str:
+    """Which code a record measured: its ``label`` where it says so, else "before (main)" for a
+    run of the main checkout (the skrisk the child imported, where recorded) and "after" otherwise."""
     if "label" in r:  # a record that says which code it measured (e.g. a rerun on merged main)
         return r["label"]
-    path = r.get("code", r.get("skrisk", ""))
-    return "before (main)" if "/work/main/" in (path if isinstance(path, str) else "") + "/" else "after"
+    path = r.get("measured_skrisk") or r.get("measured_code") or r.get("code") or r.get("skrisk") or ""
+    return "before (main)" if "/work/main/" in f"{path}/" else "after"
 
 
 def _features() -> list[str]:
@@ -81,7 +83,7 @@ def _targets() -> list[str]:
         if r["n_records"] == 1_000_000:
             out.append(f"| 1M dedup: skrisk match < 180 s, < 2 GB | {s['wall_s']} s, {s['peak_gb']} GB | "
                        f"{'yes' if s['rc'] == 0 and s['wall_s'] < 180 and s['peak_gb'] < 2 else 'no'} |")
-    mem = [r for r in _rows("match_memory.jsonl") if r["n_records"] == 200_000 and not _before(r) and r["rc"] == 0]
+    mem = [r for r in _rows("match_memory.jsonl") if r["n_records"] == 200_000 and _code(r) == "after" and r["rc"] == 0]
     for size in sorted({r["chunk_size"] for r in mem}, reverse=True):
         best = min((r for r in mem if r["chunk_size"] == size), key=lambda r: r["peak_gb"])
         out.append(f"| 200k dedup: skrisk match peak <= 1 GB (bench_match_memory, --chunk-size {size:,}) | "
@@ -89,19 +91,12 @@ def _targets() -> list[str]:
     return out
 
 
-def _before(r: dict) -> bool:
-    """A bench_match_memory record of main's code (the skrisk the child imported, where recorded)."""
-    return r.get("measured_skrisk", r["measured_code"]).startswith("/work/main/") or \
-        r["measured_code"].rstrip("/").endswith("/main") and "measured_skrisk" not in r
-
-
 def _memory() -> list[str]:
     out = ["| code | records | chunk size | process s | peak GB | candidates / matches | stages (s) | precision "
            "| recall | load | date |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in _rows("match_memory.jsonl"):
-        code = "before (main)" if _before(r) else "after"
         stages = ", ".join(f"{k} {v}" for k, v in r.get("stages", {}).items() if k != "reasons")
-        out.append(f"| {code} | {r['n_records']:,} | {r['chunk_size']:,} | {r['wall_s']} | {r['peak_gb']} | "
+        out.append(f"| {_code(r)} | {r['n_records']:,} | {r['chunk_size']:,} | {r['wall_s']} | {r['peak_gb']} | "
                    f"{r.get('n_candidates', 0):,} / {r.get('n_predicted', 0):,} | {stages} | "
                    f"{r.get('precision', '')} | {r.get('recall', '')} | "
                    f"{r['load_before']:.1f}-{r['load_after']:.1f} | {r['date'][:16]} |")
