@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,9 @@ _NUMERIC_SHARE = 0.9
 _N_HASH = 2**20
 # Token pairs scored per Monge-Elkan chunk: bounds memory at a few tens of MB.
 _ME_CHUNK = 1_000_000
+# Distinct values hashed into token sets at a time by ``encode``: bounds the memory of the token
+# lists and sparse temporaries whatever the number of distinct values (a million addresses).
+_ENCODE_CHUNK = 50_000
 
 
 def _number_tokens(text: str) -> list[str]:
@@ -155,6 +158,20 @@ def _hashed_sets(
     rows = np.repeat(np.repeat(np.arange(n), lens), cnt)
     m = sp.csr_matrix((np.ones(total, np.int32), (rows, tok_idx[pos])), shape=(n, _N_HASH))
     return _set_strings(m)
+
+
+def _chunked_sets(
+    items: Sequence[Any], tokenize: Callable[[Any], list[str]] | None, grams: Callable[[str], list[str]] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_hashed_sets` of ``tokenize(item)`` (None: the items are token lists) for every
+    item, ``_ENCODE_CHUNK`` items at a time (the same sets: each item's set depends on its own
+    tokens only)."""
+    parts = [_hashed_sets(list(items[i:i + _ENCODE_CHUNK]) if tokenize is None
+                          else [tokenize(t) for t in items[i:i + _ENCODE_CHUNK]], grams)
+             for i in range(0, max(len(items), 1), _ENCODE_CHUNK)]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _tfidf_rows(inc: sp.csr_matrix, vocab: np.ndarray, vec: TfidfVectorizer) -> sp.csr_matrix:
@@ -702,7 +719,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             words = [_WORD_RE.findall(t) for t in texts]
             inc, vocab = _incidence(words)
             if "jaccard" in metrics:
-                enc.sets["jaccard"] = _hashed_sets(words)
+                enc.sets["jaccard"] = _chunked_sets(words, None)
             if vec is not None:
                 enc.tfidf = _tfidf_rows(inc, vocab, vec)
             if "monge_elkan" in metrics:
@@ -711,9 +728,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 enc.tokens = (ids.astype(np.int64), lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64),
                               np.asarray(tok_vocab, dtype=object))
         if "jaccard_3gram" in metrics:
-            enc.sets["jaccard_3gram"] = _hashed_sets([t.split() for t in texts], _char3)
+            enc.sets["jaccard_3gram"] = _chunked_sets(texts, str.split, _char3)
         if "num_diff" in metrics:
-            enc.sets["num_diff"] = _hashed_sets([_number_tokens(t) for t in texts])
+            enc.sets["num_diff"] = _chunked_sets(texts, _number_tokens)
         if "num_delta" in metrics and attr in self.numeric_attributes_:
             enc.numbers = _parse_numbers(texts)
         return enc

@@ -314,6 +314,22 @@ def test_fast_path_equals_per_pair_oracle(data_home, name):
                     assert got[i, names.index(f"{a}_{m}")] == pytest.approx(v, abs=1e-6), (a, m, lv, rv)
 
 
+def test_encode_in_chunks_gives_the_same_sets_and_features(monkeypatch):
+    """encode hashes the distinct values a chunk at a time (memory bounded on a million distinct
+    addresses): chunks of 2 values give the very sets and features of one chunk."""
+    values = ["12 main st", "12 main street", "", "7 oak ave 3b", "oak", "1,299.00 main", "st 12", "n/a"]
+    table = pd.DataFrame({"a": values})
+    sf = SimilarityFeatures().fit(_frame(values, values[::-1]))
+    whole = sf.encode(table)
+    monkeypatch.setattr(simmod, "_ENCODE_CHUNK", 2)
+    parts = sf.encode(table)
+    for m, (sets, sizes) in whole.values["a"].sets.items():
+        assert parts.values["a"].sets[m][0].tolist() == sets.tolist(), m
+        np.testing.assert_array_equal(parts.values["a"].sets[m][1], sizes)
+    lp, rp = np.repeat(np.arange(len(values)), len(values)), np.tile(np.arange(len(values)), len(values))
+    np.testing.assert_array_equal(sf.transform_encoded(parts, parts, lp, rp), sf.transform_encoded(whole, whole, lp, rp))
+
+
 def test_encode_and_transform_encoded_refuse_bad_input():
     X = _frame(["acme corp", "globex"], ["acme co", "initech"], attr="name")
     sf = SimilarityFeatures(metrics=["jaccard"]).fit(X)
