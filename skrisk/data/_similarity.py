@@ -317,6 +317,32 @@ class _Encoded:
     numbers: np.ndarray | None = None
 
 
+def _pair_positions(ds: PairDataset) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row positions of each pair's left and right record in the dataset's tables (None: no pair,
+    or an id that is not found as written)."""
+    if not len(ds.pairs):
+        return None
+    out = []
+    for side, table in (("left", ds.left), ("right", ds.right)):
+        pos = pd.Index(table.index).get_indexer(ds.pairs[f"{side}_id"].to_numpy())
+        if len(pos) and pos.min() < 0:
+            return None
+        out.append(pos.astype(np.intp))
+    return out[0], out[1]
+
+
+def _values_frame(ds: PairDataset, lpos: np.ndarray, rpos: np.ndarray) -> pd.DataFrame:
+    """A pair frame holding, per column, exactly the distinct values of ``ds.to_frame()``: the
+    records in pairs of each side, once each (the shorter side repeated; :meth:`SimilarityFeatures.fit`
+    reads only the distinct values of each column)."""
+    lu, ru = np.unique(lpos), np.unique(rpos)
+    n = max(len(lu), len(ru), 1)
+    lu, ru = np.resize(lu, n), np.resize(ru, n)
+    cols = {f"left_{a}": ds.left[a].to_numpy(dtype=object)[lu] for a in ds.attributes}
+    cols.update({f"right_{a}": ds.right[a].to_numpy(dtype=object)[ru] for a in ds.attributes})
+    return pd.DataFrame(cols)
+
+
 @dataclass
 class EncodedRecords:
     """The records of one table, encoded by :meth:`SimilarityFeatures.encode`.
@@ -571,6 +597,39 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 names.append(f"{a}_{m}")
         self._feature_names = np.asarray(names, dtype=object)
         return self
+
+    def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> npt.NDArray[np.float32]:
+        """Fit, then compute the features of each pair (:meth:`fit` and :meth:`transform`).
+
+        A :class:`PairDataset` is fitted on the distinct values of its records in pairs (the
+        values its pair frame holds) and transformed from its tables encoded once
+        (:meth:`encode`, :meth:`transform_encoded`): the same features as through its pair frame,
+        without building a text frame of every pair (a labelling session's 1.5 million
+        candidates).
+
+        Parameters
+        ----------
+        X : pandas.DataFrame, PairDataset or array-like of shape (n_pairs, 2 * n_attributes)
+            The pairs (see Notes of the class).
+        y : None
+            Ignored.
+        **fit_params : dict
+            Ignored (scikit-learn's signature).
+
+        Returns
+        -------
+        ndarray of shape (n_pairs, n_features_out), dtype float32
+        """
+        if not isinstance(X, PairDataset):
+            return self.fit(X).transform(X)
+        positions = _pair_positions(X)
+        if positions is None:  # ids that do not index the tables plainly: the pair frame
+            return self.fit(X).transform(X)
+        lpos, rpos = positions
+        self.fit(_values_frame(X, lpos, rpos))
+        enc_l = self.encode(X.left)
+        enc_r = enc_l if X.right is X.left else self.encode(X.right)
+        return self.transform_encoded(enc_l, enc_r, lpos, rpos)
 
     def transform(self, X: object) -> npt.NDArray[np.float32]:
         """Compute the features of each pair.
