@@ -245,20 +245,25 @@ def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_m
     if not flat:
         return None
     ids, vocab = pd.factorize(pd.Series(flat, dtype=object))
+    del flat  # the token lists of the distinct values are dropped as each column is read below
     n_vocab, at = len(vocab), 0
     counts = []
     for table, cols_tokens in zip(tables, per_table):
-        rows, tok = [], []
-        for codes, toks in cols_tokens:
+        m = None
+        while cols_tokens:  # one column at a time: a records x tokens matrix in CSR form directly
+            codes, toks = cols_tokens.pop(0)
             lens = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
+            del toks
             ptr = np.concatenate(([0], np.cumsum(lens)))
             value_ids = ids[at:at + ptr[-1]]
             at += int(ptr[-1])
             cnt = lens[codes]
-            rows.append(np.repeat(np.arange(len(table)), cnt))
-            tok.append(value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))])
-        r, t = np.concatenate(rows), np.concatenate(tok)
-        counts.append(sp.csr_matrix((np.ones(len(r), np.float32), (r, t)), shape=(len(table), n_vocab)))
+            tok = value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))]
+            part = sp.csr_matrix((np.ones(len(tok), np.float32), tok.astype(np.int32), np.r_[0, np.cumsum(cnt)]),
+                                 shape=(len(table), n_vocab))
+            m = part if m is None else m + part
+        m.sum_duplicates()  # a token twice in a record counts twice; its document frequency once
+        counts.append(m)
     n_docs = sum(m.shape[0] for m in counts)
     df = sum(np.bincount(m.indices, minlength=n_vocab) for m in counts)
     idf = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
