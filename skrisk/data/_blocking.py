@@ -46,6 +46,8 @@ _DEFAULT_PARAMS = {
     # cosine (a shared postcode) below the 4 * top_k rescored: benchmarks/results/speed.md
     "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5, "rescore": 8},
 }
+# Pairs whose codes are computed at once (bounds the temporaries of ten million pairs).
+_CODE_CHUNK = 1 << 20
 # Candidate pairs the token blocker scores at once (a row chunk of the inverted-index product).
 _TOKEN_CHUNK_CELLS = 2_000_000
 # A row chunk whose candidates exceed 1 / _DENSE_RATIO of all its pairs is scored densely (all
@@ -308,7 +310,7 @@ def _recordlinkage_pairs(
 
 def _sorted_unique(codes: np.ndarray) -> np.ndarray:
     """The distinct values of an int64 array, sorted (a sort and a diff: linear memory)."""
-    codes = np.sort(codes, kind="stable")
+    codes = np.sort(codes)  # values only: any sort gives the same result (introsort is the fastest)
     return codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
 
 
@@ -403,8 +405,8 @@ def _top_k(
                 top = np.broadcast_to(np.arange(block.shape[1]), block.shape)
             vals = np.take_along_axis(block, top, axis=1)
             keep = vals > min_similarity
-            rows_out.append(np.repeat(np.arange(start, stop), top.shape[1])[keep.ravel()])
-            cols_out.append(top.ravel()[keep.ravel()])
+            rows_out.append(np.repeat(np.arange(start, stop, dtype=np.int32), top.shape[1])[keep.ravel()])
+            cols_out.append(top.ravel()[keep.ravel()].astype(np.int32))
             continue
         prod = (wa[start:stop] @ wb_t).tocsr()
         prod.sort_indices()  # candidates of a row by column: ties broken alike in any chunking
@@ -421,8 +423,8 @@ def _top_k(
         score = np.asarray(a[r].multiply(b[c]).sum(axis=1), dtype=np.float32).ravel()
         ok = score > min_similarity
         r, c = _best_per_row(r[ok], c[ok], score[ok], k, start)
-        rows_out.append(r)
-        cols_out.append(c)
+        rows_out.append(r.astype(np.int32))  # positions of a table: int32 halves the pairs' memory
+        cols_out.append(c.astype(np.int32))
     if not rows_out:
         return np.empty(0, np.intp), np.empty(0, np.intp)
     return np.concatenate(rows_out), np.concatenate(cols_out)
@@ -445,11 +447,14 @@ def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.Da
 
 
 def _dedup_codes(a: np.ndarray, b: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
-    """Codes ``lo * n + hi`` of unordered pairs of positions, ``lo`` the record whose id sorts first."""
-    a, b = a.astype(np.int64), b.astype(np.int64)
-    swap = rank[a] > rank[b]
-    lo, hi = np.where(swap, b, a), np.where(swap, a, b)
-    return lo * n + hi
+    """Codes ``lo * n + hi`` of unordered pairs of positions, ``lo`` the record whose id sorts first
+    (``_CODE_CHUNK`` pairs at a time: the temporaries stay small beside ten million pairs)."""
+    out = np.empty(len(a), dtype=np.int64)
+    for s in range(0, len(a), _CODE_CHUNK):
+        x, y = a[s:s + _CODE_CHUNK].astype(np.int64), b[s:s + _CODE_CHUNK].astype(np.int64)
+        swap = rank[x] > rank[y]
+        out[s:s + _CODE_CHUNK] = np.where(swap, y, x) * n + np.where(swap, x, y)
+    return out
 
 
 def _true_link_codes(true_links: object, left: pd.DataFrame, right: pd.DataFrame) -> np.ndarray:
@@ -593,14 +598,16 @@ def block(
         else:
             li, ri = _recordlinkage_pairs(method, cols, params, left, right)
         if dedup:
-            keep = li != ri
-            c = _sorted_unique(_dedup_codes(li[keep], ri[keep], rank, n_right))  # type: ignore[arg-type]
+            c = _dedup_codes(li, ri, rank, n_right)  # type: ignore[arg-type]
+            c = _sorted_unique(c[li != ri])  # never a record with itself
         else:
             c = _sorted_unique(li.astype(np.int64) * n_right + ri)
+        del li, ri
         label = f"{method}:{'+'.join(cols)}"
         sizes[label] = sizes.get(label, 0) + len(c)
         codes.append(c)
-    all_codes = _sorted_unique(np.concatenate(codes)) if codes else np.empty(0, np.int64)
+    all_codes = codes[0] if len(codes) == 1 else _sorted_unique(np.concatenate(codes))
+    del codes
     li, ri = np.divmod(all_codes, n_right)
     pairs = pd.DataFrame(
         {
