@@ -194,6 +194,12 @@ the labelled matches as truth (targets 0.985 and 0.999); person tables: dedup wi
 
 {blocking}
 
+The rows of 03:5x (part 2: `prefix` 5, `rescore` 8) ran while the machine was far busier than its
+load figure says: the same dense scoring of Abt-Buy and DBLP-Scholar (unchanged code, the same
+candidates) took 1.1 s and 19 s against 0.2 s and 4.1 s in the earlier rows, so their seconds compare
+with nothing but each other; the CPU seconds of the diagnosis table below are the fairer comparison
+of the two parameter sets (1.4-1.8x).
+
 ## `skrisk match` beside Splink
 
 `OMP_NUM_THREADS=1 python benchmarks/bench_splink.py --sizes 20000,200000,1000000`: each tool in a
