@@ -41,9 +41,10 @@ _DEFAULT_PARAMS = {
     "standard": {},
     "sorted_neighbourhood": {"window": 5},
     # prefix 5 and rescore 8 (were 3 and 4): on a 200,000-record person table the true partner of
-    # a missed pair was in the exact top 10 for 83% of the misses, half of them sharing no index
-    # token (their 3 rarest tokens were typos) and the rest tied on the index tokens' share of the
-    # cosine (a shared postcode) below the 4 * top_k rescored: benchmarks/results/speed.md
+    # a missed pair was in the exact top 10 for 85% of the misses (a sample of 150); 47% of the
+    # misses shared no index token (their 3 rarest tokens: often typos), the others fell outside
+    # the 4 * top_k candidates ranked by the full cosine (ties on the index tokens' share, e.g. a
+    # shared postcode). benchmarks/results/speed.md, benchmarks/tools/blocking_pc_diagnose.py
     "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5, "rescore": 8},
 }
 # Pairs whose codes are computed at once (bounds the temporaries of ten million pairs).
