@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
     "csv_text",
+    "map_text",
     "display_width",
     "spreadsheet_safe",
     "spreadsheet_safe_frame",
@@ -210,6 +213,31 @@ def spreadsheet_safe(value: object) -> object:
     return value
 
 
+def map_text(values: pd.Series, fn: Callable[[str], object]) -> pd.Series:
+    """``values.map(fn, na_action="ignore")``, ``fn`` called once per distinct text.
+
+    A column of 1.5 million candidate pairs' ids holds 200,000 distinct ones: the calls, not the
+    gathering, are the cost. Columns holding anything but text (and missing values) are mapped
+    cell by cell, since equal values of other types (``1``, ``1.0``, ``True``) are not the same
+    cell.
+
+    Examples
+    --------
+    >>> map_text(pd.Series(["a", None, "a", "b"]), str.upper).tolist()
+    ['A', None, 'A', 'B']
+    """
+    if pd.api.types.infer_dtype(values, skipna=True) != "string":
+        return values.map(fn, na_action="ignore")
+    codes, uniq = pd.factorize(values, use_na_sentinel=True)
+    out = np.empty(len(uniq), dtype=object)
+    out[:] = [fn(v) for v in uniq]
+    cells = out[codes]
+    missing = codes < 0
+    if missing.any():
+        cells[missing] = values.to_numpy(dtype=object)[missing]
+    return pd.Series(cells, index=values.index, name=values.name, dtype=object)
+
+
 def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` with :func:`spreadsheet_safe` applied to every text cell and column name.
 
@@ -227,7 +255,7 @@ def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for j in range(out.shape[1]):
         col = out.iloc[:, j]
         if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
-            out.isetitem(j, col.map(spreadsheet_safe, na_action="ignore").astype(object))
+            out.isetitem(j, map_text(col, spreadsheet_safe).astype(object))
     return out
 
 

@@ -40,8 +40,15 @@ BlockingRule = Union[tuple[str, Union[str, Sequence[str]]], tuple[str, Union[str
 _DEFAULT_PARAMS = {
     "standard": {},
     "sorted_neighbourhood": {"window": 5},
-    "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 3, "rescore": 4},
+    # prefix 5 and rescore 8 (were 3 and 4): on a 200,000-record person table the true partner of
+    # a missed pair was in the exact top 10 for 85% of the misses (a sample of 150); 47% of the
+    # misses shared no index token (their 3 rarest tokens: often typos), the others fell outside
+    # the 4 * top_k candidates ranked by the full cosine (ties on the index tokens' share, e.g. a
+    # shared postcode). benchmarks/results/speed.md, benchmarks/tools/blocking_pc_diagnose.py
+    "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5, "rescore": 8},
 }
+# Pairs whose codes are computed at once (bounds the temporaries of ten million pairs).
+_CODE_CHUNK = 1 << 20
 # Candidate pairs the token blocker scores at once (a row chunk of the inverted-index product).
 _TOKEN_CHUNK_CELLS = 2_000_000
 # A row chunk whose candidates exceed 1 / _DENSE_RATIO of all its pairs is scored densely (all
@@ -241,20 +248,25 @@ def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_m
     if not flat:
         return None
     ids, vocab = pd.factorize(pd.Series(flat, dtype=object))
+    del flat  # the token lists of the distinct values are dropped as each column is read below
     n_vocab, at = len(vocab), 0
     counts = []
     for table, cols_tokens in zip(tables, per_table):
-        rows, tok = [], []
-        for codes, toks in cols_tokens:
+        m = None
+        while cols_tokens:  # one column at a time: a records x tokens matrix in CSR form directly
+            codes, toks = cols_tokens.pop(0)
             lens = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
+            del toks
             ptr = np.concatenate(([0], np.cumsum(lens)))
             value_ids = ids[at:at + ptr[-1]]
             at += int(ptr[-1])
             cnt = lens[codes]
-            rows.append(np.repeat(np.arange(len(table)), cnt))
-            tok.append(value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))])
-        r, t = np.concatenate(rows), np.concatenate(tok)
-        counts.append(sp.csr_matrix((np.ones(len(r), np.float32), (r, t)), shape=(len(table), n_vocab)))
+            tok = value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))]
+            part = sp.csr_matrix((np.ones(len(tok), np.float32), tok.astype(np.int32), np.r_[0, np.cumsum(cnt)]),
+                                 shape=(len(table), n_vocab))
+            m = part if m is None else m + part
+        m.sum_duplicates()  # a token twice in a record counts twice; its document frequency once
+        counts.append(m)
     n_docs = sum(m.shape[0] for m in counts)
     df = sum(np.bincount(m.indices, minlength=n_vocab) for m in counts)
     idf = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
@@ -299,7 +311,7 @@ def _recordlinkage_pairs(
 
 def _sorted_unique(codes: np.ndarray) -> np.ndarray:
     """The distinct values of an int64 array, sorted (a sort and a diff: linear memory)."""
-    codes = np.sort(codes, kind="stable")
+    codes = np.sort(codes)  # values only: any sort gives the same result (introsort is the fastest)
     return codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
 
 
@@ -394,8 +406,8 @@ def _top_k(
                 top = np.broadcast_to(np.arange(block.shape[1]), block.shape)
             vals = np.take_along_axis(block, top, axis=1)
             keep = vals > min_similarity
-            rows_out.append(np.repeat(np.arange(start, stop), top.shape[1])[keep.ravel()])
-            cols_out.append(top.ravel()[keep.ravel()])
+            rows_out.append(np.repeat(np.arange(start, stop, dtype=np.int32), top.shape[1])[keep.ravel()])
+            cols_out.append(top.ravel()[keep.ravel()].astype(np.int32))
             continue
         prod = (wa[start:stop] @ wb_t).tocsr()
         prod.sort_indices()  # candidates of a row by column: ties broken alike in any chunking
@@ -412,8 +424,8 @@ def _top_k(
         score = np.asarray(a[r].multiply(b[c]).sum(axis=1), dtype=np.float32).ravel()
         ok = score > min_similarity
         r, c = _best_per_row(r[ok], c[ok], score[ok], k, start)
-        rows_out.append(r)
-        cols_out.append(c)
+        rows_out.append(r.astype(np.int32))  # positions of a table: int32 halves the pairs' memory
+        cols_out.append(c.astype(np.int32))
     if not rows_out:
         return np.empty(0, np.intp), np.empty(0, np.intp)
     return np.concatenate(rows_out), np.concatenate(cols_out)
@@ -436,11 +448,14 @@ def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.Da
 
 
 def _dedup_codes(a: np.ndarray, b: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
-    """Codes ``lo * n + hi`` of unordered pairs of positions, ``lo`` the record whose id sorts first."""
-    a, b = a.astype(np.int64), b.astype(np.int64)
-    swap = rank[a] > rank[b]
-    lo, hi = np.where(swap, b, a), np.where(swap, a, b)
-    return lo * n + hi
+    """Codes ``lo * n + hi`` of unordered pairs of positions, ``lo`` the record whose id sorts first
+    (``_CODE_CHUNK`` pairs at a time: the temporaries stay small beside ten million pairs)."""
+    out = np.empty(len(a), dtype=np.int64)
+    for s in range(0, len(a), _CODE_CHUNK):
+        x, y = a[s:s + _CODE_CHUNK].astype(np.int64), b[s:s + _CODE_CHUNK].astype(np.int64)
+        swap = rank[x] > rank[y]
+        out[s:s + _CODE_CHUNK] = np.where(swap, y, x) * n + np.where(swap, x, y)
+    return out
 
 
 def _true_link_codes(true_links: object, left: pd.DataFrame, right: pd.DataFrame) -> np.ndarray:
@@ -512,8 +527,8 @@ def block(
         - ``("standard", cols)``: the normalised values of all ``cols`` are equal;
         - ``("sorted_neighbourhood", col, {"window": 5})``: within ``window`` (odd) positions of
           each other in the sorted order of ``col`` (recordlinkage's definition);
-        - ``("tokens", cols, {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 3,
-          "rescore": 4})``: each record's ``top_k`` nearest records of the other table (both
+        - ``("tokens", cols, {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5,
+          "rescore": 8})``: each record's ``top_k`` nearest records of the other table (both
           directions) by TF-IDF cosine of the words of ``cols``, kept when the cosine exceeds
           ``min_similarity``. On one table: each record's ``top_k`` nearest *other* records.
           The nearest are sought among candidates that share an index token: every token whose
@@ -584,14 +599,16 @@ def block(
         else:
             li, ri = _recordlinkage_pairs(method, cols, params, left, right)
         if dedup:
-            keep = li != ri
-            c = _sorted_unique(_dedup_codes(li[keep], ri[keep], rank, n_right))  # type: ignore[arg-type]
+            c = _dedup_codes(li, ri, rank, n_right)  # type: ignore[arg-type]
+            c = _sorted_unique(c[li != ri])  # never a record with itself
         else:
             c = _sorted_unique(li.astype(np.int64) * n_right + ri)
+        del li, ri
         label = f"{method}:{'+'.join(cols)}"
         sizes[label] = sizes.get(label, 0) + len(c)
         codes.append(c)
-    all_codes = _sorted_unique(np.concatenate(codes)) if codes else np.empty(0, np.int64)
+    all_codes = codes[0] if len(codes) == 1 else _sorted_unique(np.concatenate(codes))
+    del codes
     li, ri = np.divmod(all_codes, n_right)
     pairs = pd.DataFrame(
         {

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
+from .._safetext import map_text
 from .._typing import RandomStateLike
 from ..exceptions import DataError
 from ._blocking import BlockingResult, BlockingRule, block
@@ -51,8 +52,9 @@ def _assign_splits(labels: np.ndarray, fractions: Sequence[float], random_state:
 def _order_by_split(pairs: pd.DataFrame) -> pd.DataFrame:
     """Pairs grouped by split in the order train, valid, test, pool, then others (stable)."""
     order = {s: i for i, s in enumerate((*_SPLIT_NAMES, "pool"))}
-    key = pairs["split"].map(lambda s: order.get(s, len(order)))
-    return pairs.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+    codes, names = pd.factorize(pairs["split"], use_na_sentinel=False)
+    key = np.array([order.get(s, len(order)) for s in names], dtype=np.int64)[codes]
+    return pairs.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
 
 
 def _make_dataset(
@@ -93,7 +95,8 @@ def _read_pair_file(
     _require_file(path, what)
     df, lines = _read_csv(path, encoding)
     if exported:  # written by skrisk.utils.write_csv_export: one leading quote was added
-        df = df.map(lambda v: v[1:] if isinstance(v, str) and v.startswith("'") else v)
+        for c in df.columns:  # each distinct text once (1.5 million candidates hold 200,000 ids)
+            df[c] = map_text(df[c], lambda v: v[1:] if v.startswith("'") else v)
     if len(df) == 0:
         raise DataError(f"{path} ({what}) holds no rows: add pairs, or leave the argument out.")
     lc, rc = _id_columns(df, path)

@@ -331,9 +331,20 @@ def read_table(path: str | os.PathLike, *, id_column: str = "id", encoding: str 
             "entity, keep them under different ids and deduplicate with skrisk)."
         )
     df = df.drop(columns=[id_column])
-    df = df.where(df != "", np.nan) if len(df.columns) else df
+    # equal cells of a column share one str object (a city or a surname repeats across a million
+    # records: one object each instead of one per cell); an empty cell is missing (NaN)
+    df = pd.DataFrame({c: _shared_values(df[c]) for c in df.columns}, columns=df.columns, index=df.index)
     df.index = pd.Index(ids.to_numpy(), name="id", dtype=object)
     return df
+
+
+def _shared_values(column: pd.Series) -> np.ndarray:
+    """The cells of one column (str) as an object array in which equal cells are one object, and
+    ``""`` is NaN."""
+    codes, uniq = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=False)
+    uniq = np.asarray(uniq, dtype=object)
+    uniq[uniq == ""] = np.nan
+    return uniq[codes]
 
 
 def _parse_labels(path: Path, raw: pd.Series, lines: np.ndarray, column: str) -> pd.Series:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,9 @@ _NUMERIC_SHARE = 0.9
 _N_HASH = 2**20
 # Token pairs scored per Monge-Elkan chunk: bounds memory at a few tens of MB.
 _ME_CHUNK = 1_000_000
+# Distinct values hashed into token sets at a time by ``encode``: bounds the memory of the token
+# lists and sparse temporaries whatever the number of distinct values (a million addresses).
+_ENCODE_CHUNK = 50_000
 
 
 def _number_tokens(text: str) -> list[str]:
@@ -155,6 +158,20 @@ def _hashed_sets(
     rows = np.repeat(np.repeat(np.arange(n), lens), cnt)
     m = sp.csr_matrix((np.ones(total, np.int32), (rows, tok_idx[pos])), shape=(n, _N_HASH))
     return _set_strings(m)
+
+
+def _chunked_sets(
+    items: Sequence[Any], tokenize: Callable[[Any], list[str]] | None, grams: Callable[[str], list[str]] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_hashed_sets` of ``tokenize(item)`` (None: the items are token lists) for every
+    item, ``_ENCODE_CHUNK`` items at a time (the same sets: each item's set depends on its own
+    tokens only)."""
+    parts = [_hashed_sets(list(items[i:i + _ENCODE_CHUNK]) if tokenize is None
+                          else [tokenize(t) for t in items[i:i + _ENCODE_CHUNK]], grams)
+             for i in range(0, max(len(items), 1), _ENCODE_CHUNK)]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _tfidf_rows(inc: sp.csr_matrix, vocab: np.ndarray, vec: TfidfVectorizer) -> sp.csr_matrix:
@@ -298,6 +315,32 @@ class _Encoded:
     tfidf: sp.csr_matrix | None = None
     tokens: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     numbers: np.ndarray | None = None
+
+
+def _pair_positions(ds: PairDataset) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row positions of each pair's left and right record in the dataset's tables (None: no pair,
+    or an id that is not found as written)."""
+    if not len(ds.pairs):
+        return None
+    out = []
+    for side, table in (("left", ds.left), ("right", ds.right)):
+        pos = pd.Index(table.index).get_indexer(ds.pairs[f"{side}_id"].to_numpy())
+        if len(pos) and pos.min() < 0:
+            return None
+        out.append(pos.astype(np.intp))
+    return out[0], out[1]
+
+
+def _values_frame(ds: PairDataset, lpos: np.ndarray, rpos: np.ndarray) -> pd.DataFrame:
+    """A pair frame holding, per column, exactly the distinct values of ``ds.to_frame()``: the
+    records in pairs of each side, once each (the shorter side repeated; :meth:`SimilarityFeatures.fit`
+    reads only the distinct values of each column)."""
+    lu, ru = np.unique(lpos), np.unique(rpos)
+    n = max(len(lu), len(ru), 1)
+    lu, ru = np.resize(lu, n), np.resize(ru, n)
+    cols = {f"left_{a}": ds.left[a].to_numpy(dtype=object)[lu] for a in ds.attributes}
+    cols.update({f"right_{a}": ds.right[a].to_numpy(dtype=object)[ru] for a in ds.attributes})
+    return pd.DataFrame(cols)
 
 
 @dataclass
@@ -555,6 +598,39 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         self._feature_names = np.asarray(names, dtype=object)
         return self
 
+    def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> npt.NDArray[np.float32]:
+        """Fit, then compute the features of each pair (:meth:`fit` and :meth:`transform`).
+
+        A :class:`PairDataset` is fitted on the distinct values of its records in pairs (the
+        values its pair frame holds) and transformed from its tables encoded once
+        (:meth:`encode`, :meth:`transform_encoded`): the same features as through its pair frame,
+        without building a text frame of every pair (a labelling session's 1.5 million
+        candidates).
+
+        Parameters
+        ----------
+        X : pandas.DataFrame, PairDataset or array-like of shape (n_pairs, 2 * n_attributes)
+            The pairs (see Notes of the class).
+        y : None
+            Ignored.
+        **fit_params : dict
+            Ignored (scikit-learn's signature).
+
+        Returns
+        -------
+        ndarray of shape (n_pairs, n_features_out), dtype float32
+        """
+        if not isinstance(X, PairDataset):
+            return self.fit(X).transform(X)
+        positions = _pair_positions(X)
+        if positions is None:  # ids that do not index the tables plainly: the pair frame
+            return self.fit(X).transform(X)
+        lpos, rpos = positions
+        self.fit(_values_frame(X, lpos, rpos))
+        enc_l = self.encode(X.left)
+        enc_r = enc_l if X.right is X.left else self.encode(X.right)
+        return self.transform_encoded(enc_l, enc_r, lpos, rpos)
+
     def transform(self, X: object) -> npt.NDArray[np.float32]:
         """Compute the features of each pair.
 
@@ -702,7 +778,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             words = [_WORD_RE.findall(t) for t in texts]
             inc, vocab = _incidence(words)
             if "jaccard" in metrics:
-                enc.sets["jaccard"] = _hashed_sets(words)
+                enc.sets["jaccard"] = _chunked_sets(words, None)
             if vec is not None:
                 enc.tfidf = _tfidf_rows(inc, vocab, vec)
             if "monge_elkan" in metrics:
@@ -711,9 +787,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 enc.tokens = (ids.astype(np.int64), lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64),
                               np.asarray(tok_vocab, dtype=object))
         if "jaccard_3gram" in metrics:
-            enc.sets["jaccard_3gram"] = _hashed_sets([t.split() for t in texts], _char3)
+            enc.sets["jaccard_3gram"] = _chunked_sets(texts, str.split, _char3)
         if "num_diff" in metrics:
-            enc.sets["num_diff"] = _hashed_sets([_number_tokens(t) for t in texts])
+            enc.sets["num_diff"] = _chunked_sets(texts, _number_tokens)
         if "num_delta" in metrics and attr in self.numeric_attributes_:
             enc.numbers = _parse_numbers(texts)
         return enc

@@ -771,7 +771,7 @@ class LabellingSession:
 
             self._print(f"Computing similarity features of {len(self.keys)} pairs...")
             sf = SimilarityFeatures(n_jobs=-1)  # every core (the values do not depend on it)
-            self._features = np.asarray(sf.fit_transform(self.dataset.to_frame()), dtype=np.float64)
+            self._features = np.asarray(sf.fit_transform(self.dataset), dtype=np.float64)  # tables encoded once
             self._similarity = sf  # the fitted features go into the saved model
             self._feature_names = [str(n) for n in sf.get_feature_names_out()]
         return self._features

@@ -223,7 +223,7 @@ def match(
     task = model.task
     with _stage("Blocking", progress, timings, "blocking"):
         blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names)
-    pairs = blocked.pairs[["left_id", "right_id"]]
+    pairs = blocked.pairs  # the ids of 7.7 million pairs at 1M records: scored without a copy
     with _stage("Encoding the tables", progress, timings, "encoding"):
         scorer = model.scorer(left, right)  # encodes every distinct value of the tables once
     n = len(pairs)

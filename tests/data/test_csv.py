@@ -168,3 +168,23 @@ def test_conflicting_labels_and_bad_parameters(tmp_path, tables):
         load_csv_tables(*tables, pairs_csv=pairs, split=(0.7, 0.2))
     with pytest.raises(TypeError, match="return_blocking"):
         load_csv_tables(*tables, pairs_csv=pairs, return_blocking="yes")
+
+
+def test_text_cells_are_mapped_once_per_distinct_value_as_cell_by_cell():
+    """spreadsheet_safe_frame (every CSV skrisk writes) maps each distinct text once: the same
+    cells as a cell-by-cell map, missing values kept, and columns that mix types cell by cell."""
+    import numpy as np
+    import pandas as pd
+
+    from skrisk._safetext import map_text, spreadsheet_safe, spreadsheet_safe_frame
+
+    frame = pd.DataFrame({"t": ["=1+1", None, "=1+1", "'q", "ok", np.nan],
+                          "mixed": [1, 1.0, True, "=x", None, "-5"]})
+    got = spreadsheet_safe_frame(frame)
+    for c in frame.columns:
+        want = frame[c].map(spreadsheet_safe, na_action="ignore")
+        assert got[c].tolist()[:4] == want.tolist()[:4] and got[c].isna().tolist() == want.isna().tolist()
+    assert [type(v) for v in got["mixed"][:3]] == [int, float, bool]
+    calls = []
+    map_text(pd.Series(["a", "b", "a", "a"]), lambda v: calls.append(v) or v)
+    assert calls == ["a", "b"]

@@ -176,3 +176,17 @@ def test_make_pairs_bad_arguments(kwargs, message):
 
     with pytest.raises(ValueError, match=message):
         make_pairs(**{"n_pairs": 50, **kwargs})
+
+
+def test_read_table_shares_equal_cells(tmp_path):
+    """Equal cells of a column are one str object (a million records repeat a few thousand
+    cities); the values, the missing cells and a table of ids alone read as before."""
+    path = tmp_path / "t.csv"
+    path.write_text("id,city,name\n1,paris,ann\n2,paris,\n3,rome,ann\n", encoding="utf-8")
+    t = read_table(path)
+    assert t["city"].iloc[0] is t["city"].iloc[1]
+    assert t["name"].iloc[0] is t["name"].iloc[2]
+    assert t["city"].tolist() == ["paris", "paris", "rome"] and pd.isna(t.loc["2", "name"])
+    assert t.dtypes.tolist() == [object, object]
+    (tmp_path / "ids.csv").write_text("id\n1\n2\n", encoding="utf-8")
+    assert read_table(tmp_path / "ids.csv").index.tolist() == ["1", "2"]

@@ -314,6 +314,45 @@ def test_fast_path_equals_per_pair_oracle(data_home, name):
                     assert got[i, names.index(f"{a}_{m}")] == pytest.approx(v, abs=1e-6), (a, m, lv, rv)
 
 
+@pytest.mark.parametrize("name", ["abt_buy", "beer"])
+def test_fit_transform_of_a_pair_dataset_equals_its_pair_frame(data_home, name):
+    """fit_transform(PairDataset) fits on its records' distinct values and transforms from the
+    tables encoded once (a labelling session's candidates): the fitted state and the features
+    of the pair frame path, to 1e-6, on the shared data and on one table (dedup)."""
+    from skrisk.data import PairDataset
+    from skrisk.datasets import load_deepmatcher
+
+    ds = load_deepmatcher(name, data_home)
+    ids = ds.left.index.astype(str)
+    one = PairDataset(ds.left, ds.left, pd.DataFrame({"left_id": ids[:40:2], "right_id": ids[1:40:2],
+                                                      "label": np.int8(-1), "split": "pool"}))
+    for d in (ds, one):
+        slow = SimilarityFeatures().fit(d.to_frame())
+        fast = SimilarityFeatures()
+        got = fast.fit_transform(d)
+        np.testing.assert_allclose(got, slow.transform(d.to_frame()), atol=1e-6)
+        assert fast.numeric_attributes_ == slow.numeric_attributes_
+        assert {a: sorted(v.vocabulary_) for a, v in fast.tfidf_.items() if v is not None} == \
+            {a: sorted(v.vocabulary_) for a, v in slow.tfidf_.items() if v is not None}
+        assert list(fast.feature_names_in_) == list(slow.feature_names_in_)
+
+
+def test_encode_in_chunks_gives_the_same_sets_and_features(monkeypatch):
+    """encode hashes the distinct values a chunk at a time (memory bounded on a million distinct
+    addresses): chunks of 2 values give the very sets and features of one chunk."""
+    values = ["12 main st", "12 main street", "", "7 oak ave 3b", "oak", "1,299.00 main", "st 12", "n/a"]
+    table = pd.DataFrame({"a": values})
+    sf = SimilarityFeatures().fit(_frame(values, values[::-1]))
+    whole = sf.encode(table)
+    monkeypatch.setattr(simmod, "_ENCODE_CHUNK", 2)
+    parts = sf.encode(table)
+    for m, (sets, sizes) in whole.values["a"].sets.items():
+        assert parts.values["a"].sets[m][0].tolist() == sets.tolist(), m
+        np.testing.assert_array_equal(parts.values["a"].sets[m][1], sizes)
+    lp, rp = np.repeat(np.arange(len(values)), len(values)), np.tile(np.arange(len(values)), len(values))
+    np.testing.assert_array_equal(sf.transform_encoded(parts, parts, lp, rp), sf.transform_encoded(whole, whole, lp, rp))
+
+
 def test_encode_and_transform_encoded_refuse_bad_input():
     X = _frame(["acme corp", "globex"], ["acme co", "initech"], attr="name")
     sf = SimilarityFeatures(metrics=["jaccard"]).fit(X)
