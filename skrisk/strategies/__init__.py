@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import Any
 
 __all__ = [
+    "BatchSelection",
     "RiskQuery",
     "RiskSampler",
     "badge_sampling",
@@ -28,10 +29,13 @@ __all__ = [
     "random_sampling",
     "risk_features",
     "risk_sampling",
+    "select_batch",
     "top_k",
 ]
 
 _LAZY = {
+    "BatchSelection": "._batch",
+    "select_batch": "._batch",
     "badge_sampling": "._baselines",
     "bald_sampling": "._baselines",
     "coreset_sampling": "._baselines",
