@@ -76,9 +76,8 @@ class PoolQuery:
         )
 
 
-#: ``stream_query`` / ``dask_query`` parameters that are now the sampler's (deprecated in 0.4).
-SELECTION_PARAMS = ("preselect", "weighting", "eps", "distance_floor", "device")
-#: The default of a deprecated parameter: "not given".
+#: The default of ``stream_query`` / ``dask_query``'s deprecated selection arguments (``preselect``,
+#: ``weighting``, ``eps``, ``distance_floor``, ``device``; the sampler's since 0.2): "not given".
 DEPRECATED = "deprecated"
 
 
@@ -100,8 +99,8 @@ def query_sampler(sampler: Any, who: str, deprecated: dict[str, Any]) -> Any:
         raise TypeError(f"{who}: sampler must be a skrisk.RiskSampler, got {type(sampler).__name__}.")
     if given:
         warnings.warn(
-            f"{who}: the arguments {sorted(given)} are deprecated and will be removed in skrisk 0.5: "
-            f"give sampler=RiskSampler({', '.join(f'{k}={v!r}' for k, v in sorted(given.items()))}) "
+            f"{who}: the arguments {sorted(given)} are deprecated since skrisk 0.2 and will be "
+            f"removed in 0.3: give sampler=RiskSampler({', '.join(f'{k}={v!r}' for k, v in sorted(given.items()))}) "
             "instead.",
             FutureWarning, stacklevel=3,
         )

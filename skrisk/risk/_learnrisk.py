@@ -537,13 +537,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         True
         """
         est = self._matcher()
-        try:
-            check_is_fitted(est)
-        except Exception as exc:  # sklearn's NotFittedError, or skorch's subclass of it
-            raise NotFittedError(
-                f"fit_around needs a fitted matcher, but {type(est).__name__} is not fitted: fit it "
-                "on the labelled pairs first, or use fit()."
-            ) from exc
+        _require_fitted(est, "fit_around", "fit it on the labelled pairs first, or use fit()")
         return self._fit(X, y, X_valid, y_valid, fitted=est)
 
     def _fit(
@@ -584,13 +578,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 "pass a dense array (X.toarray())."
             )
         if isinstance(cv, str):  # "prefit"
-            try:
-                check_is_fitted(est)
-            except Exception as exc:  # sklearn's NotFittedError, or skorch's subclass of it
-                raise NotFittedError(
-                    f"cv='prefit' needs a fitted matcher, but {type(est).__name__} is not fitted: "
-                    "fit it first, or use cv=5 to let LearnRisk fit it."
-                ) from exc
+            _require_fitted(est, "cv='prefit'", "fit it first, or use cv=5 to let LearnRisk fit it")
             self.estimator_ = est
             with _clock(timings, "oof_proba"):
                 P = np.asarray(est.predict_proba(X), dtype=np.float64)
@@ -825,6 +813,16 @@ def _pair_values(pairs: Any, i: int, n: int) -> dict[str, tuple[Any, Any]] | Non
             f"PairDataset.to_frame() builds it); its columns are {list(map(str, pairs.columns))[:8]}."
         )
     return {a: (row[f"left_{a}"], row[f"right_{a}"]) for a in attrs}
+
+
+def _require_fitted(est: Any, who: str, fix: str) -> None:
+    """A :class:`~skrisk.exceptions.NotFittedError` naming ``who`` needs a fitted matcher, and the fix."""
+    try:
+        check_is_fitted(est)
+    except Exception as exc:  # sklearn's NotFittedError, or skorch's subclass of it
+        raise NotFittedError(
+            f"{who} needs a fitted matcher, but {type(est).__name__} is not fitted: {fix}."
+        ) from exc
 
 
 def _default_matcher() -> Any:
