@@ -98,10 +98,10 @@ def query_sampler(sampler: Any, who: str, deprecated: dict[str, Any]) -> Any:
     elif not isinstance(sampler, RiskSampler):
         raise TypeError(f"{who}: sampler must be a skrisk.RiskSampler, got {type(sampler).__name__}.")
     if given:
+        params = ", ".join(f"{k}={v!r}" for k, v in sorted(given.items()))
         warnings.warn(
             f"{who}: the arguments {sorted(given)} are deprecated since skrisk 0.2 and will be "
-            f"removed in 0.3: give sampler=RiskSampler({', '.join(f'{k}={v!r}' for k, v in sorted(given.items()))}) "
-            "instead.",
+            f"removed in 0.3: give sampler=RiskSampler({params}) instead.",
             FutureWarning, stacklevel=3,
         )
         sampler = clone(sampler).set_params(**given)

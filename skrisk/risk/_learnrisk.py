@@ -347,7 +347,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
     """
 
     _parameter_constraints: dict = {
-        "cv": [Options(str, {"prefit"}), Interval(numbers.Integral, 2, None), HasMethods(("split",))],
+        "cv": [Options(str, {"prefit"}), Interval(numbers.Integral, 2, None), HasMethods(("split", "get_n_splits"))],
         "features": [None, "callable"],
         **{k: v for k, v in LearnRiskEstimator._parameter_constraints.items() if k in _CORE_PARAMS},
         "rule_class_weight": LearnRiskEstimator._parameter_constraints["class_weight"],

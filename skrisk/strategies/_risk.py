@@ -264,7 +264,7 @@ class RiskSampler(BaseEstimator):
         "max_kmedoids_pool": [None, Interval(numbers.Integral, 1, None)],
         "risk_params": [None, Mapping],
         "labelled_proba": [Options(str, {"auto", "oof", "fit"})],
-        "cv": [Interval(numbers.Integral, 2, None), HasMethods(("split",))],
+        "cv": [Interval(numbers.Integral, 2, None), HasMethods(("split", "get_n_splits"))],
         "schedule": [Options(str, {"eager", "best"})],
         "init": [Options(str, {"heaviest", "build"})],
         "block_size": [Interval(numbers.Integral, 1, None)],
