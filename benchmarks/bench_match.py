@@ -76,7 +76,7 @@ def _train(ds, n_labels: int | None, seed: int):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         risk = LearnRisk(m, cv=5, random_state=seed, device="cpu")
-        risk._fit(F, ds.y, None, None, fitted=m, who="bench_match")
+        risk.fit_around(F, ds.y)
     return sf, m, risk if risk.risk_model_ is not None else None, len(ds)
 
 
@@ -183,7 +183,7 @@ def worker(spec: dict, chunk_size: int, one_to_one: bool) -> dict:
             _timed_method(model.features, name, acc, "features")
     _timed_method(model.matcher, "predict_proba", acc, "matcher")
     if model.risk_model is not None:
-        _timed_method(model.risk_model, "_distribution", acc, "risk")
+        _timed_method(model.risk_model, "predict_distribution", acc, "risk")
     res = match(model, left, right, chunk_size=chunk_size, progress=False, one_to_one=one_to_one)
     # predict_proba of a risk model's own estimator_ is the matcher: not called while scoring
     return {"load_seconds": load_s, "rss_before_match_mb": rss_before, "peak_rss_mb": _rss_mb(),

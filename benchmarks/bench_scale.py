@@ -236,6 +236,7 @@ def _child_stream(size: int, args: argparse.Namespace) -> dict[str, Any]:
     from skrisk.matchers import FeatureMatcher
     from skrisk.pools import stream_query
     from skrisk.pools import ChunkScorer
+    from skrisk.strategies import RiskSampler
 
     t: dict[str, float] = {}
     start = time.perf_counter()
@@ -278,7 +279,7 @@ def _child_stream(size: int, args: argparse.Namespace) -> dict[str, Any]:
 
     load_before = _load()
     q = stream_query(scorer, chunks(), labelled=labelled, n_instances=args.batch, chunk_size=args.chunk_size,
-                     device="cpu", random_state=args.seed, progress=False)
+                     sampler=RiskSampler(device="cpu"), random_state=args.seed, progress=False)
     assert len(q.positions) == args.batch
     if q.n_pairs + sum(q.n_filtered.values()) != size:
         raise SystemExit(f"the source held {q.n_pairs + sum(q.n_filtered.values())} pairs, not {size}")

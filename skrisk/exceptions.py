@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
 
-__all__ = ["SkriskError", "DataError", "EmptyPoolError", "NotFittedError", "MissingCapabilityError"]
+__all__ = [
+    "SkriskError", "DataError", "EmptyPoolError", "InvalidParameterError", "NotFittedError",
+    "MissingCapabilityError",
+]
 
 
 class SkriskError(Exception):
@@ -20,6 +23,11 @@ class DataError(SkriskError, ValueError):
 
 class EmptyPoolError(SkriskError, ValueError):
     """The unlabelled pool is empty (or smaller than the batch asked for)."""
+
+
+class InvalidParameterError(SkriskError, ValueError, TypeError):
+    """A parameter of an estimator or sampler has a value its declared constraints refuse (raised
+    when it is used, at ``fit`` or the call, never in ``__init__``)."""
 
 
 class NotFittedError(SkriskError, _SkNotFittedError):

@@ -50,7 +50,7 @@ def feature_match_model(ds: PairDataset, attributes: list[str], *, classifier: o
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         risk = LearnRisk(m, cv=3, epochs=10, random_state=0)
-        risk._fit(F, ds.y, None, None, fitted=m, who="test")
+        risk.fit_around(F, ds.y)
     return MatchModel(attributes, sf, m, risk_model=risk, **params)
 
 

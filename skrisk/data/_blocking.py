@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
 from ..exceptions import DataError
-from ._pairs import _to_text
+from ._pairs import normalize_text
 
 __all__ = ["block", "BlockingResult", "BLOCKING_METHODS"]
 
@@ -239,7 +239,7 @@ def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_m
             cols_tokens = []
             for c in cols:
                 codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
-                cols_tokens.append((codes, [_WORD_RE.findall(_to_text(v)) for v in uniq]))
+                cols_tokens.append((codes, [_WORD_RE.findall(normalize_text(v)) for v in uniq]))
             per_table.append(cols_tokens)
     finally:
         if paused:
@@ -287,8 +287,8 @@ def _recordlinkage_pairs(
 
     # Keys are compared as normalised text; records with a missing key take no part (pandas
     # would otherwise join all missing keys with each other).
-    lk = pd.DataFrame({c: left[c].map(_to_text).to_numpy() for c in cols})
-    rk = pd.DataFrame({c: right[c].map(_to_text).to_numpy() for c in cols})
+    lk = pd.DataFrame({c: left[c].map(normalize_text).to_numpy() for c in cols})
+    rk = pd.DataFrame({c: right[c].map(normalize_text).to_numpy() for c in cols})
     lk = lk[(lk != "").all(axis=1)]
     rk = rk[(rk != "").all(axis=1)]
     if len(lk) == 0 or len(rk) == 0:

@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ._pairs import PairDataset, _to_text
+from ._pairs import PairDataset, normalize_text
 from ._tokenize import Vocabulary, tokenize
 
 __all__ = ["WordVectors", "corpus_sentences", "train_fasttext", "load_fasttext", "load_glove"]
@@ -143,10 +143,10 @@ def corpus_sentences(corpus: object) -> list[str]:
     elif isinstance(corpus, (str, bytes)):
         raise TypeError("corpus must be a PairDataset, a DataFrame or a list of strings, not a string.")
     else:
-        return [_to_text(s) for s in corpus]
+        return [normalize_text(s) for s in corpus]
     out: list[str] = []
     for frame in frames:
-        texts = frame.apply(lambda col: col.map(_to_text)).to_numpy(dtype=object)
+        texts = frame.apply(lambda col: col.map(normalize_text)).to_numpy(dtype=object)
         out.extend(" ".join(v for v in row if v) for row in texts)
     return out
 

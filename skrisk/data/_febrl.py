@@ -29,10 +29,9 @@ FEBRL_DATASETS: dict[str, tuple[str, str, int]] = {
 }
 
 #: Default blocking of :func:`load_febrl`: exact agreement on any one of postcode, date of
-#: birth, social security id, or given name plus surname. Measured on FEBRL4: 30,267
-#: candidates, pair completeness 0.9994 (4,997 of 5,000 links), reduction ratio 0.9988, 0.3 s.
-#: On the one-table sets FEBRL1 / FEBRL2 / FEBRL3: 1,018 / 15,006 / 18,092 candidates, pair
-#: completeness 1.0 / 0.9974 / 0.9976 (benchmarks/bench_entities.py).
+#: birth, social security id, or given name plus surname. Its candidates, pair completeness and
+#: reduction ratio on FEBRL1-4 are measured by ``benchmarks/bench_entities.py``
+#: (``benchmarks/RESULTS.md``).
 FEBRL_BLOCKING: tuple[BlockingRule, ...] = (
     ("standard", "postcode"),
     ("standard", "date_of_birth"),

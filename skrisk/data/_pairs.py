@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..exceptions import DataError
 
-__all__ = ["PairDataset", "UNLABELLED", "TASKS", "stack_tables"]
+__all__ = ["PairDataset", "UNLABELLED", "TASKS", "normalize_text", "stack_tables"]
 
 #: Label value of a candidate pair whose match status is unknown.
 UNLABELLED = -1
@@ -376,7 +376,7 @@ class PairDataset:
     def texts(self, side: str) -> pd.DataFrame:
         """Like :meth:`records`, with values as strings ('' for missing), lower-cased and stripped."""
         rec = self.records(side)
-        return rec.apply(lambda col: col.map(_to_text))
+        return rec.apply(lambda col: col.map(normalize_text))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair: ``left_<attr>`` and ``right_<attr>`` text columns, in pair order.
@@ -525,11 +525,27 @@ def canonical_pairs(pairs: pd.DataFrame, what: str) -> pd.DataFrame:
     return out
 
 
-def _to_text(value: object) -> str:
+def normalize_text(value: object) -> str:
     """A cell as lower-cased, stripped text; a missing value (None, NaN, pd.NA) is ``""``.
 
     Only real missing values become ``""``: the *text* ``"None"``, ``"NaN"`` or ``"NA"`` is data
-    (a product may be called "NA"), as the table readers keep it.
+    (a product may be called "NA"), as the table readers keep it. The one normalisation of
+    record values: tokens, similarity features, blocking keys and the pool scorer read it.
+
+    Parameters
+    ----------
+    value : object
+        A table cell.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from skrisk.data import normalize_text
+    >>> normalize_text("  Apple iPod "), normalize_text(None), normalize_text(3.0), normalize_text("NA")
+    ('apple ipod', '', '3', 'na')
     """
     if isinstance(value, str):
         return value.strip().lower()

@@ -25,7 +25,8 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._pairs import PairDataset, _to_text
+from .._params import SubsetOf, validate_params
+from ._pairs import PairDataset, normalize_text
 
 __all__ = ["SimilarityFeatures", "SIMILARITY_METRICS", "EncodedRecords"]
 
@@ -462,6 +463,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     (450, 33)
     """
 
+    _parameter_constraints: dict = {"metrics": [None, SubsetOf(tuple(SIMILARITY_METRICS))]}
+
     def __init__(
         self,
         metrics: Sequence[str] | None = None,
@@ -514,21 +517,10 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         return attrs, list(range(half)), list(range(half, n_cols))
 
     def _check_params(self) -> list[str]:
+        validate_params(self)
         if self.metrics is None:
             return list(SIMILARITY_METRICS)
-        if isinstance(self.metrics, str):
-            raise TypeError(
-                f"metrics must be a list of metric names, got the string {self.metrics!r}; "
-                f"write metrics=[{self.metrics!r}]."
-            )
-        metrics = list(self.metrics)
-        unknown = [m for m in metrics if m not in SIMILARITY_METRICS]
-        if unknown or not metrics:
-            raise ValueError(
-                f"Unknown or no metrics {unknown}: choose from {list(SIMILARITY_METRICS)} "
-                "(or metrics=None for all)."
-            )
-        return [m for m in SIMILARITY_METRICS if m in metrics]
+        return [m for m in SIMILARITY_METRICS if m in self.metrics]
 
     def _workers(self, n_jobs: object = None) -> int:
         n_jobs = self.n_jobs if n_jobs is None else n_jobs
@@ -753,7 +745,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Distinct normalised texts of a column and each row's code into them."""
         inv, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
-        text = np.array([_to_text(v) for v in uniq], dtype=object)
+        text = np.array([normalize_text(v) for v in uniq], dtype=object)
         return inv.astype(np.intp, copy=False), text
 
     def _encode(self, attr: str, texts: np.ndarray) -> "_Encoded":

@@ -11,6 +11,7 @@ handle it like an array.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections import Counter
 from typing import Any, Iterable, Sequence
@@ -21,7 +22,8 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._pairs import PairDataset, _to_text
+from .._params import HasMethods, Interval, validate_params
+from ._pairs import PairDataset, normalize_text
 
 __all__ = ["PAD", "UNK", "PAD_ID", "UNK_ID", "tokenize", "Vocabulary", "PairEncoder"]
 
@@ -57,7 +59,7 @@ def tokenize(text: object) -> list[str]:
     >>> tokenize(None)
     []
     """
-    return _TOKEN_RE.findall(_to_text(text))
+    return _TOKEN_RE.findall(normalize_text(text))
 
 
 class Vocabulary:
@@ -273,6 +275,11 @@ class PairEncoder(TransformerMixin, BaseEstimator):
     [[[2, 3, 0], [2, 4, 0]], [[5, 0, 0], [0, 0, 0]]]
     """
 
+    _parameter_constraints: dict = {
+        "max_length": [Interval(numbers.Integral, 1, None)],
+        "features": [None, HasMethods(("transform",))],
+    }
+
     def __init__(
         self,
         max_length: int = 32,
@@ -288,13 +295,7 @@ class PairEncoder(TransformerMixin, BaseEstimator):
         self.features = features
 
     def _check_params(self) -> None:
-        if not isinstance(self.max_length, (int, np.integer)) or isinstance(self.max_length, bool) or self.max_length < 1:
-            raise ValueError(f"max_length must be an int >= 1, got {self.max_length!r}.")
-        if self.features is not None and not hasattr(self.features, "transform"):
-            raise TypeError(
-                f"features must be a transformer with fit/transform (e.g. SimilarityFeatures()), "
-                f"got {type(self.features).__name__}."
-            )
+        validate_params(self)
 
     def fit(self, X: object, y: object = None) -> "PairEncoder":
         """Learn the attribute layout (and the vocabulary, if none was given).

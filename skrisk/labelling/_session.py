@@ -33,6 +33,7 @@ from .._safetext import display_width, visible, visible_short, wrap_to_width
 from ..data import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError, SkriskError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
+from ..risk import matcher_uncertainty
 from ..risk._defaults import DEFAULT_EPOCHS
 from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, repair_journal, replay
 from ._status import AUDIT_HELP, audit_batch, audit_keys, export_threshold, round_status, status_lines

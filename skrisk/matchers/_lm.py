@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import numbers
 import os
 from collections import OrderedDict
 from contextlib import nullcontext
@@ -24,6 +25,7 @@ from sklearn.utils import check_random_state
 from torch import nn
 
 from .._device import resolve_device
+from .._params import Interval, Options, validate_params
 from ..exceptions import DataError, NotFittedError
 from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
 from ._lm_data import pair_texts
@@ -174,6 +176,20 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     LMMatcher(max_length=64, random_state=0)
     """
 
+    _parameter_constraints: dict = {
+        "max_length": [Interval(numbers.Integral, 8, None)],
+        "max_epochs": [Interval(numbers.Integral, 1, None)],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "warm_epochs": [None, Interval(numbers.Integral, 1, None)],
+        "eval_batch_size": [None, Interval(numbers.Integral, 1, None)],
+        "patience": [None, Interval(numbers.Integral, 1, None)],
+        "freeze_layers": [Interval(numbers.Integral, 0, None)],
+        "lr": [Interval(numbers.Real, 0, float("inf"))],
+        "weight_decay": [Interval(numbers.Real, 0, float("inf"))],
+        "pooling": [Options(str, set(POOLINGS))],
+        "class_weight": [None, Options(str, {"balanced"}), Interval(numbers.Real, 0, None, closed="neither")],
+    }
+
     def __init__(
         self,
         model: str | os.PathLike = OFFLINE_MODEL,
@@ -217,25 +233,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
-        for name, low in (("max_length", 8), ("max_epochs", 1), ("batch_size", 1)):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {v!r}.")
-        for name in ("warm_epochs", "eval_batch_size", "patience"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
-                raise ValueError(f"{name} must be None or an int >= 1, got {v!r}.")
-        if not isinstance(self.freeze_layers, (int, np.integer)) or self.freeze_layers < 0:
-            raise ValueError(f"freeze_layers must be an int >= 0, got {self.freeze_layers!r}.")
-        for name in ("lr", "weight_decay"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {list(POOLINGS)}, got {self.pooling!r}.")
-        cw = self.class_weight
-        if not (cw is None or cw == "balanced" or (isinstance(cw, (int, float)) and not isinstance(cw, bool) and cw > 0)):
-            raise ValueError(f"class_weight must be 'balanced', a positive number or None, got {cw!r}.")
+        validate_params(self)
 
     def __sklearn_is_fitted__(self) -> bool:  # noqa: D105
         return hasattr(self, "module_")

@@ -7,6 +7,7 @@ The estimator; its input contract, default validation split and seeds live in
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -20,6 +21,7 @@ from sklearn.pipeline import Pipeline
 from torch import nn
 
 from .._device import resolve_device
+from .._params import Interval, Options, validate_params
 from ..exceptions import NotFittedError
 from ._modules import RNNMatcherModule
 from ._rnn_callbacks import default_callbacks
@@ -198,6 +200,20 @@ class RNNMatcher(NeuralNetClassifier):
     >>> bool((m.predict(X) == y).mean() > 0.9)
     True
     """
+
+    _parameter_constraints: dict = {
+        "use_features": [Options(str, {"auto"}), "boolean"],
+        "early_stopping": [None, Options(str, {"f1", "loss"})],
+        "class_weight": [None, Options(str, {"balanced"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "hidden_size": [Interval(numbers.Integral, 1, None)],
+        "classifier_size": [Interval(numbers.Integral, 1, None)],
+        "embedding_dim": [Interval(numbers.Integral, 1, None)],
+        "max_epochs": [Interval(numbers.Integral, 1, None)],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "scale_features": ["boolean"],
+        "dropout": [Interval(numbers.Real, 0, 1)],
+        "rnn_dropout": [Interval(numbers.Real, 0, 1)],
+    }
 
     def __init__(
         self,
@@ -476,23 +492,7 @@ class RNNMatcher(NeuralNetClassifier):
         return max(int(max_id or 1) + 1, 2)
 
     def _check_params(self) -> None:
-        if self.use_features not in ("auto", True, False):
-            raise ValueError(f"use_features must be 'auto', True or False, got {self.use_features!r}.")
-        if self.early_stopping not in ("f1", "loss", None):
-            raise ValueError(f"early_stopping must be 'f1', 'loss' or None, got {self.early_stopping!r}.")
-        cw = self.class_weight
-        if not (cw is None or cw == "balanced" or (isinstance(cw, (int, float)) and not isinstance(cw, bool) and cw > 0)):
-            raise ValueError(f"class_weight must be 'balanced', a positive number or None, got {cw!r}.")
-        for name in ("hidden_size", "classifier_size", "embedding_dim", "max_epochs", "batch_size"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}.")
-        if not isinstance(self.scale_features, (bool, np.bool_)):
-            raise ValueError(f"scale_features must be True or False, got {self.scale_features!r}.")
-        for name in ("dropout", "rnn_dropout"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and 0.0 <= v < 1.0):
-                raise ValueError(f"{name} must be a float in [0, 1), got {v!r}.")
+        validate_params(self)
 
     def _data_dims(self, tokens: np.ndarray, feats: np.ndarray | None) -> dict:
         if self.use_features is True and feats is None:

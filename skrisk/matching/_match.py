@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError
+from ..risk import matcher_uncertainty
 from ._model import MatchModel
 
 __all__ = ["MatchResult", "match"]
@@ -140,8 +141,7 @@ def _reasons(model: MatchModel, scorer: Any, part: pd.DataFrame, names: list[str
     """The top ``k`` reasons of each matched pair's risk, one line each (LearnRisk's fired rules)."""
     if model.risk_model is None:
         return ["no risk model (the matcher made no mistake to learn from): risk = min(p, 1 - p)"] * len(part)
-    frame = scorer._pair_frame(scorer._left_index.get_indexer(part["left_id"]),
-                               scorer._right_index.get_indexer(part["right_id"]))
+    frame = scorer.pair_frame(part)
     F = np.asarray(model.features.transform(frame), dtype=np.float64)
     out = []
     for j in range(len(part)):
@@ -241,7 +241,7 @@ def match(
             scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
             p = scored.proba
             pos = np.flatnonzero(p > model.threshold)
-            risk = np.minimum(p[pos], 1.0 - p[pos]) if scored.risk is None else scored.risk[pos]
+            risk = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
             timings["scoring"] += time.perf_counter() - tick
             if len(pos):
                 part = scored.pairs.iloc[pos].reset_index(drop=True)

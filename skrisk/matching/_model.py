@@ -265,7 +265,9 @@ class MatchModel:
                 f"{None if seen is None else [str(c) for c in seen][:8]}, but the model's attributes "
                 f"{list(attrs)} give {expected[:8]}: the parts come from different tasks; {_RESAVE}."
             )
-        if self.risk_model is not None and not hasattr(self.risk_model, "_distribution"):
+        from ..risk import LearnRisk
+
+        if self.risk_model is not None and not isinstance(self.risk_model, LearnRisk):
             raise DataError(f"{where}: risk_model must be a fitted skrisk LearnRisk, got {type(self.risk_model).__name__}.")
         blocking_rules_to_json(self.blocking)
 

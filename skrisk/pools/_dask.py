@@ -14,17 +14,20 @@ import numpy as np
 import pandas as pd
 
 from .._typing import RandomStateLike
-from ..data._pairs import _to_text
+from ..data import normalize_text
 from ..exceptions import DataError, SkriskError
 from ._scorer import PAIR_COLUMNS, ChunkScorer
 from ._select import (
+    DEPRECATED,
     Candidates,
     PairFilter,
     PoolQuery,
-    check_query_params,
     choose_batch,
     empty_pool_error,
     labelled_representation,
+    n_candidates,
+    pool_query,
+    query_sampler,
 )
 
 try:
@@ -108,14 +111,15 @@ def dask_query(
     labelled: pd.DataFrame | None,
     n_instances: int,
     chunk_size: int = 100_000,
-    preselect: float = 2,
-    weighting: str = "lipschitz",
-    eps: float = 1e-8,
-    distance_floor: float | str = "auto",
-    device: str = "auto",
+    sampler: Any = None,
     random_state: RandomStateLike = None,
     client: Any = None,
     progress: bool = True,
+    preselect: Any = DEPRECATED,
+    weighting: Any = DEPRECATED,
+    eps: Any = DEPRECATED,
+    distance_floor: Any = DEPRECATED,
+    device: Any = DEPRECATED,
 ) -> PoolQuery:
     """Risk sampling over a Dask DataFrame of candidate pairs: the same batch as
     :func:`stream_query`, with the scoring spread over the workers.
@@ -133,14 +137,15 @@ def dask_query(
         The tables and fitted models.
     ddf : dask.dataframe.DataFrame
         Candidate pairs with columns ``left_id`` and ``right_id``.
-    labelled, n_instances, chunk_size, preselect, weighting, eps, distance_floor, device,
-    random_state
+    labelled, n_instances, chunk_size, sampler, random_state
         As in :func:`stream_query` (``chunk_size`` bounds the pairs a worker scores at once).
     client : distributed.Client, optional
         The cluster; default the current client (``distributed.get_client()``), else dask's
         local scheduler.
     progress : bool, default=True
         A tqdm bar of the pairs scored (updated as partitions finish).
+    preselect, weighting, eps, distance_floor, device
+        Deprecated, as in :func:`stream_query`.
 
     Returns
     -------
@@ -173,7 +178,9 @@ def dask_query(
     >>> q = dask_query(scorer, ddf, labelled=labelled_pairs, n_instances=100)  # doctest: +SKIP
     """
     who = "dask_query"
-    m = check_query_params(n_instances, preselect, weighting, distance_floor)
+    sampler = query_sampler(sampler, who, {"preselect": preselect, "weighting": weighting, "eps": eps,
+                                           "distance_floor": distance_floor, "device": device})
+    m = n_candidates(n_instances, sampler)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}.")
     if not isinstance(ddf, dd.DataFrame):
@@ -213,25 +220,11 @@ def dask_query(
     if n_pairs < n_instances:
         raise empty_pool_error(who, "the dask DataFrame", int(offsets[-1]), filtered, n_pairs, n_instances)
     cands = cands.in_key_order()
-    chosen, res = choose_batch(
-        cands, rep_lab, n_instances, weighting=weighting, eps=eps, distance_floor=distance_floor,
-        device=device, random_state=random_state, timings=timings,
-    )
+    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings)
     key = cands.key[chosen]
     positions = offsets[key >> _ROW_BITS] + (key & ((1 << _ROW_BITS) - 1))
     timings["total"] = time.perf_counter() - start
-    return PoolQuery(
-        pairs=pd.DataFrame({"left_id": cands.left_id[chosen].astype(str),
-                            "right_id": cands.right_id[chosen].astype(str)}),
-        positions=positions.astype(np.intp),
-        risk=cands.risk[chosen],
-        proba=cands.proba[chosen],
-        n_pairs=n_pairs,
-        n_filtered=filtered,
-        n_candidates=len(cands),
-        kmedoids=res,
-        timings=timings,
-    )
+    return pool_query(cands, chosen, positions, res, n_pairs, filtered, timings)
 
 
 def _run(client: Any, parts: list, scorer: ChunkScorer, keep_out: PairFilter, m: int, chunk_size: int,
@@ -286,7 +279,7 @@ def _tokens_of(frame: pd.DataFrame, cols: list[str], side: str) -> pd.DataFrame:
     """``(token, <side>_id)`` rows: the distinct normalised words of each record's ``cols``."""
     ids = frame.index.astype(str).to_numpy()
     out_ids, out_tokens = [], []
-    texts = [frame[c].map(_to_text).to_numpy(dtype=object) for c in cols]
+    texts = [frame[c].map(normalize_text).to_numpy(dtype=object) for c in cols]
     for i, rid in enumerate(ids):
         toks = set()
         for t in texts:
@@ -299,7 +292,7 @@ def _tokens_of(frame: pd.DataFrame, cols: list[str], side: str) -> pd.DataFrame:
 
 def _keys_of(frame: pd.DataFrame, cols: list[str], side: str) -> pd.DataFrame:
     """``(key, <side>_id)`` rows: the normalised values of ``cols`` joined; missing keys dropped."""
-    parts = [frame[c].map(_to_text) for c in cols]
+    parts = [frame[c].map(normalize_text) for c in cols]
     key = parts[0].astype(object)
     missing = parts[0] == ""
     for p in parts[1:]:

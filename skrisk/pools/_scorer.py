@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.pipeline import Pipeline
 
-from ..data._pairs import _to_text
+from ..data import normalize_text
 from ..exceptions import DataError, NotFittedError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 
@@ -67,7 +67,7 @@ class ScoredChunk:
 def _texts(table: pd.DataFrame, column: Any) -> np.ndarray:
     """One column as normalised text (``PairDataset.texts``' rule), each distinct value once."""
     codes, uniq = pd.factorize(table[column].astype(object), use_na_sentinel=False)
-    text = np.array([_to_text(v) for v in uniq], dtype=object)
+    text = np.array([normalize_text(v) for v in uniq], dtype=object)
     return text[codes] if len(text) else np.array([], dtype=object)
 
 
@@ -347,6 +347,28 @@ class ChunkScorer:
             cols[c] = self._text[side][attr][lpos if side == "left" else rpos]
         return pd.DataFrame(cols)
 
+    def pair_frame(self, chunk: pd.DataFrame) -> pd.DataFrame:
+        """The records' attributes of a chunk of pairs, as the similarity features read them.
+
+        Parameters
+        ----------
+        chunk : pandas.DataFrame
+            Pairs, columns ``left_id`` and ``right_id`` (other columns are ignored).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per pair, columns ``left_<a>`` / ``right_<a>`` (normalised text,
+            :func:`skrisk.data.normalize_text`), in the order the features were fitted on.
+
+        Raises
+        ------
+        DataError
+            A missing id column, or an id not in its table (the message names the row).
+        """
+        _, lpos, rpos = self._positions(chunk, "ChunkScorer.pair_frame: the pairs")
+        return self._pair_frame(lpos, rpos)
+
     def score(self, chunk: pd.DataFrame, *, representation: bool = False, risk_of: str = "all") -> ScoredChunk:
         """Features, probabilities, risks (and representations) of one chunk of pairs.
 
@@ -462,7 +484,7 @@ class ChunkScorer:
         risk_X = X if own_features or self._matcher_input == "features" else F
         if isinstance(risk_X, Mapping):  # pragma: no cover - mappings are refused in __init__
             risk_X = dict(risk_X)
-        risk = np.asarray(rm._distribution(risk_X, p).risk, dtype=np.float64)
+        risk = np.asarray(rm.predict_risk(risk_X, proba=p), dtype=np.float64)
         if risk.shape != p.shape or not np.isfinite(risk).all():
             raise DataError(
                 f"ChunkScorer: the risk model returned risks of shape {risk.shape} (or non-finite) "

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import dataclass, field
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from .._params import validate_params
 from .._typing import RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
+from ..risk import matcher_uncertainty
 from ._scorer import PAIR_COLUMNS, ChunkScorer, ScoredChunk
 
 if TYPE_CHECKING:  # torch is imported where the kernel runs (on the client), not on the workers
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # torch is imported where the kernel runs (on the client), no
 __all__ = ["PoolQuery"]
 
 _SEP = "\x1f"  # joins the two ids of a pair into one key (a character no id file holds)
-_WEIGHTINGS = ("lipschitz", "risk", "unit")
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,9 @@ class PoolQuery:
     n_candidates : int
         Riskiest pairs kept for the kernel (``ceil(preselect * n_instances)``, fewer when the pool
         is smaller).
-    kmedoids : KMedoidsResult
-        The kernel's result over the labelled pairs (fixed medoids, first) and the candidates.
+    kmedoids : KMedoidsResult or None
+        The kernel's result over the labelled pairs (fixed medoids, first) and the candidates
+        (None when the sampler's ``selection`` is ``"topk"``).
     timings : dict of str to float
         Wall seconds: ``"labelled"`` (scoring the labelled pairs), ``"score"`` (reading, filtering
         and scoring the pool), ``"merge"`` (the running top-k), ``"weights"``, ``"kmedoids"``,
@@ -65,7 +66,7 @@ class PoolQuery:
     n_pairs: int
     n_filtered: dict[str, int]
     n_candidates: int
-    kmedoids: "KMedoidsResult"
+    kmedoids: "KMedoidsResult | None"
     timings: dict[str, float] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -75,24 +76,50 @@ class PoolQuery:
         )
 
 
-def check_query_params(n_instances: Any, preselect: Any, weighting: str, distance_floor: Any) -> int:
-    """The number of candidates to keep, ``max(n, ceil(preselect * n))``; parameters checked."""
-    if isinstance(n_instances, bool) or not isinstance(n_instances, numbers.Integral) or n_instances < 1:
-        raise ValueError(f"n_instances must be a positive int, got {n_instances!r}.")
-    if isinstance(preselect, bool) or not isinstance(preselect, numbers.Real) or not preselect >= 1:
+#: The default of ``stream_query`` / ``dask_query``'s deprecated selection arguments (``preselect``,
+#: ``weighting``, ``eps``, ``distance_floor``, ``device``; the sampler's since 0.2): "not given".
+DEPRECATED = "deprecated"
+
+
+def query_sampler(sampler: Any, who: str, deprecated: dict[str, Any]) -> Any:
+    """The :class:`~skrisk.RiskSampler` whose selection parameters a pool query uses.
+
+    ``deprecated``: the query's own ``preselect``, ``weighting``, ``eps``, ``distance_floor`` and
+    ``device`` arguments (:data:`DEPRECATED` when not given); given ones set the parameters of a
+    copy of ``sampler`` (a default ``RiskSampler()`` when None), with a ``FutureWarning``.
+    """
+    from sklearn.base import clone
+
+    from ..strategies import RiskSampler
+
+    given = {k: v for k, v in deprecated.items() if not (isinstance(v, str) and v == DEPRECATED)}
+    if sampler is None:
+        sampler = RiskSampler()
+    elif not isinstance(sampler, RiskSampler):
+        raise TypeError(f"{who}: sampler must be a skrisk.RiskSampler, got {type(sampler).__name__}.")
+    if given:
+        params = ", ".join(f"{k}={v!r}" for k, v in sorted(given.items()))
+        warnings.warn(
+            f"{who}: the arguments {sorted(given)} are deprecated since skrisk 0.2 and will be "
+            f"removed in 0.3: give sampler=RiskSampler({params}) instead.",
+            FutureWarning, stacklevel=3,
+        )
+        sampler = clone(sampler).set_params(**given)
+    validate_params(sampler)
+    if sampler.preselect is None:
         raise ValueError(
-            f"preselect must be a number >= 1 (a multiple of n_instances), got {preselect!r}: a "
-            "streamed pool is never held whole, so the kernel always runs on the riskiest "
+            f"{who}: the sampler's preselect must be a number >= 1 (a multiple of n_instances), got "
+            "None: a streamed pool is never held whole, so the kernel always runs on the riskiest "
             "ceil(preselect * n_instances) pairs."
         )
-    if weighting not in _WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {list(_WEIGHTINGS)}, got {weighting!r}.")
-    if distance_floor != "auto" and (
-        isinstance(distance_floor, bool) or not isinstance(distance_floor, numbers.Real)
-        or distance_floor < 0
-    ):
-        raise ValueError(f"distance_floor must be 'auto' or a distance >= 0, got {distance_floor!r}.")
-    return max(int(n_instances), int(math.ceil(float(preselect) * int(n_instances))))
+    return sampler
+
+
+def n_candidates(n_instances: Any, sampler: Any) -> int:
+    """The number of candidates to keep, ``max(n, ceil(preselect * n))``; ``n_instances`` checked."""
+    if isinstance(n_instances, bool) or not isinstance(n_instances, numbers.Integral) or n_instances < 1:
+        raise ValueError(f"n_instances must be a positive int, got {n_instances!r}.")
+    return max(int(n_instances), int(math.ceil(float(sampler.preselect) * int(n_instances))))
 
 
 def _keys(left: np.ndarray, right: np.ndarray, dedup: bool) -> pd.Index:
@@ -134,10 +161,10 @@ class PairFilter:
 
 
 def chunk_risk(scored: ScoredChunk) -> np.ndarray:
-    """The risk of a scored chunk; without a risk model the uncertainty ``min(p, 1 - p)``."""
+    """The risk of a scored chunk; without a risk model the matcher's uncertainty."""
     if scored.risk is not None:
         return scored.risk
-    return np.minimum(scored.proba, 1.0 - scored.proba)
+    return matcher_uncertainty(scored.proba)
 
 
 @dataclass
@@ -220,59 +247,32 @@ def labelled_representation(
 
 
 def choose_batch(
-    cands: Candidates,
-    rep_lab: np.ndarray,
-    n_instances: int,
-    *,
-    weighting: str,
-    eps: float,
-    distance_floor: float | str,
-    device: str,
-    random_state: RandomStateLike,
+    cands: Candidates, rep_lab: np.ndarray, n_instances: int, sampler: Any, random_state: RandomStateLike,
     timings: dict[str, float],
-) -> tuple[np.ndarray, "KMedoidsResult"]:
-    """Risk sampling's batch among the candidates (in key order): positions into ``cands``,
-    riskiest first, and the kernel's result."""
-    import time
+) -> tuple[np.ndarray, "KMedoidsResult | None"]:
+    """Risk sampling's batch among the candidates (in key order), by the sampler's selection
+    (:meth:`~skrisk.RiskSampler.select`): positions into ``cands``, riskiest first, and the
+    kernel's result."""
+    chosen = sampler.select(cands.risk, cands.representation, rep_lab, n_instances, random_state=random_state)
+    timings.update(chosen.timings)
+    return chosen.positions, chosen.kmedoids
 
-    import torch
 
-    from .._device import resolve_device
-    from ..kmedoids import weighted_fastpam
-    from ..strategies._selection import lipschitz_weights, min_distances
-
-    t = time.perf_counter()
-    n_lab = len(rep_lab)
-    risk = cands.risk
-    if weighting == "unit":
-        weights = np.ones_like(risk)
-    elif weighting == "risk" or n_lab == 0:
-        weights = risk.copy()
-    else:
-        if rep_lab.shape[1] != cands.representation.shape[1]:
-            raise DataError(
-                f"The representations of the labelled pairs ({rep_lab.shape[1]} wide) and of the pool "
-                f"({cands.representation.shape[1]}) differ: score both with the same matcher."
-            )
-        d = min_distances(cands.representation, rep_lab, device=resolve_device(device),
-                          dtype=torch.float64)
-        weights = lipschitz_weights(risk, d, eps=eps, distance_floor=distance_floor)
-    X_all = np.concatenate([rep_lab.reshape(n_lab, -1), cands.representation], axis=0) if n_lab else \
-        cands.representation
-    w_all = np.concatenate([np.zeros(n_lab), weights])
-    if not np.any(w_all > 0):  # nothing at risk: unit weights (pure coverage)
-        w_all[n_lab:] = 1.0
-    w_all[w_all < w_all.max() * 1e-15] = 0.0  # below float32's reach: no risk (as RiskSampler)
-    timings["weights"] = time.perf_counter() - t
-    t = time.perf_counter()
-    res = weighted_fastpam(
-        X_all, n_instances, sample_weight=w_all, fixed=np.arange(n_lab) if n_lab else None,
-        init="heaviest", schedule="eager", device=device, random_state=random_state,
+def pool_query(cands: Candidates, chosen: np.ndarray, positions: np.ndarray, res: "KMedoidsResult | None",
+               n_pairs: int, filtered: dict[str, int], timings: dict[str, float]) -> PoolQuery:
+    """The :class:`PoolQuery` of the ``chosen`` candidates (``positions``: their rows in the source)."""
+    return PoolQuery(
+        pairs=pd.DataFrame({"left_id": cands.left_id[chosen].astype(str),
+                            "right_id": cands.right_id[chosen].astype(str)}),
+        positions=np.asarray(positions).astype(np.intp),
+        risk=cands.risk[chosen],
+        proba=cands.proba[chosen],
+        n_pairs=n_pairs,
+        n_filtered=filtered,
+        n_candidates=len(cands),
+        kmedoids=res,
+        timings=timings,
     )
-    timings["kmedoids"] = time.perf_counter() - t
-    pos = np.asarray(res.selected, dtype=np.intp) - n_lab
-    order = np.argsort(-risk[pos], kind="stable")
-    return pos[order], res
 
 
 def empty_pool_error(who: str, name: str, n_read: int, filtered: dict[str, int], n_pairs: int,

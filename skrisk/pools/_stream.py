@@ -11,13 +11,16 @@ import pandas as pd
 from .._typing import RandomStateLike
 from ._scorer import ChunkScorer
 from ._select import (
+    DEPRECATED,
     Candidates,
     PairFilter,
     PoolQuery,
-    check_query_params,
     choose_batch,
     empty_pool_error,
     labelled_representation,
+    n_candidates,
+    pool_query,
+    query_sampler,
 )
 from ._source import PairSource, as_source
 
@@ -38,24 +41,25 @@ def stream_query(
     labelled: pd.DataFrame | None,
     n_instances: int,
     chunk_size: int = 100_000,
-    preselect: float = 2,
-    weighting: str = "lipschitz",
-    eps: float = 1e-8,
-    distance_floor: float | str = "auto",
-    device: str = "auto",
+    sampler: Any = None,
     random_state: RandomStateLike = None,
     progress: bool = True,
+    preselect: Any = DEPRECATED,
+    weighting: Any = DEPRECATED,
+    eps: Any = DEPRECATED,
+    distance_floor: Any = DEPRECATED,
+    device: Any = DEPRECATED,
 ) -> PoolQuery:
     """Risk sampling over a pool that is read chunk by chunk and never held whole.
 
     Every chunk of the source is filtered (labelled pairs and, for deduplication, self-pairs
     left out), scored by ``scorer`` (similarity features, match probability, risk,
     representation) and merged into a running top list of the ``ceil(preselect * n_instances)``
-    riskiest pairs with their representations; everything else of the chunk is dropped. The batch
-    is then chosen among those candidates by risk sampling's rule (as :class:`~skrisk.RiskSampler`
-    with pre-selection): Lipschitz weights ``R_i / min_j ||x_i - x_j||`` against the labelled
-    pairs' representations, and weighted k-medoids (:func:`skrisk.kmedoids.weighted_fastpam`)
-    with the labelled pairs as fixed medoids.
+    riskiest pairs with their representations (``preselect``: the sampler's); everything else of
+    the chunk is dropped. The batch is then chosen among those candidates by the sampler's
+    selection, the one risk-sampling core (:meth:`skrisk.RiskSampler.select`): Lipschitz weights
+    ``R_i / min_j ||x_i - x_j||`` against the labelled pairs' representations, and weighted
+    k-medoids (:func:`skrisk.kmedoids.weighted_fastpam`) with the labelled pairs as fixed medoids.
 
     Parameters
     ----------
@@ -70,17 +74,19 @@ def stream_query(
         Batch size.
     chunk_size : int, default=100_000
         Pairs scored at once (bounds the memory, see Notes).
-    preselect : float, default=2
-        Candidates kept for the kernel, as a multiple of ``n_instances`` (>= 1).
-    weighting : {"lipschitz", "risk", "unit"}, default="lipschitz"
-        Point weights, as :class:`~skrisk.RiskSampler`'s ``weighting``.
-    eps, distance_floor : see :func:`skrisk.strategies.lipschitz_weights`.
-    device : str, default="auto"
-        Device of the distance and kernel computations.
+    sampler : RiskSampler, default=None
+        Its selection parameters choose the batch: ``preselect`` (the candidates kept, a
+        multiple of ``n_instances``; a number here, never None), ``weighting``, ``selection``,
+        ``max_kmedoids_pool``, ``eps``, ``distance_floor``, ``init``, ``schedule``,
+        ``block_size``, ``device`` and ``random_state``; its scoring parameters (validation
+        pairs, LearnRisk's) are not used: the scorer scores. None: ``RiskSampler()``.
     random_state : int, RandomState or None, default=None
-        Seeds the kernel's tie-breaks (``init="heaviest"``).
+        Seeds the kernel's tie-breaks; None: the sampler's ``random_state``.
     progress : bool, default=True
         A tqdm bar of the pairs scored.
+    preselect, weighting, eps, distance_floor, device
+        Deprecated: give ``sampler=RiskSampler(preselect=..., ...)``. A given one sets that
+        parameter of (a copy of) the sampler, with a ``FutureWarning``.
 
     Returns
     -------
@@ -99,7 +105,8 @@ def stream_query(
     Ties of risk are broken by the pairs' order in the source, so the batch does not depend on
     ``chunk_size``, and equals the batch of the whole pool scored as one chunk.
 
-    Without a risk model in the scorer the risk is the matcher's uncertainty ``min(p, 1 - p)``.
+    Without a risk model in the scorer the risk is the matcher's uncertainty
+    (:func:`skrisk.risk.matcher_uncertainty`).
     Unlike :class:`~skrisk.RiskSampler`'s default first query (``preselect_after="batch"``), the
     kernel never sees the whole pool: it is not in memory. The distance floor's scale
     (``distance_floor="auto"``) is the median distance of the candidates, not of the pool.
@@ -120,7 +127,9 @@ def stream_query(
     is some 60 MB per chunk on top of the tables and the models.
     """
     who = "stream_query"
-    m = check_query_params(n_instances, preselect, weighting, distance_floor)
+    sampler = query_sampler(sampler, who, {"preselect": preselect, "weighting": weighting, "eps": eps,
+                                           "distance_floor": distance_floor, "device": device})
+    m = n_candidates(n_instances, sampler)
     src = as_source(source)
     timings = {"labelled": 0.0, "score": 0.0, "merge": 0.0}
     start = time.perf_counter()
@@ -154,20 +163,6 @@ def stream_query(
     if n_pairs < n_instances:
         raise empty_pool_error(who, src.name, n_read, filtered, n_pairs, n_instances)
     cands = cands.in_key_order()
-    chosen, res = choose_batch(
-        cands, rep_lab, n_instances, weighting=weighting, eps=eps, distance_floor=distance_floor,
-        device=device, random_state=random_state, timings=timings,
-    )
+    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings)
     timings["total"] = time.perf_counter() - start
-    return PoolQuery(
-        pairs=pd.DataFrame({"left_id": cands.left_id[chosen].astype(str),
-                            "right_id": cands.right_id[chosen].astype(str)}),
-        positions=cands.key[chosen].astype(np.intp),
-        risk=cands.risk[chosen],
-        proba=cands.proba[chosen],
-        n_pairs=n_pairs,
-        n_filtered=filtered,
-        n_candidates=len(cands),
-        kmedoids=res,
-        timings=timings,
-    )
+    return pool_query(cands, chosen, cands.key[chosen], res, n_pairs, filtered, timings)

@@ -3,6 +3,7 @@
 * :class:`LearnRisk` -- the risk model as a meta-estimator around the matcher (``X`` is the
   matcher's input; out-of-fold probabilities are computed inside ``fit``), with ``explain``;
 * :func:`oof_proba` -- out-of-fold probabilities of labelled pairs, skrisk's one implementation;
+* :func:`matcher_uncertainty` -- ``min(p, 1 - p)``, the risk wherever there is no risk model;
 * :func:`risk_roc_auc` -- the scorer of the risk's ranking, for ``GridSearchCV``;
 * :func:`generate_rules` -- one-sided decision-tree rules (risk features) over similarity features.
 
@@ -29,6 +30,8 @@ __all__ = [
     "Rule",
     "clean_rules",
     "generate_rules",
+    "holds_risk_features",
+    "matcher_uncertainty",
     "mispredicted",
     "oof_proba",
     "risk_features",
@@ -48,6 +51,8 @@ _LAZY = {
     "Reason": "._explain",
     "mispredicted": "._estimator",
     "LearnRisk": "._learnrisk",
+    "matcher_uncertainty": "._uncertainty",
+    "holds_risk_features": "._learnrisk",
     "oof_proba": "._learnrisk",
     "risk_features": "._learnrisk",
     "risk_roc_auc": "._learnrisk",

@@ -21,11 +21,12 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags
 from sklearn.metrics import roc_auc_score
-from sklearn.utils import check_random_state, check_scalar
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._device import resolve_device
+from .._params import Interval, Options, validate_params
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 from . import _model
 from ._defaults import DEFAULT_EPOCHS
@@ -73,19 +74,6 @@ class RiskDistribution(NamedTuple):
 
 
 #: (name, type, lower bound, "left" closed / "neither") of the scalar hyperparameters
-_SCALARS: tuple[tuple[str, Any, float, str], ...] = (
-    ("max_depth", numbers.Integral, 1, "left"),
-    ("match_gini", numbers.Real, 0, "neither"),
-    ("unmatch_gini", numbers.Real, 0, "neither"),
-    ("class_weight", numbers.Real, 0, "neither"),
-    ("min_coverage", numbers.Integral, 0, "left"),
-    ("n_bins", numbers.Integral, 1, "left"),
-    ("learning_rate", numbers.Real, 0, "neither"),
-    ("epochs", numbers.Integral, 0, "left"),
-    ("batch_size", numbers.Integral, 1, "left"),
-    ("alpha_l1", numbers.Real, 0, "left"),
-    ("alpha_l2", numbers.Real, 0, "left"),
-)
 
 
 class LearnRiskEstimator(BaseEstimator):
@@ -241,11 +229,10 @@ class LearnRiskEstimator(BaseEstimator):
     Defaults. The research code's settings are ``match_gini=0.01, unmatch_gini=1e-4,
     rsd_scale="mean", optimizer="sgd", learning_rate=1e-3, epochs=1000``; pass them to reproduce
     it. The defaults here differ where measurements showed why (``benchmarks/RESULTS.md``,
-    LearnRisk section): the strict Gini thresholds left 1 rule on DBLP-Scholar and 10 on Abt-Buy,
-    and with an RNN matcher on Abt-Buy the looser ones (30 rules) raised the test ROC AUC of the
-    risk from 0.909 to 0.978; ``"symmetric"`` spreads stop every predicted match from outranking
-    every predicted non-match; Adam reaches the same or a better ranking in 300 epochs, about a
-    quarter of the time (200 epochs, :data:`DEFAULT_EPOCHS`, measured as good in risk sampling).
+    LearnRisk section): the strict Gini thresholds leave few rules on the paper's datasets and
+    the looser ones rank the matcher's mistakes better; ``"symmetric"`` spreads stop every
+    predicted match from outranking every predicted non-match; Adam reaches the same or a better
+    ranking in fewer epochs (:data:`DEFAULT_EPOCHS`, measured as good in risk sampling).
 
     Cost: rule generation ``O(n_train m^2)`` for ``m`` features at depth 2 (see
     :func:`generate_rules`); training ``O(epochs * n_valid * (J + batch_size * e))`` with ``J``
@@ -285,6 +272,31 @@ class LearnRiskEstimator(BaseEstimator):
     >>> print(est.explain(X_va, 0))  # doctest: +ELLIPSIS
     Matcher says ...
     """
+
+    _parameter_constraints: dict = {
+        "proba_column": [Interval(numbers.Integral, None, None), str],
+        "max_depth": [Interval(numbers.Integral, 1, None)],
+        "match_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+        "unmatch_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+        "class_weight": [Interval(numbers.Real, 0, None, closed="neither")],
+        "min_coverage": [Interval(numbers.Integral, 0, None)],
+        "n_bins": [Interval(numbers.Integral, 1, None)],
+        "theta": [Interval(numbers.Real, 0.5, 1, closed="neither")],
+        "rsd_scale": [Options(str, {"mean", "symmetric"})],
+        "rsd_init": [Options(str, {"random"}), Interval(numbers.Real, 0.1, 0.9, closed="both")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "optimizer": [Options(str, {"sgd", "adam"})],
+        "epochs": [Interval(numbers.Integral, 0, None)],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [None, Interval(numbers.Integral, 1, None)],
+        "alpha_l1": [Interval(numbers.Real, 0, None)],
+        "alpha_l2": [Interval(numbers.Real, 0, None)],
+        "fallback_train_size": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "device": [None, str, torch.device],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
@@ -339,41 +351,7 @@ class LearnRiskEstimator(BaseEstimator):
 
     # ------------------------------------------------------------------ validation helpers
     def _check_params(self) -> torch.device:
-        for name, kind, low, closed in _SCALARS:
-            value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)):  # check_scalar takes True for the int 1
-                raise TypeError(f"{name} must be a number, got {value!r}.")
-            check_scalar(value, name, kind, min_val=low, include_boundaries=closed)
-        if not isinstance(self.theta, numbers.Real) or not 0.5 < self.theta < 1.0:
-            raise ValueError(f"theta must be a confidence in (0.5, 1), e.g. 0.9; got {self.theta!r}.")
-        if not isinstance(self.fallback_train_size, numbers.Real) or not 0.0 < self.fallback_train_size < 1.0:
-            raise ValueError(
-                f"fallback_train_size must be in (0, 1), got {self.fallback_train_size!r}."
-            )
-        if self.rsd_scale not in ("mean", "symmetric"):
-            raise ValueError(f"rsd_scale must be 'mean' or 'symmetric', got {self.rsd_scale!r}.")
-        if not (self.rsd_init == "random" or (
-            isinstance(self.rsd_init, numbers.Real) and not isinstance(self.rsd_init, bool)
-            and 0.1 <= self.rsd_init <= 0.9
-        )):
-            raise ValueError(
-                f"rsd_init must be 'random' or a relative standard deviation in [0.1, 0.9], got "
-                f"{self.rsd_init!r}."
-            )
-        if not isinstance(self.early_stopping, (bool, np.bool_)):
-            raise TypeError(f"early_stopping must be True or False, got {self.early_stopping!r}.")
-        if not isinstance(self.validation_fraction, numbers.Real) or not 0.0 < self.validation_fraction < 1.0:
-            raise ValueError(
-                f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}."
-            )
-        if self.n_iter_no_change is not None:
-            check_scalar(self.n_iter_no_change, "n_iter_no_change", numbers.Integral, min_val=1)
-        if self.optimizer not in ("sgd", "adam"):
-            raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}.")
-        if not isinstance(self.proba_column, (numbers.Integral, str)) or isinstance(self.proba_column, bool):
-            raise TypeError(
-                f"proba_column must be a column position (int) or name (str), got {self.proba_column!r}."
-            )
+        validate_params(self)
         return resolve_device(self.device)
 
     def _resolve_proba_column(self, n_features: int) -> int:

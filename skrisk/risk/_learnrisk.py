@@ -27,13 +27,15 @@ from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from .._params import HasMethods, Interval, Options, validate_params
 from .._rows import num_rows, take_rows
 from .._typing import RandomStateLike
 from ..exceptions import DataError, NotFittedError
 from ..matchers._base import match_labels
 from ._estimator import DEFAULT_EPOCHS, LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted
+from ._uncertainty import matcher_uncertainty
 
-__all__ = ["LearnRisk", "oof_proba", "risk_features", "risk_roc_auc"]
+__all__ = ["LearnRisk", "holds_risk_features", "oof_proba", "risk_features", "risk_roc_auc"]
 
 _PROBA = "matcher_proba"
 
@@ -45,8 +47,24 @@ _CORE_PARAMS = (
 )
 
 
-def _holds_features(X: Any) -> bool:
-    """Whether :func:`risk_features` can read ``X`` as it is (a mapping or a numeric matrix)."""
+def holds_risk_features(X: Any) -> bool:
+    """Whether :func:`risk_features` can read ``X`` as it is (a mapping or a numeric matrix).
+
+    Parameters
+    ----------
+    X : pairs in a matcher's input format
+
+    Returns
+    -------
+    bool
+        False for, e.g., a pair frame of texts (a pipeline's encoder makes features of it).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> holds_risk_features(np.zeros((2, 3))), holds_risk_features(pd.DataFrame({"left_a": ["x"]}))
+    (True, False)
+    """
     if isinstance(X, Mapping) or sp.issparse(X):
         return True
     if isinstance(X, pd.DataFrame):  # look at the dtypes, not at a converted copy of the frame
@@ -328,6 +346,13 @@ n_iter_no_change, alpha_l1, alpha_l2, device
     ['theta']
     """
 
+    _parameter_constraints: dict = {
+        "cv": [Options(str, {"prefit"}), Interval(numbers.Integral, 2, None), HasMethods(("split", "get_n_splits"))],
+        "features": [None, "callable"],
+        **{k: v for k, v in LearnRiskEstimator._parameter_constraints.items() if k in _CORE_PARAMS},
+        "rule_class_weight": LearnRiskEstimator._parameter_constraints["class_weight"],
+    }
+
     def __init__(
         self,
         estimator: Any = None,
@@ -408,7 +433,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
             F = self.features(X)
         else:
             est = getattr(self, "estimator_", None)
-            if isinstance(est, Pipeline) and len(est.steps) > 1 and not _holds_features(X):
+            if isinstance(est, Pipeline) and len(est.steps) > 1 and not holds_risk_features(X):
                 X = est[:-1].transform(X)  # e.g. a pair frame through the pipeline's encoder
             F = risk_features(X)
         F = np.asarray(F, dtype=np.float64)
@@ -476,25 +501,57 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         """
         return self._fit(X, y, X_valid, y_valid)
 
+    def fit_around(self, X: Any, y: npt.ArrayLike, *, X_valid: Any = None, y_valid: Any = None) -> "LearnRisk":
+        """Fit the rules and the risk model around ``estimator``, already fitted on ``(X, y)``.
+
+        As :meth:`fit`, except that the matcher is not fitted again: ``estimator_`` is
+        ``estimator`` itself (risk sampling's learner holds a matcher fitted on its labelled
+        set). The rules' probabilities of ``(X, y)`` are still out-of-fold ones from ``cv``
+        clones (with ``cv="prefit"``, the matcher's own: then this is :meth:`fit`).
+
+        Parameters
+        ----------
+        X, y, X_valid, y_valid
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        self : LearnRisk
+
+        Raises
+        ------
+        NotFittedError
+            ``estimator`` is not fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from skrisk import LearnRisk
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.integers(0, 2, 200)
+        >>> X = np.clip(0.35 + 0.3 * y[:, None] + 0.25 * rng.standard_normal((200, 3)), 0, 1)
+        >>> matcher = LogisticRegression().fit(X, y)
+        >>> model = LearnRisk(matcher, cv=3, epochs=5, random_state=0).fit_around(X, y)
+        >>> model.estimator_ is matcher
+        True
+        """
+        est = self._matcher()
+        _require_fitted(est, "fit_around", "fit it on the labelled pairs first, or use fit()")
+        return self._fit(X, y, X_valid, y_valid, fitted=est)
+
     def _fit(
-        self, X: Any, y: Any, X_valid: Any, y_valid: Any, *, fitted: Any = None, who: str = "LearnRisk",
-        stacklevel: int = 3,
+        self, X: Any, y: Any, X_valid: Any, y_valid: Any, *, fitted: Any = None, stacklevel: int = 3,
     ) -> "LearnRisk":
-        """``fit``; ``fitted`` is a matcher already fitted on all of ``(X, y)`` (risk sampling's
-        learner holds one), used as ``estimator_`` instead of fitting a clone again."""
+        """``fit``; ``fitted`` is a matcher already fitted on all of ``(X, y)`` (:meth:`fit_around`),
+        used as ``estimator_`` instead of fitting a clone again."""
         timings: dict[str, float] = {}
         start = time.perf_counter()
         if (X_valid is None) != (y_valid is None):
             raise ValueError("Give both X_valid and y_valid, or neither.")
+        validate_params(self)  # hyperparameter errors before any matcher is fitted
         core = self._core()
-        core._check_params()  # hyperparameter errors before any matcher is fitted
         cv = self.cv
-        if not (
-            (isinstance(cv, str) and cv == "prefit")
-            or (isinstance(cv, numbers.Integral) and not isinstance(cv, bool) and cv >= 2)
-            or (hasattr(cv, "split") and not isinstance(cv, str))
-        ):
-            raise ValueError(f"cv must be 'prefit', an int >= 2 or a CV splitter, got {cv!r}.")
         X = _as_input(X)
         y = self._check_y(y, "y")
         n = num_rows(X)
@@ -512,7 +569,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 "Only binary classification is supported: LearnRisk needs match labels (1 = match, "
                 f"0 = non-match); got {np.unique(y).size} classes."
             )
-        if self.features is None and _holds_features(X) and (isinstance(X, Mapping) or np.ndim(X) == 2):
+        if self.features is None and holds_risk_features(X) and (isinstance(X, Mapping) or np.ndim(X) == 2):
             _check_finite(np.asarray(risk_features(X), dtype=np.float64), "X")  # before the matcher sees them
         est = self._matcher()
         if sp.issparse(X) and not get_tags(est).input_tags.sparse:
@@ -521,13 +578,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 "pass a dense array (X.toarray())."
             )
         if isinstance(cv, str):  # "prefit"
-            try:
-                check_is_fitted(est)
-            except Exception as exc:  # sklearn's NotFittedError, or skorch's subclass of it
-                raise NotFittedError(
-                    f"cv='prefit' needs a fitted matcher, but {type(est).__name__} is not fitted: "
-                    "fit it first, or use cv=5 to let LearnRisk fit it."
-                ) from exc
+            _require_fitted(est, "cv='prefit'", "fit it first, or use cv=5 to let LearnRisk fit it")
             self.estimator_ = est
             with _clock(timings, "oof_proba"):
                 P = np.asarray(est.predict_proba(X), dtype=np.float64)
@@ -569,7 +620,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         z = mispredicted(p_v, yb_v)
         if z.all() or not z.any():
             warnings.warn(
-                f"{who}: the matcher {'mispredicts' if z.all() else 'predicts correctly'} all "
+                f"LearnRisk: the matcher {'mispredicts' if z.all() else 'predicts correctly'} all "
                 f"{z.size} ranking pairs, so LearnRisk has nothing to learn from; the risk is the "
                 "matcher's uncertainty min(p, 1 - p) (risk_model_ is None). More validation pairs "
                 "avoid this.",
@@ -620,44 +671,48 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         check_is_fitted(self)
         return self.classes_[match_labels(self.predict_proba(X)).astype(np.intp)]
 
-    def _distribution(self, X: Any, p: npt.NDArray[np.float64]) -> RiskDistribution:
-        """The risk distribution of pairs whose match probabilities ``p`` are already known."""
-        check_is_fitted(self)
-        X = _as_input(X)
-        n = num_rows(X)
-        p = np.asarray(p, dtype=np.float64)
-        if self.risk_model_ is None:
-            return RiskDistribution(np.minimum(p, 1.0 - p), p.copy(), np.zeros_like(p))
-        R = self._risk_input(self._features(X, n, "X"), p)
-        return self.risk_model_.predict_distribution(R)
-
-    def predict_distribution(self, X: Any) -> RiskDistribution:
+    def predict_distribution(self, X: Any, *, proba: npt.ArrayLike | None = None) -> RiskDistribution:
         """VaR risk, mean and standard deviation of every pair's match-probability distribution.
 
         Parameters
         ----------
         X : pairs in the matcher's input format
+        proba : array-like of shape (n_pairs,), default=None
+            The match probabilities of ``X`` when they are known already (``estimator_``'s
+            ``predict_proba(X)[:, 1]``, e.g. from a query that scored the pool): the matcher is
+            then not called again. None: ``predict_proba(X)[:, 1]``.
 
         Returns
         -------
         RiskDistribution
             ``(risk, mean, std)``, float64 arrays of shape (n_pairs,). Without a risk model
-            (nothing was ranked): ``(min(p, 1 - p), p, 0)``.
+            (nothing was ranked): ``(matcher_uncertainty(p), p, 0)``.
         """
-        return self._distribution(X, self.predict_proba(X)[:, 1])
+        check_is_fitted(self)
+        X = _as_input(X)
+        n = num_rows(X)
+        p = self.predict_proba(X)[:, 1] if proba is None else np.asarray(proba, dtype=np.float64).ravel()
+        if p.shape != (n,):
+            raise ValueError(f"proba has {p.size} probabilities for {n} pairs of X: give one per pair.")
+        if self.risk_model_ is None:
+            return RiskDistribution(matcher_uncertainty(p), p.copy(), np.zeros_like(p))
+        R = self._risk_input(self._features(X, n, "X"), p)
+        return self.risk_model_.predict_distribution(R)
 
-    def predict_risk(self, X: Any) -> npt.NDArray[np.float64]:
+    def predict_risk(self, X: Any, *, proba: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
         """Value-at-Risk of every pair's matcher label (higher = more likely mislabelled).
 
         Parameters
         ----------
         X : pairs in the matcher's input format
+        proba : array-like of shape (n_pairs,), default=None
+            Known match probabilities of ``X`` (see :meth:`predict_distribution`).
 
         Returns
         -------
         ndarray of shape (n_pairs,), values in [0, 1]
         """
-        return self.predict_distribution(X).risk
+        return self.predict_distribution(X, proba=proba).risk
 
     def explain(self, X: Any, index: int = 0, *, pairs: Any = None) -> RiskExplanation:
         """Why pair ``index`` of ``X`` gets its risk: readable reasons, fired rules, distribution.
@@ -760,6 +815,16 @@ def _pair_values(pairs: Any, i: int, n: int) -> dict[str, tuple[Any, Any]] | Non
     return {a: (row[f"left_{a}"], row[f"right_{a}"]) for a in attrs}
 
 
+def _require_fitted(est: Any, who: str, fix: str) -> None:
+    """A :class:`~skrisk.exceptions.NotFittedError` naming ``who`` needs a fitted matcher, and the fix."""
+    try:
+        check_is_fitted(est)
+    except Exception as exc:  # sklearn's NotFittedError, or skorch's subclass of it
+        raise NotFittedError(
+            f"{who} needs a fitted matcher, but {type(est).__name__} is not fitted: {fix}."
+        ) from exc
+
+
 def _default_matcher() -> Any:
     from ..matchers._feature import FeatureMatcher
 
@@ -804,5 +869,6 @@ def risk_roc_auc(estimator: LearnRisk, X: Any, y: npt.ArrayLike) -> float:
             f"risk_roc_auc needs mispredicted and correctly predicted pairs, but all {z.size} are "
             f"{'mispredicted' if z.all() else 'correct'}: use larger folds or more pairs."
         )
-    risk = estimator._distribution(X, P[:, 1]).risk
+    risk = estimator.predict_distribution(X, proba=P[:, 1]).risk
     return float(roc_auc_score(z, risk))
+

@@ -4,7 +4,10 @@
 
 Every strategy is a plain function that keeps nothing between calls. :class:`RiskSampler` is the
 callable object to make (and keep) for risk sampling with validation pairs and diagnostics
-(``last_query_``, a :class:`RiskQuery`). Names are imported on first use (the strategies need
+(``last_query_``, a :class:`RiskQuery`). Scoring and selection are apart, as in modAL:
+:func:`select_batch` is risk sampling's one selection step over arrays (eq. 6 weights and the eq. 7
+kernel), which ``RiskSampler`` and the pool queries of :mod:`skrisk.pools` share through
+:meth:`RiskSampler.select`. Names are imported on first use (the strategies need
 torch), so ``import skrisk.strategies`` is light. The names of strategies (for experiments, the
 CLI and the benchmarks) are registered in one place, :data:`skrisk.experiments.STRATEGIES`.
 """
@@ -15,6 +18,7 @@ from importlib import import_module
 from typing import Any
 
 __all__ = [
+    "BatchSelection",
     "RiskQuery",
     "RiskSampler",
     "badge_sampling",
@@ -28,10 +32,13 @@ __all__ = [
     "random_sampling",
     "risk_features",
     "risk_sampling",
+    "select_batch",
     "top_k",
 ]
 
 _LAZY = {
+    "BatchSelection": "._batch",
+    "select_batch": "._batch",
     "badge_sampling": "._baselines",
     "bald_sampling": "._baselines",
     "coreset_sampling": "._baselines",

@@ -16,26 +16,25 @@ import pandas as pd
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
-from sklearn.utils import check_random_state, check_scalar
+from sklearn.utils import check_random_state
 
 from .._device import resolve_device, torch_threads
+from .._params import HasMethods, Interval, Options, validate_params
 from .._rows import first_non_finite, num_rows, take_rows
 from .._sampling import stratified_choice
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError, NotFittedError
-from ..kmedoids import KMedoidsResult, representative_sample, weighted_fastpam
+from ..kmedoids import KMedoidsResult
 from ..matchers._base import require
-from ..risk._learnrisk import LearnRisk, _holds_features, risk_features
+from ..risk import LearnRisk, holds_risk_features, risk_features
+from ._batch import BatchSelection, select_batch
 from ._selection import (
     check_pool_matches,
     check_query,
     checked_finite,
     checked_proba,
     labelled_pool,
-    lipschitz_weights,
-    min_distances,
     proba_function,
-    top_k,
 )
 
 __all__ = ["RiskQuery", "RiskSampler", "risk_sampling", "risk_features"]
@@ -161,9 +160,8 @@ class RiskSampler(BaseEstimator):
         ``transform(X) -> (n, h)`` representation; default the matcher's ``represent``.
     weighting : {"lipschitz", "risk", "unit"}, default="lipschitz"
         Point weights of the k-medoids problem: eq. 6, the risk alone (no distance term), or 1.
-        ``"risk"`` measured better where a batch is a large share of the pool (Abt-Buy, batch 575
-        of 5,168: +0.005 in the area under the learning curve) and tied elsewhere
-        (``benchmarks/results/active_learning_ablations.md``, 6.8).
+        ``"risk"`` is the option to try where a batch is a large share of the pool (measured in
+        ``benchmarks/RESULTS.md``, section 6.8 of the ablations page).
     selection : {"kmedoids", "topk"}, default="kmedoids"
         Weighted fastPAM with the labelled set fixed, or simply the ``n`` largest weights.
     preselect : float or None, default=2
@@ -177,14 +175,10 @@ class RiskSampler(BaseEstimator):
         first query from a seed set of one batch spreads over the whole pool. 0: always.
 
         ``preselect=2, preselect_after="batch"`` is skrisk's measured change to the paper's
-        method. In simulated active learning with a random forest matcher on DBLP-Scholar
-        (``benchmarks/bench_al.py``, seed set and batch 100, 10 runs) it lifted the area under
-        the learning curve from 0.923 (the paper's whole-pool problem) to 0.929, above every
-        baseline's, and mean F1 at each of the first three queries above every baseline's.
-        Preselecting from the very first query (``preselect_after=0``) lost the first query
-        (0.907 against 0.915 at 200 labels): from a seed set, the 2n riskiest pairs are mostly
-        mispredicted ones (82 %), a poor batch to learn from. On Abt-Buy the change is within
-        noise and risk sampling trails core-set. See ``benchmarks/RESULTS.md``.
+        method (simulated active learning, ``benchmarks/bench_al.py``; the areas under the
+        learning curves are in ``benchmarks/RESULTS.md``). Preselection waits for the first
+        batch because, from a seed set, the 2n riskiest pairs are mostly mispredicted ones, a
+        poor batch to learn from.
     max_kmedoids_pool : int or None, default=20000
         The most pool pairs the k-medoids problem is solved over (the first query, before
         preselection starts, or every query with ``preselect=None``). A larger set of candidates
@@ -193,22 +187,15 @@ class RiskSampler(BaseEstimator):
         by ``w_i / pi_i`` so that the sample's total deviation estimates the whole pool's
         (CLARA's idea with Horvitz-Thompson weights, :func:`~skrisk.kmedoids.representative_sample`,
         seeded by ``random_state``). The kernel's swap phase grows with the square of its
-        input: on DBLP-Scholar with random extra pairs (FeatureMatcher, |L| = b = 100, one
-        thread, a loaded 2-core machine) the kernel took 454 s over a 100,000-pair pool and 24 s
-        over the 20,000-pair sample, whose batch had a total deviation over the whole pool
-        0.5 % above the whole-pool batch's (0.08 % at 50,000 pairs; a 10,000 sample: 1.1 % and
-        0.5 %); at 1,000,000 pairs the sample's kernel took 17 s. With the cap forced to 2,000 on
-        DBLP-Scholar's 17,123-pair pool the area under the learning curve went from 0.930 to
-        0.929 (3 runs). Pools at or below the cap are solved exactly as before (DBLP-Scholar's
-        and Abt-Buy's pools: the same batches). None: no cap (the paper). See
-        ``benchmarks/bench_scale.py`` and ``benchmarks/results/scale``.
+        input, so the cap bounds a query's time on large pools; pools at or below the cap are
+        solved exactly. None: no cap (the paper). The time and the sample's objective against
+        the whole pool's are measured by ``benchmarks/bench_scale.py`` (``benchmarks/RESULTS.md``,
+        "Scale").
     risk_params : dict, optional
         Risk hyperparameters of :class:`~skrisk.LearnRisk` (its defaults otherwise, e.g.
-        ``epochs=DEFAULT_EPOCHS``, 200). On DBLP-Scholar (|L| = 100, 5,742 validation pairs, random forest matcher)
-        the risk's ROC AUC for the matcher's 697 mistakes on the pool was 0.955 with these
-        settings (13 s per query), 0.949 with the research code's LearnRisk settings at 200 or
-        1,000 epochs, and 0.938 for the matcher's own uncertainty; see
-        ``benchmarks/bench_query.py`` and ``benchmarks/results/query``.
+        ``epochs=DEFAULT_EPOCHS``). The risk's quality and a query's time with these settings
+        and with the research code's are measured by ``benchmarks/bench_query.py``
+        (``benchmarks/RESULTS.md``, "Query time").
     feature_names : sequence of str, optional
         Names of the similarity features, so that rules read ``title_jaccard <= 0.31 -> unmatch``
         rather than ``x0 <= 0.31 -> unmatch``.
@@ -241,9 +228,9 @@ class RiskSampler(BaseEstimator):
         Device of the kernel and distance computations.
     n_threads : int or None, default=None
         Torch intra-op CPU threads during a call (restored afterwards); None leaves torch's
-        setting alone. (On a loaded 2-core machine, OpenMP threads that spin while waiting made
-        the k-medoids kernel 15-40x slower than one thread: there, ``n_threads=1`` or
-        ``OMP_WAIT_POLICY=PASSIVE`` helps.)
+        setting alone. (On a loaded machine OpenMP threads that spin while waiting slow the
+        k-medoids kernel down: there, ``n_threads=1`` or ``OMP_WAIT_POLICY=PASSIVE`` helps; see
+        ``benchmarks/RESULTS.md``.)
     random_state : int or None, default=None
         Seeds the validation sample, LearnRisk and tie-breaking (a per-call ``random_state``
         overrides it for that call).
@@ -265,6 +252,28 @@ class RiskSampler(BaseEstimator):
     >>> sampler.set_params(valid_ratio=0.5).valid_ratio
     0.5
     """
+
+    _parameter_constraints: dict = {
+        "valid_ratio": [Interval(numbers.Real, 0, 1, closed="right")],
+        "features": [None, "callable"],
+        "transform": [None, "callable"],
+        "weighting": [Options(str, {"lipschitz", "risk", "unit"})],
+        "selection": [Options(str, {"kmedoids", "topk"})],
+        "preselect": [None, Interval(numbers.Real, 1, None)],
+        "preselect_after": [Options(str, {"batch"}), Interval(numbers.Integral, 0, None)],
+        "max_kmedoids_pool": [None, Interval(numbers.Integral, 1, None)],
+        "risk_params": [None, Mapping],
+        "labelled_proba": [Options(str, {"auto", "oof", "fit"})],
+        "cv": [Interval(numbers.Integral, 2, None), HasMethods(("split", "get_n_splits"))],
+        "schedule": [Options(str, {"eager", "best"})],
+        "init": [Options(str, {"heaviest", "build"})],
+        "block_size": [Interval(numbers.Integral, 1, None)],
+        "eps": [Interval(numbers.Real, 0, None)],
+        "distance_floor": [Options(str, {"auto"}), Interval(numbers.Real, 0, None)],
+        "device": [None, str, torch.device],
+        "n_threads": [None, Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
@@ -337,24 +346,7 @@ class RiskSampler(BaseEstimator):
 
     # ------------------------------------------------------------------ helpers
     def _check_params(self) -> None:
-        if self.weighting not in ("lipschitz", "risk", "unit"):
-            raise ValueError(f"weighting must be 'lipschitz', 'risk' or 'unit', got {self.weighting!r}.")
-        if self.selection not in ("kmedoids", "topk"):
-            raise ValueError(f"selection must be 'kmedoids' or 'topk', got {self.selection!r}.")
-        if self.preselect is not None:
-            _scalar(self.preselect, "preselect (None or a multiple of the batch size)", numbers.Real, 1)
-        if self.preselect_after != "batch":
-            _scalar(self.preselect_after, "preselect_after ('batch' or a number of pairs)", numbers.Integral, 0)
-        if self.max_kmedoids_pool is not None:
-            _scalar(self.max_kmedoids_pool, "max_kmedoids_pool (None or a number of pool pairs)",
-                    numbers.Integral, 1)
-        _scalar(self.valid_ratio, "valid_ratio", numbers.Real, 0, 1, closed="right")
-        if self.n_threads is not None:
-            _scalar(self.n_threads, "n_threads (None or a number of threads)", numbers.Integral, 1)
-        if self.distance_floor != "auto":
-            _scalar(self.distance_floor, "distance_floor ('auto' or a distance)", numbers.Real, 0)
-        if self.labelled_proba not in ("auto", "oof", "fit"):
-            raise ValueError(f"labelled_proba must be 'auto', 'oof' or 'fit', got {self.labelled_proba!r}.")
+        validate_params(self)
         if (self.X_valid is None) != (self.y_valid is None):
             raise ValueError("Give both X_valid and y_valid, or neither.")
 
@@ -441,16 +433,16 @@ class RiskSampler(BaseEstimator):
         The diagnostics of the call are kept in :attr:`last_query_`.
         """
         self._check_params()
-        check_query(X_pool, n_instances, "risk_sampling", learner)
+        n_pool = check_query(X_pool, n_instances, "risk_sampling", learner)  # the pool checked once, here
         device = resolve_device(self.device)
         with torch_threads(self.n_threads if device.type == "cpu" else None):
-            query = self._query(learner, X_pool, n_instances, random_state)
+            query = self._query(learner, X_pool, n_pool, n_instances, random_state)
         self.last_query_ = query
         return query.positions, query.scores
 
     def _query(
-        self, learner: Any, X_pool: Any, n_instances: int, random_state: RandomStateLike
-    ) -> RiskQuery:
+        self, learner: Any, X_pool: Any, n_pool: int, n_instances: int, random_state: RandomStateLike
+) -> RiskQuery:
         timings: dict[str, float] = {}
         n_threads = torch.get_num_threads()
         start = time.perf_counter()
@@ -472,7 +464,8 @@ class RiskSampler(BaseEstimator):
         est = getattr(learner, "estimator", learner)
         with _clock(timings, "proba_repr"):
             Z_pool = est[:-1].transform(X_pool) if isinstance(est, Pipeline) and len(est.steps) > 1 else None
-            p_pool, rep_pool, rep_lab = self._proba_and_repr(learner, X_pool, X_lab, proba_fn, need_repr, Z_pool)
+            p_pool, rep_pool, rep_lab = self._proba_and_repr(learner, X_pool, n_pool, X_lab, proba_fn, need_repr,
+                                                             Z_pool)
 
         # 1-2. LearnRisk around the current matcher, then the risk of every pool pair
         mode = self.labelled_proba
@@ -487,9 +480,14 @@ class RiskSampler(BaseEstimator):
             feature_names=self.feature_names, **params,
         )
         X_v, y_v = valid if valid is not None else (None, None)
-        with _clock(timings, "learnrisk_fit"):
-            model._fit(X_lab, y_lab, X_v, y_v, fitted=est if mode == "oof" else None, who="risk_sampling",
-                       stacklevel=4)  # warnings point at the line that called the sampler
+        with _clock(timings, "learnrisk_fit"), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.fit_around(X_lab, y_lab, X_valid=X_v, y_valid=y_v)
+        for w in caught:  # LearnRisk's warnings, said by risk_sampling at the line that called it
+            text = str(w.message)
+            if text.startswith("LearnRisk: "):
+                text = "risk_sampling: " + text[len("LearnRisk: "):]
+            warnings.warn(text, w.category, stacklevel=3)
         fit_t = model.fit_timings_
         timings["labelled_proba"] = fit_t.get("oof_proba", 0.0)
         for key in ("valid_proba", "rules", "ranking"):
@@ -498,74 +496,79 @@ class RiskSampler(BaseEstimator):
         # LearnRisk's default features of a pipeline's input are read from its transform (as in
         # LearnRisk._features): hand it the pool's transform computed above
         risk_X = X_pool
-        if Z_pool is not None and self.features is None and not _holds_features(X_pool) and _holds_features(Z_pool):
+        if Z_pool is not None and self.features is None and not holds_risk_features(X_pool) \
+                and holds_risk_features(Z_pool):
             risk_X = Z_pool
         with _clock(timings, "risk"):
-            risk = np.asarray(model._distribution(risk_X, p_pool[:, 1]).risk, dtype=np.float64)
+            risk = np.asarray(model.predict_risk(risk_X, proba=p_pool[:, 1]), dtype=np.float64)
         risk_model = model if model.risk_model_ is not None else None
 
-        # 3-4. Lipschitz weights (eq. 6)
-        with _clock(timings, "weights"):
-            if self.weighting == "unit":
-                weights = np.ones_like(risk)
-            else:
-                weights = risk.copy()
-            if self.weighting == "lipschitz":
-                d_lab = min_distances(rep_pool, rep_lab, device=resolve_device(self.device), dtype=torch.float64)
-                weights = self._lipschitz(risk, d_lab)
+        # 3-5. eq. 6 weights and the batch (the one selection core, shared with skrisk.pools)
+        chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed)
+        timings.update(chosen.timings)
+        timings["total"] = time.perf_counter() - start
+        return RiskQuery(
+            positions=chosen.positions, scores=risk[chosen.positions], risk=risk, weights=chosen.weights,
+            risk_model=risk_model, kmedoids=chosen.kmedoids, timings=timings, n_threads=n_threads,
+        )
 
-        def done(pos: IntArray, res: KMedoidsResult | None) -> RiskQuery:
-            timings["total"] = time.perf_counter() - start
-            return RiskQuery(
-                positions=pos, scores=risk[pos], risk=risk, weights=weights, risk_model=risk_model,
-                kmedoids=res, timings=timings, n_threads=n_threads,
-            )
+    def select(
+        self,
+        risk: FloatArray,
+        rep_pool: np.ndarray | None,
+        rep_lab: np.ndarray | None,
+        n_instances: int,
+        *,
+        random_state: RandomStateLike = None,
+    ) -> BatchSelection:
+        """The batch this sampler's parameters choose, given the risks and representations.
 
-        # 5. selection
-        if self.selection == "topk":
-            pos, _ = top_k(weights, n_instances, seed)
-            return done(pos, None)
-        cand = np.arange(len(weights))
-        after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
-        if self.preselect is not None and len(rep_lab) > after:
-            m = min(len(weights), max(n_instances, int(np.ceil(float(self.preselect) * n_instances))))
-            cand = np.sort(top_k(risk, m, seed)[0])
-        w_cand = weights[cand]
-        cap = self.max_kmedoids_pool
-        if cap is not None and len(cand) > max(int(cap), 2 * n_instances):
-            with _clock(timings, "sample"):
-                sample = representative_sample(w_cand, max(int(cap), 2 * n_instances), random_state=seed)
-            cand, w_cand = cand[sample.positions], sample.weights
-        X_all = np.concatenate([rep_lab, rep_pool[cand]], axis=0)
-        n_lab = len(rep_lab)
-        w_all = np.concatenate([np.zeros(n_lab), w_cand])
-        if not np.any(w_all > 0):  # nothing at risk: fall back to unit weights (pure coverage)
-            w_all[n_lab:] = 1.0
-        # weights below 1e-15 of the largest are 0 to the float32 kernel, which refuses such a
-        # range rather than search blind: a pair with 1e-15 of the top weight counts as no risk
-        w_all[w_all < w_all.max() * 1e-15] = 0.0
-        with _clock(timings, "kmedoids"):
-            res = weighted_fastpam(
-                X_all,
-                n_instances,
-                sample_weight=w_all,
-                fixed=np.arange(n_lab),
-                init=self.init,
-                schedule=self.schedule,
-                block_size=self.block_size,
-                device=self.device,
-                random_state=seed,
-            )
-        pos = cand[np.asarray(res.selected, dtype=np.intp) - n_lab]
-        order = np.argsort(-risk[pos], kind="stable")
-        return done(pos[order], res)
+        The selection step of a query, without scoring: :func:`~skrisk.strategies.select_batch`
+        with this sampler's ``weighting``, ``selection``, ``preselect``, ``preselect_after``,
+        ``max_kmedoids_pool``, ``eps``, ``distance_floor``, ``init``, ``schedule``,
+        ``block_size`` and ``device``. The streamed and Dask queries of :mod:`skrisk.pools` call
+        it on their riskiest candidates.
 
-    def _lipschitz(self, risk: np.ndarray, d_lab: np.ndarray) -> np.ndarray:
-        """Eq. 6, ``R_i / min_j ||x_i - x_j||``, with the zero-distance guard (``distance_floor``)."""
-        return lipschitz_weights(risk, d_lab, eps=self.eps, distance_floor=self.distance_floor)
+        Parameters
+        ----------
+        risk : ndarray of shape (n_pool,)
+            The risk of every pool row.
+        rep_pool : ndarray of shape (n_pool, h) or None
+            The pool's representations.
+        rep_lab : ndarray of shape (n_labelled, h) or None
+            The labelled pairs' representations (the fixed medoids).
+        n_instances : int
+            Batch size.
+        random_state : int, RandomState instance or None, default=None
+            Overrides the sampler's ``random_state`` for this call.
+
+        Returns
+        -------
+        BatchSelection
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skrisk import RiskSampler
+        >>> rep = np.array([[0.0], [1.0], [2.0], [10.0], [11.0]], dtype=np.float32)
+        >>> risk = np.array([0.1, 0.5, 0.4, 0.3, 0.2])
+        >>> sampler = RiskSampler(preselect=None, device="cpu", random_state=0)
+        >>> sampler.select(risk, rep, rep[:1], 2).positions.tolist()
+        [1, 3]
+        """
+        self._check_params()
+        return select_batch(
+            risk, rep_pool, rep_lab, n_instances,
+            weighting=self.weighting, selection=self.selection, preselect=self.preselect,
+            preselect_after=self.preselect_after, max_kmedoids_pool=self.max_kmedoids_pool,
+            eps=self.eps, distance_floor=self.distance_floor, init=self.init, schedule=self.schedule,
+            block_size=self.block_size, device=self.device,
+            random_state=random_state if random_state is not None else self.random_state,
+        )
 
     def _proba_and_repr(
-        self, learner: Any, X_pool: Any, X_lab: Any, proba_fn: Any, need_repr: bool, Z_pool: Any = None
+        self, learner: Any, X_pool: Any, n_pool: int, X_lab: Any, proba_fn: Any, need_repr: bool,
+        Z_pool: Any = None,
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Pool probabilities, and pool / labelled representations when needed.
 
@@ -574,7 +577,6 @@ class RiskSampler(BaseEstimator):
         ``Z_pool``: for a ``Pipeline`` matcher, the pool transformed by the steps before its last
         (computed once per query); the probabilities and the representation start from it.
         """
-        n_pool = num_rows(X_pool)
         if Z_pool is not None:
             est = getattr(learner, "estimator", learner)
             last = est.steps[-1][1]
@@ -608,23 +610,16 @@ class RiskSampler(BaseEstimator):
                 f"risk_sampling: the representations of the pool {rep_pool.shape} and of the labelled "
                 f"set {rep_lab.shape} must be 2-D with the same width."
             )
-        if len(rep_pool) != num_rows(X_pool):
+        if len(rep_pool) != n_pool:
             raise ValueError(
                 f"risk_sampling: the representation has {len(rep_pool)} rows for a pool of "
-                f"{num_rows(X_pool)} pairs."
+                f"{n_pool} pairs."
             )
         return np.asarray(p_pool, dtype=np.float64), rep_pool, rep_lab
 
 
 def _identity(X: Any) -> Any:
     return X
-
-
-def _scalar(value: Any, name: str, kind: Any, low: float, high: float | None = None, *, closed: str = "left") -> None:
-    """``check_scalar`` that also refuses booleans (which it takes for the ints 0 and 1)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a number, got {value!r}.")
-    check_scalar(value, name, kind, min_val=low, max_val=high, include_boundaries=closed)
 
 
 def binary_labels(y: np.ndarray, what: str) -> np.ndarray:

@@ -160,9 +160,9 @@ def test_features_separate_matches(fodors):
 @pytest.mark.parametrize(
     "params, exc, match",
     [
-        ({"metrics": ["jacard"]}, ValueError, "choose from"),
-        ({"metrics": []}, ValueError, "choose from"),
-        ({"metrics": "jaccard"}, TypeError, r"metrics=\['jaccard'\]"),
+        ({"metrics": ["jacard"]}, ValueError, r"must be None or a non-empty list of str among \{'jaccard', "),
+        ({"metrics": []}, ValueError, r"Got \[\] instead"),
+        ({"metrics": "jaccard"}, TypeError, "The 'metrics' parameter of SimilarityFeatures .* Got 'jaccard' instead"),
         ({"attributes": ["nope"]}, ValueError, "not in the input"),
         ({"n_jobs": 0}, ValueError, "n_jobs"),
     ],

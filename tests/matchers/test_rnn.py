@@ -452,7 +452,7 @@ def test_bad_feature_inputs(fodors_encoded, fodors_split, tiny):
         m.fit(SliceDict(tokens=T, features=bad), y)
     with pytest.raises(ValueError, match="features must have shape"):
         m.fit(SliceDict(tokens=T, features=F[:, 0]), y)
-    with pytest.raises(ValueError, match="scale_features must be True or False"):
+    with pytest.raises(ValueError, match="The 'scale_features' parameter of RNNMatcher must be an instance of 'bool'"):
         RNNMatcher(scale_features="yes", max_epochs=1, **tiny).fit(SliceDict(tokens=T, features=F), y)
     with pytest.raises(ValueError, match="unknown keys"):
         m.fit(SliceDict(tokens=T, features=F, forest_proba=F[:, 0]), y)

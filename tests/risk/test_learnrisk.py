@@ -102,8 +102,8 @@ def test_nothing_to_rank_falls_back_to_uncertainty():
         ({}, {"y": None}, ValueError, "y to be passed"),
         ({}, {"y": np.zeros(300, int)}, ValueError, "one class"),
         ({}, {"X_valid": np.zeros((3, 3))}, ValueError, "both X_valid and y_valid"),
-        ({"cv": 1}, {}, ValueError, "cv must be"),
-        ({"cv": "yes"}, {}, ValueError, "cv must be"),
+        ({"cv": 1}, {}, ValueError, r"The .cv. parameter of LearnRisk must be a str among \{.prefit.\}, an int in the range \[2, inf\)"),
+        ({"cv": "yes"}, {}, ValueError, "Got .yes. instead"),
         ({"feature_names": ["a"]}, {}, ValueError, "feature_names has 1 names"),
         ({"estimator": BaseEstimator()}, {}, TypeError, "predict_proba"),
         ({"max_depth": 0}, {}, ValueError, "max_depth"),
@@ -181,3 +181,29 @@ def test_public_docstrings_send_readers_to_public_names_only(package):
     found = {name: sorted(set(private.findall(getattr(mod, name).__doc__ or "")))
              for name in mod.__all__ if callable(getattr(mod, name))}
     assert not {k: v for k, v in found.items() if v}
+
+
+def test_fit_around_a_fitted_matcher_and_known_probabilities():
+    """Issue #28: what risk sampling and the pool scorer need, public (no ``_fit`` / ``_distribution``)."""
+    X, y = _pairs(300)
+    matcher = LogisticRegression().fit(X, y)
+    with pytest.raises(NotFittedError, match="fit_around needs a fitted matcher"):
+        LearnRisk(LogisticRegression(), **FAST).fit_around(X, y)
+    model = LearnRisk(matcher, cv=3, **FAST).fit_around(X, y)
+    assert model.estimator_ is matcher  # used as it is, not refitted
+    ref = LearnRisk(matcher, cv=3, **FAST).fit(X, y)  # the same rules and weights as fit's
+    np.testing.assert_allclose(model.predict_risk(X), ref.predict_risk(X))
+    p = matcher.predict_proba(X)[:, 1]
+    np.testing.assert_array_equal(model.predict_risk(X, proba=p), model.predict_risk(X))
+    with pytest.raises(ValueError, match="proba has 299 probabilities for 300 pairs"):
+        model.predict_distribution(X, proba=p[:-1])
+
+
+def test_matcher_uncertainty_is_the_one_fallback():
+    from skrisk.risk import matcher_uncertainty
+
+    X, y = _pairs(300)
+    model = LearnRisk(LogisticRegression(), **FAST).fit(X, y)
+    model.risk_model_ = None  # as when the matcher made no mistake on the ranking pairs
+    p = model.predict_proba(X)[:, 1]
+    np.testing.assert_array_equal(model.predict_risk(X), matcher_uncertainty(p))

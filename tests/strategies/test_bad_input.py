@@ -14,7 +14,7 @@ from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers import FeatureMatcher
 from _paper_strategies import STRATEGIES
-from skrisk.strategies import RiskSampler
+from skrisk.strategies import RiskSampler, lipschitz_weights
 from skrisk.risk import DEFAULT_EPOCHS, LearnRisk
 from skrisk.strategies._selection import check_pool_matches, min_distances
 
@@ -132,15 +132,14 @@ def test_risk_sampler_unlabelled_learner(task):
 
 
 def test_lipschitz_weights_guard_zero_distance():
-    sampler = RiskSampler()
     risk = np.array([0.5, 0.5, 0.5, 0.2])
     d = np.array([0.0, 1e-6, 1.0, 2.0])
-    w = sampler._lipschitz(risk, d)
+    w = lipschitz_weights(risk, d)
     assert w[0] == 0.0  # a duplicate of a labelled pair: covered at cost 0
     median = np.median(d[d > 0])
     assert w[1] == pytest.approx(0.5 / (0.01 * median))  # raised to the floor, bounded
     assert w[2] == pytest.approx(0.5 / 1.0) and w[3] == pytest.approx(0.1)
-    w_abs = RiskSampler(distance_floor=0.5)._lipschitz(risk, d)
+    w_abs = lipschitz_weights(risk, d, distance_floor=0.5)
     assert w_abs[1] == pytest.approx(1.0) and w_abs[2] == pytest.approx(0.5)
     assert np.isfinite(w).all() and np.isfinite(w_abs).all()
 

@@ -1,0 +1,178 @@
+"""Risk sampling's batch selection over arrays: the one implementation of the paper's selection
+step (eq. 6 weights and the weighted k-medoids problem of eq. 7), shared by
+:class:`~skrisk.RiskSampler` and the streamed and Dask queries of :mod:`skrisk.pools`.
+
+Scoring (the matcher's probabilities, LearnRisk's risk) stays with the callers, as in modAL's
+``uncertainty.py`` (scores) and ``selection.py`` (selectors): this module only selects.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .._device import resolve_device
+from .._typing import FloatArray, IntArray, RandomStateLike
+from ..exceptions import DataError
+from ..kmedoids import KMedoidsResult, representative_sample, weighted_fastpam
+from ._selection import lipschitz_weights, min_distances, top_k
+
+__all__ = ["BatchSelection", "select_batch"]
+
+
+@dataclass(frozen=True)
+class BatchSelection:
+    """What :func:`select_batch` chose.
+
+    Attributes
+    ----------
+    positions : ndarray of intp, shape (n_instances,)
+        The chosen rows of the pool arrays, riskiest first.
+    weights : ndarray of float64, shape (n_pool,)
+        The k-medoids weight of every pool row (see ``weighting``).
+    kmedoids : KMedoidsResult or None
+        The kernel's result (None with ``selection="topk"``). Its indices count the labelled
+        rows first, then the candidates.
+    timings : dict of str to float
+        Wall seconds of ``"weights"``, ``"sample"`` (only when the candidates were more than
+        ``max_kmedoids_pool``) and ``"kmedoids"``.
+    """
+
+    positions: IntArray
+    weights: FloatArray
+    kmedoids: KMedoidsResult | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def select_batch(
+    risk: FloatArray,
+    rep_pool: np.ndarray | None,
+    rep_lab: np.ndarray | None,
+    n_instances: int,
+    *,
+    weighting: str = "lipschitz",
+    selection: str = "kmedoids",
+    preselect: float | None = 2,
+    preselect_after: int | str = "batch",
+    max_kmedoids_pool: int | None = 20_000,
+    eps: float = 1e-8,
+    distance_floor: float | str = "auto",
+    init: str = "heaviest",
+    schedule: str = "eager",
+    block_size: int = 64,
+    device: str = "auto",
+    random_state: RandomStateLike = None,
+) -> BatchSelection:
+    """Risk sampling's batch from the pool's risks and representations (paper eq. 6-7).
+
+    1. weights every pool row: the Lipschitz estimate ``R_i / min_j ||x_i - x_j||`` over the
+       labelled rows ``j`` (:func:`lipschitz_weights`), the risk alone, or 1;
+    2. with ``selection="topk"``, returns the ``n_instances`` largest weights; else
+    3. keeps the ``ceil(preselect * n_instances)`` riskiest rows as candidates once the labelled
+       set holds more than ``preselect_after`` rows (``"batch"``: ``n_instances``), replaces more
+       than ``max_kmedoids_pool`` candidates by a weight-proportional representative sample
+       (:func:`~skrisk.kmedoids.representative_sample`), and
+    4. solves the weighted k-medoids problem over the labelled rows (fixed medoids, weight 0)
+       and the candidates with :func:`~skrisk.kmedoids.weighted_fastpam`.
+
+    Parameters
+    ----------
+    risk : ndarray of shape (n_pool,)
+        The risk of every pool row (LearnRisk's VaR, or the uncertainty ``min(p, 1 - p)``).
+    rep_pool : ndarray of shape (n_pool, h) or None
+        The pool's representations; None only with ``selection="topk"`` and a ``weighting``
+        other than ``"lipschitz"``.
+    rep_lab : ndarray of shape (n_labelled, h) or None
+        The labelled rows' representations (may have 0 rows: the weights are then the risks).
+    n_instances : int
+        Batch size (at most ``n_pool``).
+    weighting, selection, preselect, preselect_after, max_kmedoids_pool, eps, distance_floor, \
+init, schedule, block_size, device
+        As :class:`~skrisk.RiskSampler`'s parameters of the same names (which it passes here).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the tie-breaks of the preselection and the top-k, the representative sample and
+        the kernel.
+
+    Returns
+    -------
+    BatchSelection
+
+    Raises
+    ------
+    DataError
+        The representations of the pool and of the labelled rows differ in width.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrisk.strategies import select_batch
+    >>> rep = np.array([[0.0], [1.0], [2.0], [10.0], [11.0]], dtype=np.float32)
+    >>> risk = np.array([0.1, 0.5, 0.4, 0.3, 0.2])
+    >>> out = select_batch(risk, rep, np.array([[0.0]], dtype=np.float32), 2, preselect=None,
+    ...                    device="cpu", random_state=0)
+    >>> out.positions.tolist()
+    [1, 3]
+    """
+    risk = np.asarray(risk, dtype=np.float64)
+    timings: dict[str, float] = {}
+    n_lab = 0 if rep_lab is None else len(rep_lab)
+    start = time.perf_counter()
+    if weighting == "unit":
+        weights = np.ones_like(risk)
+    elif weighting == "risk" or n_lab == 0:
+        weights = risk.copy()
+    else:
+        _check_widths(rep_pool, rep_lab)
+        d_lab = min_distances(rep_pool, rep_lab, device=resolve_device(device), dtype=torch.float64)
+        weights = lipschitz_weights(risk, d_lab, eps=eps, distance_floor=distance_floor)
+    timings["weights"] = time.perf_counter() - start
+
+    if selection == "topk":
+        pos, _ = top_k(weights, n_instances, random_state)
+        return BatchSelection(pos, weights, None, timings)
+    _check_widths(rep_pool, rep_lab)
+    cand = np.arange(len(weights))
+    after = n_instances if preselect_after == "batch" else int(preselect_after)
+    if preselect is not None and n_lab > after:
+        m = min(len(weights), max(n_instances, int(np.ceil(float(preselect) * n_instances))))
+        cand = np.sort(top_k(risk, m, random_state)[0])
+    w_cand = weights[cand]
+    if max_kmedoids_pool is not None and len(cand) > max(int(max_kmedoids_pool), 2 * n_instances):
+        start = time.perf_counter()
+        sample = representative_sample(w_cand, max(int(max_kmedoids_pool), 2 * n_instances),
+                                       random_state=random_state)
+        cand, w_cand = cand[sample.positions], sample.weights
+        timings["sample"] = time.perf_counter() - start
+    rep_cand = np.asarray(rep_pool)[cand]
+    X_all = np.concatenate([np.asarray(rep_lab).reshape(n_lab, -1), rep_cand], axis=0) if n_lab else rep_cand
+    w_all = np.concatenate([np.zeros(n_lab), w_cand])
+    if not np.any(w_all > 0):  # nothing at risk: fall back to unit weights (pure coverage)
+        w_all[n_lab:] = 1.0
+    # weights below 1e-15 of the largest are 0 to the float32 kernel, which refuses such a
+    # range rather than search blind: a pair with 1e-15 of the top weight counts as no risk
+    w_all[w_all < w_all.max() * 1e-15] = 0.0
+    start = time.perf_counter()
+    res = weighted_fastpam(
+        X_all, n_instances, sample_weight=w_all, fixed=np.arange(n_lab) if n_lab else None,
+        init=init, schedule=schedule, block_size=block_size, device=device, random_state=random_state,
+    )
+    timings["kmedoids"] = time.perf_counter() - start
+    pos = cand[np.asarray(res.selected, dtype=np.intp) - n_lab]
+    order = np.argsort(-risk[pos], kind="stable")
+    return BatchSelection(pos[order], weights, res, timings)
+
+
+def _check_widths(rep_pool: np.ndarray | None, rep_lab: np.ndarray | None) -> None:
+    if rep_pool is None or np.ndim(rep_pool) != 2:
+        raise ValueError(
+            "select_batch needs the pool's representations (a 2-D array) for k-medoids selection "
+            "or Lipschitz weights."
+        )
+    if rep_lab is not None and len(rep_lab) and np.shape(rep_lab)[1] != np.shape(rep_pool)[1]:
+        raise DataError(
+            f"The representations of the labelled pairs ({np.shape(rep_lab)[1]} wide) and of the pool "
+            f"({np.shape(rep_pool)[1]}) differ: score both with the same matcher."
+        )

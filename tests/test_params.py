@@ -1,0 +1,84 @@
+"""Declared parameters (issue #28, item 4): one table per class, one checker, scikit-learn's words.
+
+Tests the internals of ``skrisk._params`` on purpose (the checker is private to skrisk).
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+
+import numpy as np
+import pytest
+
+from skrisk import LearnRisk, RiskSampler
+from skrisk._params import HasMethods, Interval, Options, SubsetOf, validate_params
+from skrisk.data import PairEncoder, SimilarityFeatures
+from skrisk.exceptions import InvalidParameterError
+from skrisk.risk.research import LearnRiskEstimator
+
+
+def _classes():
+    from skrisk.matchers import LMMatcher, RNNMatcher
+
+    return [RiskSampler, LearnRisk, LearnRiskEstimator, PairEncoder, SimilarityFeatures, RNNMatcher, LMMatcher]
+
+
+@pytest.mark.parametrize("cls", _classes(), ids=lambda c: c.__name__)
+def test_every_class_declares_its_parameters_and_its_defaults_pass(cls):
+    table = cls._parameter_constraints
+    own = set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
+    assert set(table) <= own, sorted(set(table) - own)  # every declared name is a parameter
+    defaults = {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    obj = cls.__new__(cls)
+    for name in table:
+        setattr(obj, name, defaults[name])
+    validate_params(obj)  # the defaults satisfy the table
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: RiskSampler(preselect=0.5),
+         "The 'preselect' parameter of RiskSampler must be None or a float in the range [1, inf). "
+         "Got 0.5 instead."),
+        (lambda: RiskSampler(weighting="lipshitz"),
+         "The 'weighting' parameter of RiskSampler must be a str among {'lipschitz', 'risk', 'unit'}. "
+         "Got 'lipshitz' instead."),
+        (lambda: RiskSampler(n_threads=True),
+         "The 'n_threads' parameter of RiskSampler must be None or an int in the range [1, inf). "
+         "Got True instead."),
+        (lambda: RiskSampler(distance_floor=float("nan")),
+         "The 'distance_floor' parameter of RiskSampler must be a str among {'auto'} or a float in the "
+         "range [0, inf). Got nan instead."),
+        (lambda: LearnRisk(theta=1.0),
+         "The 'theta' parameter of LearnRisk must be a float in the range (0.5, 1). Got 1.0 instead."),
+        (lambda: SimilarityFeatures(metrics="jaccard"),
+         "The 'metrics' parameter of SimilarityFeatures must be None or a non-empty list of str among"),
+        (lambda: PairEncoder(features=object()),
+         "The 'features' parameter of PairEncoder must be None or an object implementing 'transform'."),
+    ],
+)
+def test_one_message_style(make, message):
+    with pytest.raises(InvalidParameterError) as info:
+        validate_params(make())
+    assert str(info.value).startswith(message), str(info.value)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+
+
+def test_constraints():
+    assert Interval(numbers.Integral, 1, None).is_satisfied_by(np.int64(3))
+    assert not Interval(numbers.Integral, 1, None).is_satisfied_by(True)
+    assert not Interval(numbers.Real, 0, float("inf")).is_satisfied_by(float("inf"))
+    assert str(Interval(numbers.Real, 0, 1, closed="right")) == "a float in the range (0, 1]"
+    assert Options(str, {"a"}).is_satisfied_by("a") and not Options(str, {"a"}).is_satisfied_by(["a"])
+    assert SubsetOf(("a", "b")).is_satisfied_by(["b"]) and not SubsetOf(("a", "b")).is_satisfied_by([])
+    assert HasMethods(("fit",)).is_satisfied_by(LearnRisk())
+
+
+def test_checked_when_used_never_in_init():
+    sampler = RiskSampler(preselect=0)  # sklearn: no validation in __init__
+    assert sampler.preselect == 0
+    with pytest.raises(ValueError, match="The 'preselect' parameter of RiskSampler"):
+        sampler.select(np.zeros(3), np.zeros((3, 1), np.float32), np.zeros((1, 1), np.float32), 1)

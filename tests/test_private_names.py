@@ -1,0 +1,133 @@
+"""No skrisk package (nor a benchmark) uses another package's private names (issue #28, item 2).
+
+A package is a folder of ``skrisk/`` (``risk``, ``pools``, ...); the top-level private modules
+(``skrisk/_rows.py``, ``skrisk/_params.py``, ...) are the shared internals of every package. Read
+with ``ast``, never imported:
+
+- ``from skrisk.<pkg>.<module> import _name`` in another package (or in a benchmark) is refused;
+- ``obj._name`` (``obj`` not ``self`` / ``cls``) is refused where ``_name`` is a method or
+  attribute that only *other* packages define (e.g. ``model._distribution`` outside ``risk/``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SKRISK = ROOT / "skrisk"
+
+
+#: Private names that are a declared protocol between classes and the shared internals, as in
+#: scikit-learn: the parameter table that ``skrisk._params.validate_params`` reads.
+PROTOCOL = {"_parameter_constraints"}
+
+
+def _attribute(node: ast.AST) -> str | None:
+    """The attribute ``node`` reads on another object: ``obj.name`` (not ``self`` / ``cls``), or
+    ``getattr`` / ``hasattr`` / ``setattr`` of ``obj`` with a literal name."""
+    if isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            return None
+        return node.attr
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return node.args[1].value
+    return None
+
+
+def _package(path: Path) -> str:
+    """``risk`` for skrisk/risk/_learnrisk.py; ``skrisk`` for a top-level module."""
+    parts = path.relative_to(SKRISK).parts
+    return parts[0] if len(parts) > 1 else "skrisk"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _defined(tree: ast.AST) -> set[str]:
+    """Private names a module defines on objects: methods, class attributes, ``self._x = ...``."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out.add(item.name)
+                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    out.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+    return {n for n in out if _private(n)}
+
+
+def _imported_module(path: Path, node: ast.ImportFrom) -> str | None:
+    """The absolute dotted module of a ``from ... import``, or None outside skrisk."""
+    if node.level == 0:
+        return node.module if node.module and node.module.split(".")[0] == "skrisk" else None
+    if not path.is_relative_to(SKRISK):
+        return None
+    base = list(path.relative_to(ROOT).with_suffix("").parts[:-node.level])
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _owner(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and not parts[1].startswith("_")) else "skrisk"
+
+
+def violations(sources: list[tuple[Path, str]], defined_by: dict[str, set[str]]) -> list[str]:
+    """Every cross-package private name in ``sources`` (``(path, text)`` pairs)."""
+    out = []
+    for path, text in sources:
+        tree = ast.parse(text, filename=str(path))
+        own = _package(path) if path.is_relative_to(SKRISK) else None
+        own_names = defined_by.get(own, set()) | _defined(tree)
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.ImportFrom):
+                module = _imported_module(path, node)
+                if module is None or _owner(module) in (own, "skrisk"):
+                    continue
+                for alias in node.names:
+                    if _private(alias.name):
+                        out.append(f"{where}: imports {module}.{alias.name}")
+            else:
+                attr = _attribute(node)
+                if attr is None or not _private(attr) or attr in own_names or attr in PROTOCOL:
+                    continue
+                others = sorted(p for p, names in defined_by.items() if p != own and attr in names)
+                if others:
+                    out.append(f"{where}: uses .{attr} of {'/'.join(others)}")
+    return out
+
+
+def _defined_by_package() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in SKRISK.rglob("*.py"):
+        found[_package(path)] |= _defined(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_no_package_uses_another_packages_private_names():
+    files = sorted(SKRISK.rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
+    found = violations([(f, f.read_text(encoding="utf-8")) for f in files], _defined_by_package())
+    assert not found, "Use the public API across packages:\n" + "\n".join(found)
+
+
+def test_the_check_sees_a_cross_package_private_name():
+    """The checker itself: a risk-model private method called from pools, and a private import."""
+    source = (
+        "from ..risk._learnrisk import _private_helper\n"
+        "def f(model, X, p):\n"
+        "    model._distribution(X, p)\n"
+        "    return hasattr(model, '_distribution')\n"
+    )
+    found = violations([(SKRISK / "pools" / "_example.py", source)], {"risk": {"_distribution"}, "pools": set()})
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "imports skrisk.risk._learnrisk._private_helper", "uses ._distribution of risk",
+        "uses ._distribution of risk",
+    ], found
