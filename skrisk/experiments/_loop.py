@@ -188,8 +188,10 @@ def read_results(path: str | os.PathLike, *, repair: bool = False) -> list[dict]
     Each record holds the round's results (``dataset``, ``strategy``, ``seed``, ``round``,
     ``n_labelled``, ``f1``, ...), ``batch`` (the pool positions queried in that round, sorted; None
     after the last round), ``scores`` (the strategy's scores of those positions, rounded, when it
-    gives them), ``seed_set`` (round 0: the initial labelled set) and ``env`` / ``date`` (the
-    machine, library versions and day of the process that ran it).
+    gives them), ``seed_set`` (round 0: the initial labelled set), ``env`` / ``date`` (the
+    machine, library versions and day of the process that ran it) and ``names`` (``"registry"``:
+    the strategy is named as in :data:`~skrisk.experiments.STRATEGIES`; absent in records
+    written before the records took those names).
 
     Parameters
     ----------

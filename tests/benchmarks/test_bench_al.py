@@ -50,9 +50,9 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(bench_script, tmp_
 def test_risk_quality_replays_recorded_runs(bench_script, tmp_path):
     """bench_risk_quality refits the model a recorded run saw and scores risk against uncertainty."""
     bench = bench_script("bench_al")
-    assert bench.main(["--quick", "--strategies", "risk", "--no-progress", "--threads", "1",
+    assert bench.main(["--quick", "--strategies", "risk_paper", "--no-progress", "--threads", "1",
                        "--out", str(tmp_path)]) == 0
-    rq = bench_script("bench_risk_quality")
+    rq = bench_script("bench_risk_quality")  # replays the paper's method's runs by default
     argv = ["--dataset", "beer", "--matcher", "feature", "--seeds", "2", "--rounds", "0", "1", "7",
             "--batch", "20", "--risk-epochs", "50", "--out", str(tmp_path)]
     assert rq.main(argv) == 0
