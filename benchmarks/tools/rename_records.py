@@ -14,7 +14,10 @@ and ``risk``. For every ``raw/`` folder under ``--results`` (default ``benchmark
    (the new table's SHA-256, marked) so that ``bench_al.py --report-only`` and
    ``benchmarks/make_results.py`` rewrite it byte for byte from then on.
 
-With ``--check``, writes nothing and lists what would change. Every renamed table differs from the
+With ``--prose TEMPLATE ...`` it also renames the names in the prose of page templates written
+with the old names (backticked names and ``--strategies`` lists; once per file: a template that
+is marked, and a marked one or one that already names ``risk_paper`` is refused). With ``--check``, writes nothing and lists what would
+change. Every renamed table differs from the
 one before only in the names: ``--compare OLD_RESULTS`` checks that for every table and CSV beside
 a ``raw/`` folder against the results folder of a checkout from before the rename (a CSV's rows
 compared as a set: a rename changes the alphabetical order of a ``*_summary.csv``).
@@ -23,6 +26,7 @@ Examples
 --------
     python benchmarks/tools/rename_records.py            # rename (idempotent)
     python benchmarks/tools/rename_records.py --check    # what would change
+    python benchmarks/tools/rename_records.py --prose benchmarks/results/_pages/lm.md   # and a template's prose
     python benchmarks/tools/rename_records.py --compare /tmp/before/benchmarks/results
 """
 
@@ -236,6 +240,38 @@ def rename_tables(raw: Path, *, write: bool) -> list[str]:
     return done
 
 
+# ----------------------------------------------------------------------------------------- prose
+#: appended to a template whose prose ``--prose`` renamed (so that a second run refuses it)
+PROSE_MARK = "<!-- strategy names: the registry's (benchmarks/tools/rename_records.py) -->"
+
+
+def rename_prose(text: str) -> str:
+    """Markdown written with the old names, renamed: the strategy lists of ``--strategies`` and a
+    name alone in backticks (`` `risk` `` -> `` `risk_paper` ``, `` `risk_pre2w` `` -> `` `risk` ``).
+
+    >>> rename_prose("`risk_pre2w` beats `risk` (--strategies risk_pre2w risk entropy)")
+    '`risk` beats `risk_paper` (--strategies risk risk_paper entropy)'
+    """
+    name = r"[a-z][a-z0-9_.]*"
+    text = re.sub(r"(--strategies\s+)(" + name + r"(?:\s+(?!--)" + name + r")*)",
+                  lambda m: m.group(1) + re.sub(name, lambda t: new_name(t.group(0)), m.group(2)), text)
+    return re.sub(r"`(risk(?:_pre2w)?(?:_v[0-9.]+)?)`", lambda m: f"`{new_name(m.group(1))}`", text)
+
+
+def rename_pages(paths: list[str]) -> list[str]:
+    """Rename the prose of page templates written with the old names (once: a file that already
+    names ``risk_paper`` is refused)."""
+    done = []
+    for p in map(Path, paths):
+        text = p.read_text(encoding="utf-8")
+        if PROSE_MARK in text or re.search(r"\brisk_paper\b", text):
+            raise RenameError(f"{p} names its strategies as the registry does already (renaming again would "
+                              "turn skrisk's default into the paper's method); edit it by hand.")
+        atomic_write_text(p, rename_prose(text).rstrip("\n") + f"\n\n{PROSE_MARK}\n")
+        done.append(f"{p}: prose renamed")
+    return done
+
+
 # --------------------------------------------------------------------------------------- compare
 def _names_only(old: str, new: str, csv: bool) -> bool:
     """Whether ``new`` is ``old`` with the strategies renamed (rows as a set for a CSV)."""
@@ -272,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", default=str(ROOT / "benchmarks" / "results"))
     p.add_argument("--check", action="store_true", help="write nothing; list what would change (exit 1 if any)")
+    p.add_argument("--prose", nargs="+", metavar="TEMPLATE", help="also rename the strategy names in the "
+                   "prose of these page templates (benchmarks/results/_pages/*.md) written with the old "
+                   "names; refuses a file that already names risk_paper")
     p.add_argument("--compare", metavar="OLD_RESULTS", help="the results folder of a checkout from before "
                    "the rename: check that the tables differ from its tables only in the names")
     args = p.parse_args(argv)
@@ -285,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         for raw in sorted(d for d in results.rglob("raw") if d.is_dir()):
             changes += rename_raw(raw, write=not args.check)
             changes += rename_tables(raw, write=not args.check)
+        if args.prose and not args.check:
+            changes += rename_pages(args.prose)
     except RenameError as exc:
         print(f"rename_records: {exc}", file=sys.stderr)
         return 2

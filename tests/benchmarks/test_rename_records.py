@@ -115,3 +115,16 @@ def test_rename_records_swaps_file_names_without_losing_a_run(bench_script, tmp_
         "d_feature_risk_paper_v0.5_seed0.jsonl": ("risk_paper_v0.5", 0.3),
         "d_feature_entropy_seed0.jsonl": ("entropy", 0.4),
     }
+
+
+def test_rename_records_renames_a_template_once(bench_script, tmp_path, capsys):
+    page = tmp_path / "lm.md"
+    page.write_text("The default (`risk_pre2w`) and the paper's `risk`: `--strategies risk_pre2w risk entropy`.\n")
+    (tmp_path / "results").mkdir()
+    tool = bench_script("tools/rename_records")
+    assert tool.main(["--results", str(tmp_path / "results"), "--prose", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("The default (`risk`) and the paper's `risk_paper`: `--strategies risk risk_paper entropy`.")
+    # a second run would make the default the paper's method: refused, the file kept
+    assert tool.main(["--results", str(tmp_path / "results"), "--prose", str(page)]) == 2
+    assert "already" in capsys.readouterr().err and page.read_text() == text
