@@ -7,11 +7,10 @@ process that ran it), so a rerun resumes where it stopped; seeds run in parallel
 ``--jobs``. ``<out>/raw/tables.json`` remembers how each table was made (title, command, machine,
 date): ``--report-only`` on unchanged records rewrites a table byte for byte instead of re-dating it.
 
-Strategies are named as in the records and tables (``--strategies``): the names of
-``skrisk.experiments.STRATEGIES``, except that ``risk`` is the paper's method (the registry's
-``risk_paper``) and ``risk_pre2w`` is skrisk's default (the registry's ``risk``), through
-``skrisk.experiments.RECORD_ALIASES``, so that every table regenerates with the names it was
-written with.
+Strategies are named as in ``skrisk.experiments.STRATEGIES`` (``--strategies``): ``risk`` is
+skrisk's default, ``risk_paper`` the paper's method. Records written before the records took those
+names (the paper's method was ``risk``, the default ``risk_pre2w``) are renamed once by
+``benchmarks/tools/rename_records.py``.
 
 Examples
 --------
@@ -20,7 +19,7 @@ Examples
     python benchmarks/bench_al.py --experiment validation --dataset dblp_scholar
     python benchmarks/bench_al.py --quick            # <= 10 minutes on 2 cores
     python benchmarks/bench_al.py --dataset abt_buy --matcher lm --seed-size 200 --batch 300 \
-        --rounds 4 --seeds 1 --strategies risk_pre2w entropy random --lm-params '{"max_length": 64}'
+        --rounds 4 --seeds 1 --strategies risk entropy random --lm-params '{"max_length": 64}'
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ import torch
 from skrisk.utils import atomic_write_text
 from skrisk.exceptions import DataError
 from skrisk.experiments import (
-    RECORD_ALIASES,
     STRATEGIES,
     build_task,
     load_dataset,
@@ -48,24 +46,20 @@ from skrisk.experiments import (
     make_strategy,
     matcher_fit_kwargs,
     recorded_rounds,
-    registry_name,
     run_active_learning,
     write_outputs,
 )
 
-# Strategies are named here as in the records and tables (``--strategies``): the names they were
-# written with. ``skrisk.experiments.RECORD_ALIASES`` maps the two that differ from the registry:
-# ``risk`` is the paper's method (registry ``risk_paper``), ``risk_pre2w`` skrisk's default
-# (registry ``risk``); every other name is the registry's own.
-#: The paper's seven strategies (Fig. 3-4).
-STRATEGY_NAMES = ["risk", "random", "entropy", "bald", "coreset", "egl", "badge"]
+#: The paper's seven strategies (Fig. 3-4); ``risk_paper`` is the paper's risk sampling.
+STRATEGY_NAMES = ["risk_paper", "random", "entropy", "bald", "coreset", "egl", "badge"]
 #: Ablations of the paper's risk sampling.
 ABLATIONS = ["risk_topk", "kmedoids_unit", "risk_nodist"]
-#: Variants of risk sampling measured as improvements (``risk_pre2w`` is skrisk's default).
-VARIANTS = ["risk_pre2", "risk_pre3", "risk_pre5", "risk_pre10", "risk_topk_lip", "risk_pre2w", "risk_pre3w",
+#: Variants of risk sampling measured as improvements (``risk`` is skrisk's default).
+VARIANTS = ["risk_pre2", "risk_pre3", "risk_pre5", "risk_pre10", "risk_topk_lip", "risk", "risk_pre3w",
             "risk_pre5w", "risk_pre2w_nodist"]
-#: Record names that are not registry names (the registry's ``risk`` is recorded as ``risk_pre2w``).
-_RECORD_ONLY = {name for name in RECORD_ALIASES if name not in STRATEGIES}
+#: The mark of a table whose names are the registry's (``raw/tables.json``); tables without it
+#: are renamed by ``benchmarks/tools/rename_records.py``.
+NAMES_MARK = "registry"
 
 
 _TASKS: dict = {}
@@ -118,7 +112,7 @@ def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: fl
         return _recorded(args, strategy, seed, valid_ratio, raw)
     torch.set_num_threads(args.threads)
     task = _task(args)
-    strat = make_strategy(registry_name(strategy), task, valid_ratio=valid_ratio,
+    strat = make_strategy(strategy, task, valid_ratio=valid_ratio,
                           risk_params={"epochs": args.risk_epochs}, random_state=seed)
     name = _name(strategy, valid_ratio)
     query_kwargs = {"subsample": args.egl_subsample} if strategy == "egl" and args.egl_subsample else None
@@ -166,7 +160,7 @@ def _finish_table(table: Path, provenance: Path, stem: str, footer: str, *, reus
         table.write_text(f"{entry['title']}\n{body}{entry['footer']}")
         return
     table.write_text(text + footer)
-    known[stem] = {"sha256": digest, "title": title, "footer": footer}
+    known[stem] = {"sha256": digest, "title": title, "footer": footer, "names": NAMES_MARK}
     atomic_write_text(provenance, json.dumps(known, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
@@ -186,9 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                         "validation ratios 0.25/0.5/1 and core-set (Fig. 5); ablation: parts of risk "
                         "sampling removed; variants: risk sampling with skrisk's measured changes", default="compare")
     p.add_argument("--strategies", nargs="+", default=None,
-                   help="record names: those of skrisk.experiments.STRATEGIES, except that 'risk' is the "
-                        "paper's method (the registry's risk_paper) and 'risk_pre2w' skrisk's default (the "
-                        "registry's risk), as in every table written so far")
+                   help="names of skrisk.experiments.STRATEGIES ('risk': skrisk's default, 'risk_paper': "
+                        "the paper's method)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=0,
                    help="run seeds first-seed .. seeds-1 only (e.g. to run other seeds in a second "
@@ -215,21 +208,21 @@ def main(argv: list[str] | None = None) -> int:
         args.dataset = args.dataset if args.dataset != "dblp_scholar" else "beer"
         args.seeds, args.seed_size, args.batch, args.rounds, args.risk_epochs = 2, 40, 20, 3, 100
         if args.strategies is None:
-            args.strategies = STRATEGY_NAMES if args.matcher == "rnn" else ["risk", "random", "entropy", "coreset"]
+            args.strategies = STRATEGY_NAMES if args.matcher == "rnn" else ["risk_paper", "random", "entropy", "coreset"]
     if args.strategies is None:
         if args.experiment == "compare":
-            args.strategies = STRATEGY_NAMES if args.matcher == "rnn" else ["risk", "random", "entropy", "bald", "coreset"]
+            args.strategies = STRATEGY_NAMES if args.matcher == "rnn" else ["risk_paper", "random", "entropy", "bald", "coreset"]
         elif args.experiment == "ablation":
-            args.strategies = ["risk", *ABLATIONS]
+            args.strategies = ["risk_paper", *ABLATIONS]
         elif args.experiment == "variants":
-            args.strategies = ["risk", *VARIANTS]
+            args.strategies = ["risk_paper", *VARIANTS]
         else:
-            args.strategies = ["risk", "coreset"]
-    unknown = [s for s in args.strategies if s not in STRATEGIES and s not in _RECORD_ONLY]
-    if unknown or "risk_paper" in args.strategies:
-        p.error(f"unknown strategy {', '.join(unknown) or 'risk_paper'}: --strategies takes record names, "
-                f"{', '.join(sorted({*STRATEGIES, *_RECORD_ONLY} - {'risk_paper'}))} ('risk' is the paper's "
-                "method, 'risk_pre2w' skrisk's default; see skrisk.experiments.RECORD_ALIASES)")
+            args.strategies = ["risk_paper", "coreset"]
+    unknown = [s for s in args.strategies if s not in STRATEGIES]
+    if unknown:
+        hint = (" ('risk_pre2w' is now 'risk', skrisk's default; the paper's method is 'risk_paper')"
+                if "risk_pre2w" in unknown else "")
+        p.error(f"unknown strategy {', '.join(unknown)}{hint}; known: {', '.join(STRATEGIES)}")
     ratios = [0.25, 0.5, 1.0] if args.experiment == "validation" else [1.0]
     out = Path(args.out)
     raw = out / "raw"

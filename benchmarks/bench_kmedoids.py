@@ -11,10 +11,17 @@ w_i = r_i / min_{l in L} ||x_i - x_l|| with r_i ~ Beta(2, 5). Times are medians 
 runs; ours is measured warm (after one untimed call in the same process), the ``kmedoids`` times
 include building their float32 distance matrix.
 
+With ``--busy`` the comparison with ``kmedoids.fasterpam`` runs twice: on the machine as it is,
+then with one core held by a competing process that the benchmark starts itself (a Python busy
+loop, ended afterwards): experiment ``vs_rust_busy`` (issue #28: two OpenMP threads on a 2-core
+machine with one busy process had made the kernel 24x slower than one thread). The kernel runs
+with the library's own thread policy (``skrisk._device``); ``OMP_WAIT_POLICY`` is left as found.
+
 Usage::
 
     python benchmarks/bench_kmedoids.py --quick            # well under a minute
     python benchmarks/bench_kmedoids.py                    # the full run (several minutes)
+    python benchmarks/bench_kmedoids.py --only vs_rust --sizes 10000 --no-best --busy
 
 Writes ``kmedoids_bench.csv``, ``kmedoids_scaling.png``, ``kmedoids_vs_rust.png`` and
 ``kmedoids_bench.md`` into ``--out``.
@@ -35,10 +42,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-# OpenMP threads that spin while waiting make a shared, loaded CPU crawl (measured here: 26-65 s
-# instead of 6 s at n = 10,000); let them sleep instead. Must be set before torch is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -176,6 +179,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--only", default="", help="comma list of experiments: vs_rust,scaling,large,al")
     p.add_argument("--sizes", default="", help="comma list of n for vs_rust / scaling (override)")
     p.add_argument("--no-best", action="store_true", help="skip the best-swap schedule")
+    p.add_argument("--busy", action="store_true",
+                   help="run vs_rust again with one core held by a competing process (vs_rust_busy)")
     # child mode (internal)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -217,14 +222,15 @@ def main(argv: list[str] | None = None) -> None:
 
     weighted_fastpam(gaussian_mixture(2000), 20, device=dev)  # warm-up: ours is timed warm
 
-    # 1. unit weights, no fixed medoids, k = 200: against the Rust kmedoids package
-    if want("vs_rust"):
+    # 1. unit weights, no fixed medoids, k = 200: against the Rust kmedoids package; with --busy
+    # again while a competing process holds one core
+    def vs_rust(experiment: str) -> None:
         sizes = [1000, 2000] if q else [2000, 5000, 10000, 20000]
         sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else sizes
         k = 50 if q else 200
         for n in sizes:
             X, w, _ = problem(n, 64, 0, "unit")
-            base = dict(experiment="vs_rust", n=n, d=64, n_fixed=0, n_select=k, weights="unit")
+            base = dict(experiment=experiment, n=n, d=64, n_fixed=0, n_select=k, weights="unit")
             ours = run_ours(X, w, None, k, "eager", rep, dev)
             ref = None
             if not args.no_rust:
@@ -242,6 +248,19 @@ def main(argv: list[str] | None = None) -> None:
                 f1 = run_rust(X, k, "fastpam1", r1)
                 add(method="kmedoids.fastpam1", repeats=r1,
                     td_ratio=f1["total_deviation"] / ref["total_deviation"], **base, **f1)
+
+    busy_load = None
+    if want("vs_rust"):
+        vs_rust("vs_rust")
+        if args.busy:
+            spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            try:
+                time.sleep(1.0)
+                vs_rust("vs_rust_busy")
+                busy_load = [round(x, 2) for x in os.getloadavg()]
+            finally:
+                spinner.kill()
+                spinner.wait()
 
     # 2. the paper's scalability figure: |L| = 100, |Q| = 100, risk-like weights
     if want("scaling"):
@@ -281,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
             timespec="seconds"), device=devname, torch=torch.__version__,
         threads=torch.get_num_threads(), cpus=os.cpu_count(), python=platform.python_version(),
         omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"),
-        loadavg_start=[round(x, 2) for x in load0],
+        loadavg_start=[round(x, 2) for x in load0], loadavg_after_busy=busy_load,
         loadavg_end=[round(x, 2) for x in os.getloadavg()],
     )
     _write(out, rows, meta)
@@ -304,7 +323,8 @@ def markdown_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"Command: `{meta['command']}`  ",
         f"Date: {meta['date']}; device: {meta['device']}; torch {meta['torch']}, "
         f"{meta['threads']} threads, OMP_WAIT_POLICY={meta['omp_wait_policy']}; load average at "
-        f"start/end: {meta['loadavg_start']} / {meta['loadavg_end']}",
+        f"start/end: {meta['loadavg_start']} / {meta['loadavg_end']}"
+        + (f"; after the busy-core runs: {meta['loadavg_after_busy']}" if meta.get("loadavg_after_busy") else ""),
         "",
         "| experiment | method | n | d | \\|L\\| | b | weights | time (s, median) | runs | TD | "
         "TD / fasterpam | swaps | passes | peak RSS (MB) |",

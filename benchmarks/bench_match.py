@@ -92,7 +92,7 @@ DEDUP_BLOCKING = [
 
 def prepare_dedup(folder: Path, n_labels: int, seed: int, dataset: str = "febrl3") -> dict:
     from skrisk.data import PairDataset, block, load_febrl
-    from skrisk.datasets import febrl_entity
+    from skrisk.data import febrl_entity
     from skrisk.matching import MatchModel
 
     table = load_febrl(seed, dataset=dataset).left[DEDUP_ATTRIBUTES]

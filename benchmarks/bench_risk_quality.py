@@ -95,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="dblp_scholar")
     p.add_argument("--matcher", choices=["feature", "rnn"], default="rnn")
-    p.add_argument("--strategy", default="risk",
-                   help="whose recorded labelled sets to replay: a record name of bench_al.py (its "
-                        "'risk' is the paper's method, skrisk.experiments.RECORD_ALIASES)")
+    p.add_argument("--strategy", default="risk_paper",
+                   help="whose recorded labelled sets to replay: a strategy of bench_al.py's records "
+                        "(default: the paper's method)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--rounds", type=int, nargs="+", default=[0, 1, 2],
                    help="rounds whose labelled sets are scored (0 = the seed set)")

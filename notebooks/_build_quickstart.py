@@ -63,7 +63,7 @@ trivial and every strategy's curve is flat.
 import numpy as np
 import pandas as pd
 from skrisk.data import SimilarityFeatures
-from skrisk.datasets import load_febrl
+from skrisk.data import load_febrl
 
 ds = load_febrl(random_state=0)
 print(ds)
@@ -314,7 +314,7 @@ print("picked", len(positions), "pairs by the matcher's uncertainty; risk model:
     ("md", """
 ## Next
 
-* Your own two tables: `skrisk.datasets.load_csv_tables(left_csv, right_csv)` blocks them into
+* Your own two tables: `skrisk.data.load_csv_tables(left_csv, right_csv)` blocks them into
   candidate pairs, and `skrisk label --left a.csv --right b.csv --session my_labels` runs this loop
   with you as the oracle, saving every answer as you give it.
 * The paper's DeepMatcher-style network: `skrisk.matchers.RNNMatcher` (`skrisk run --matcher rnn`).

@@ -1,24 +1,35 @@
-"""Dataset loaders (re-exported from :mod:`skrisk.data`) and a small synthetic pair generator."""
+"""Small synthetic entity-resolution data for tests and examples (like skorch's ``toy``).
+
+The loaders of real data sets (``load_deepmatcher``, ``load_febrl``, ``load_csv_tables``, ...) live
+in :mod:`skrisk.data`; their old names here still work for one more release, with a
+``FutureWarning``.
+"""
 
 from __future__ import annotations
+
+import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from .data import (
-    PairDataset,
-    febrl_entity,
-    fetch_deepmatcher,
-    get_data_home,
-    load_csv_tables,
-    load_deepmatcher,
-    load_febrl,
-    stack_tables,
-)
+from . import data as _data
+from .data import PairDataset
 
-__all__ = ["febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
-           "load_febrl", "make_pairs", "make_person_table", "stack_tables"]
+__all__ = ["make_pairs", "make_person_table"]
+
+#: Loaders once exported here too; :mod:`skrisk.data` is their one public home.
+_MOVED = ("febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
+          "load_febrl", "stack_tables")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        warnings.warn(f"skrisk.datasets.{name} moved to skrisk.data.{name}: import it from skrisk.data "
+                      "(the name here goes in the next release).", FutureWarning, stacklevel=2)
+        return getattr(_data, name)
+    raise AttributeError(f"module 'skrisk.datasets' has no attribute {name!r}")
 
 _FIRST = ("anna", "bruno", "carla", "david", "elena", "felix", "greta", "hugo", "irene", "jonas", "karin",
           "lukas", "maria", "nils", "olga", "peter", "rosa", "simon", "tanja", "ulrich", "vera", "walter")

@@ -527,7 +527,7 @@ def load_deepmatcher(
 
     Examples
     --------
-    >>> from skrisk.datasets import load_deepmatcher
+    >>> from skrisk.data import load_deepmatcher
     >>> ds = load_deepmatcher("beer")  # doctest: +SKIP
     >>> ds.split_sizes  # doctest: +SKIP
     {'train': 268, 'valid': 91, 'test': 91}
@@ -550,7 +550,7 @@ def load_deepmatcher(
                 f"data_home=, else by the SKRISK_DATA environment variable, else ~/skrisk_data: set "
                 f"SKRISK_DATA to the folder holding the datasets (e.g. export SKRISK_DATA=/path/to/data), "
                 f"pass the path of a dataset folder instead of its name, or download one with "
-                f"skrisk.datasets.fetch_deepmatcher(name). Known names: {known}."
+                f"skrisk.data.fetch_deepmatcher(name). Known names: {known}."
             )
     left_file, right_file = folder / "tableA.csv", folder / "tableB.csv"
     left = read_table(left_file, encoding=encoding)

@@ -457,7 +457,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
 
     A :class:`PairDataset` works directly (it is converted with ``to_frame``):
 
-    >>> from skrisk.datasets import load_deepmatcher
+    >>> from skrisk.data import load_deepmatcher
     >>> ds = load_deepmatcher("beer")  # doctest: +SKIP
     >>> SimilarityFeatures().fit_transform(ds).shape  # doctest: +SKIP
     (450, 33)

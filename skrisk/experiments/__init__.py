@@ -3,7 +3,7 @@
 
 :func:`build_task` turns a labelled dataset into an :class:`ALTask`; :data:`STRATEGIES` names every
 strategy (``"risk"``: skrisk's default, ``"risk_paper"``: the paper's method, the baselines and the
-variants); :func:`run_active_learning` runs one session and records its rounds; :func:`summarise`,
+variants); :func:`run_active_learning` runs one session and records its rounds; :func:`summarize_curves`,
 :func:`markdown_table` and :func:`plot_learning_curves` report them.
 
 Examples
@@ -29,15 +29,14 @@ from ._loop import (
     run_active_learning,
 )
 from ._plot import plot_learning_curves, summarize_curves
-from ._registry import RECORD_ALIASES, STRATEGIES, StrategyFactory, make_strategy, registry_name
-from ._report import aulc, markdown_table, summarise, write_outputs
+from ._registry import STRATEGIES, StrategyFactory, make_strategy
+from ._report import aulc, markdown_table, write_outputs
 from ._tasks import MATCHERS, build_task, load_dataset, make_matcher_factory, matcher_fit_kwargs
 
 __all__ = [
     "ALTask",
     "DemoSettings",
     "MATCHERS",
-    "RECORD_ALIASES",
     "RunWriteError",
     "STRATEGIES",
     "StrategyFactory",
@@ -56,11 +55,9 @@ __all__ = [
     "plot_learning_curves",
     "read_results",
     "recorded_rounds",
-    "registry_name",
     "run_active_learning",
     "run_demo",
     "run_experiment",
-    "summarise",
     "summarize_curves",
     "write_outputs",
 ]

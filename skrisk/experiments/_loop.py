@@ -87,7 +87,13 @@ def _metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
 
 #: Keys of a round's record that hold positions and provenance rather than results; the tables
 #: (``*_rounds.csv``) leave them out. ``labelled`` and ``next_labelled`` are the old format's.
-RECORD_ONLY_KEYS = ("seed_set", "batch", "scores", "env", "date", "labelled", "next_labelled")
+RECORD_ONLY_KEYS = ("seed_set", "batch", "scores", "env", "date", "names", "labelled", "next_labelled")
+
+#: ``"names"`` of every record written since the benchmark records took the registry's strategy
+#: names (``"risk"``: skrisk's default, ``"risk_paper"``: the paper's method). Records without it
+#: name the paper's method ``risk`` and the default ``risk_pre2w``; ``benchmarks/tools/rename_records.py``
+#: renames them (once: it skips lines that carry this mark).
+NAMES_MARK = "registry"
 
 _FIX = ("restore it from a backup, or delete that line and the lines after it of the same strategy "
         "and seed (those rounds are rerun)")
@@ -182,8 +188,10 @@ def read_results(path: str | os.PathLike, *, repair: bool = False) -> list[dict]
     Each record holds the round's results (``dataset``, ``strategy``, ``seed``, ``round``,
     ``n_labelled``, ``f1``, ...), ``batch`` (the pool positions queried in that round, sorted; None
     after the last round), ``scores`` (the strategy's scores of those positions, rounded, when it
-    gives them), ``seed_set`` (round 0: the initial labelled set) and ``env`` / ``date`` (the
-    machine, library versions and day of the process that ran it).
+    gives them), ``seed_set`` (round 0: the initial labelled set), ``env`` / ``date`` (the
+    machine, library versions and day of the process that ran it) and ``names`` (``"registry"``:
+    the strategy is named as in :data:`~skrisk.experiments.STRATEGIES`; absent in records
+    written before the records took those names).
 
     Parameters
     ----------
@@ -458,6 +466,7 @@ def run_active_learning(
             **_metrics(y_test, learner.predict(X_test)),
             "valid_f1": _metrics(y_valid, learner.predict(X_valid))["f1"],
             "fit_s": round(fit_s, 3),
+            "names": NAMES_MARK,
         }
         unlabelled = np.setdiff1d(np.arange(n_pool), labelled)
         picked = None

@@ -7,13 +7,9 @@ Names
 method (weighted k-medoids over the whole pool at every query), then the six baselines of the paper
 and variants of risk sampling named for what they change.
 
-Record names
-------------
-Benchmark records and tables written before this registry existed keep the names they were
-written with, and ``benchmarks/bench_al.py`` takes those names: in them ``risk`` is the paper's
-method and ``risk_pre2w`` skrisk's default. :data:`RECORD_ALIASES` is the one table that maps
-such a record name to its registry name (:func:`registry_name`); every other record name is its
-own registry name.
+Benchmark records and tables use these names too (``benchmarks/bench_al.py --strategies``).
+Records written before they did (without ``"names": "registry"``) called the paper's method
+``risk`` and the default ``risk_pre2w``: ``benchmarks/tools/rename_records.py`` renames them.
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ from ..strategies import (
 if TYPE_CHECKING:  # pragma: no cover
     from ._loop import ALTask
 
-__all__ = ["RECORD_ALIASES", "STRATEGIES", "StrategyFactory", "make_strategy", "registry_name"]
+__all__ = ["STRATEGIES", "StrategyFactory", "make_strategy"]
 
 
 @dataclass(frozen=True)
@@ -151,24 +147,6 @@ _REGISTRY: dict[str, StrategyFactory] = {
 #: builds the strategy for an :class:`~skrisk.experiments.ALTask`.
 STRATEGIES: Mapping[str, StrategyFactory] = MappingProxyType(_REGISTRY)
 
-#: Record name -> registry name, for benchmark records and tables written before the registry:
-#: there ``risk`` is the paper's method and ``risk_pre2w`` skrisk's default. Every other record
-#: name is its own registry name.
-RECORD_ALIASES: Mapping[str, str] = MappingProxyType({"risk": "risk_paper", "risk_pre2w": "risk"})
-
-
-def registry_name(record_name: str) -> str:
-    """The registry name of a strategy named ``record_name`` in benchmark records and tables.
-
-    Examples
-    --------
-    >>> from skrisk.experiments import registry_name
-    >>> registry_name("risk"), registry_name("risk_pre2w"), registry_name("entropy")
-    ('risk_paper', 'risk', 'entropy')
-    """
-    return RECORD_ALIASES.get(record_name, record_name)
-
-
 def make_strategy(
     name: str,
     task: "ALTask",
@@ -182,7 +160,7 @@ def make_strategy(
     Parameters
     ----------
     name : str
-        A registry name (a benchmark record name goes through :func:`registry_name` first).
+        A name of :data:`STRATEGIES`.
     task : ALTask
         The task; risk sampling ranks its risk on the task's validation split.
     valid_ratio : float, default=1.0
@@ -203,6 +181,5 @@ def make_strategy(
         An unknown name; the message lists the known ones.
     """
     if name not in STRATEGIES:
-        hint = f" (the benchmark record name {name!r} is {registry_name(name)!r})" if name in RECORD_ALIASES else ""
-        raise ValueError(f"Unknown strategy {name!r}{hint}; known: {', '.join(STRATEGIES)}.")
+        raise ValueError(f"Unknown strategy {name!r}; known: {', '.join(STRATEGIES)}.")
     return STRATEGIES[name](task, valid_ratio=valid_ratio, risk_params=risk_params, random_state=random_state)

@@ -13,11 +13,13 @@ import pandas as pd
 from .._fileio import atomic_write_text
 from ._loop import RECORD_ONLY_KEYS
 
-__all__ = ["aulc", "markdown_table", "summarise", "write_outputs"]
+__all__ = ["aulc", "markdown_table", "write_outputs"]
 
 
-def summarise(records: list[dict], *, low: float = 0.2, high: float = 0.8) -> pd.DataFrame:
-    """Mean and quintile spread of test F1 (and batch misprediction share) per strategy and budget."""
+def _per_budget(records: list[dict], *, low: float = 0.2, high: float = 0.8) -> pd.DataFrame:
+    """Mean, quintiles and std of test F1 (and batch misprediction share) per strategy and budget: the
+    ``*_summary.csv`` of :func:`write_outputs` and the input of :func:`markdown_table` (the curves
+    of a figure: :func:`~skrisk.experiments.summarize_curves`)."""
     df = pd.DataFrame(records)
     if df.empty:
         return df
@@ -94,7 +96,7 @@ def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict
     paths = {"rounds": out / f"{stem}_rounds.csv", "summary": out / f"{stem}_summary.csv",
              "table": out / f"{stem}.md", "png": out / f"{stem}.png"}
     atomic_write_text(paths["rounds"], df.to_csv(index=False))  # numbers and strategy names: format kept
-    summ = summarise(records)
+    summ = _per_budget(records)
     atomic_write_text(paths["summary"], summ.to_csv(index=False))
     text = f"### {title}\n\nTest F1 (mean ± std over runs) per labelled-set size:\n\n" + markdown_table(summ)
     plot_learning_curves(records, paths["png"], title=title)

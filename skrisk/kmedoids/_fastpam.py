@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from skrisk._typing import IntArray, RandomStateLike
-from skrisk._device import resolve_device, torch_threads
+from skrisk._device import cpu_threads, resolve_device, torch_threads
 
 __all__ = ["KMedoidsResult", "weighted_fastpam"]
 
@@ -44,9 +44,6 @@ _SCHEDULES = ("eager", "best")
 _CPU_TILE_ELEMS = 1 << 20
 # Eager schedule: swaps tried per block (the best one, then the next-best on other Q slots).
 _MAX_SWAPS_PER_BLOCK = 4
-# CPU problems with fewer distance cells per block than this run on one thread (thread
-# start-up costs more than it saves there, and far more on a loaded machine).
-_SMALL_BLOCK_CELLS = 1 << 17
 # Smallest ratio of positive weights the kernel accepts: weights enter the float32 matrix product
 # squared (w^2 D^2 with distances of order 1), so 1e-15 leaves w^2 D^2 well inside float32's
 # normal range (>= 1.2e-38) for distances down to ~1e-4 of the data's extent.
@@ -266,10 +263,33 @@ def _strict_fp32() -> Iterator[None]:
         torch.set_float32_matmul_precision(prev)
 
 
-def _threads_for(dev: torch.device, n: int, block_size: int) -> Any:
-    """One intra-op thread for small CPU problems (restored on exit), else torch's setting."""
-    small = dev.type == "cpu" and n * block_size < _SMALL_BLOCK_CELLS and torch.get_num_threads() > 1
-    return torch_threads(1 if small else None)
+def _block_cells(n: int, block_size: int) -> int:
+    """Distance cells of one parallel region: a CPU row tile of a block."""
+    return min(n * block_size, max(block_size, _CPU_TILE_ELEMS))
+
+
+class _Threads:
+    """The kernel's CPU thread policy (:func:`skrisk._device.cpu_threads`), checked again at the
+    start of every pass over the candidates so that a machine that becomes busy (or idle)
+    during a long call is followed; torch's setting is restored when the call ends."""
+
+    def __init__(self, dev: torch.device, n: int, block_size: int) -> None:
+        self.cpu = dev.type == "cpu"
+        self.cells = _block_cells(n, block_size)
+        self.limit = torch.get_num_threads()
+
+    def __enter__(self) -> None:
+        self._ctx = torch_threads(cpu_threads(self.cells, self.limit) if self.cpu else None)
+        self._ctx.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._ctx.__exit__(*exc)
+
+    def recheck(self) -> None:
+        if self.cpu and self.limit > 1:
+            n = cpu_threads(self.cells, self.limit)
+            if n != torch.get_num_threads():
+                torch.set_num_threads(n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -743,7 +763,8 @@ def weighted_fastpam(
         SWAP phase fits in about 1 GiB.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
         Where the kernel runs; ``"auto"`` is the device of a CUDA tensor ``X``, else CUDA if
-        available, else CPU.
+        available and a block is large (``n * block_size`` at least
+        ``skrisk._device.GPU_MIN_WORK``, about 4 million distances), else CPU.
     random_state : int, RandomState, Generator or None, default=None
         Only used to break ties among equal weights in ``init="heaviest"``. The result is fully
         deterministic for a given input and ``random_state``.
@@ -789,8 +810,14 @@ def weighted_fastpam(
     ``"eager"`` typically needs 2-4 passes in total; ``"best"`` needs one pass per swap (roughly
     ``b`` passes), as in the paper's ``O(b (n - k)^2)`` per iteration.
 
-    On a shared, loaded CPU, set the environment variable ``OMP_WAIT_POLICY=PASSIVE`` before
-    importing torch: spinning OpenMP threads made the kernel 5-10x slower there.
+    CPU threads: at most torch's setting, one per 2**18 distance cells of a block's row tile, and
+    no more than the CPUs no other process is running on, checked at the start of the call and
+    of every pass (restored when the call ends). A thread whose core another process holds makes
+    each of the kernel's many parallel regions wait for it, so on a busy machine the kernel runs
+    on fewer threads rather than on contended ones; the result does not depend on the number of
+    threads. Where the load changes within a pass, ``OMP_WAIT_POLICY=PASSIVE`` (set before torch
+    is imported) keeps waiting threads from spinning. Measurements:
+    ``benchmarks/results/kmedoids.md``.
 
     Memory is ``O(n (d + b + B))`` floats: the data (float32 plus a float64 copy for the final
     assignment), the ``n x b`` distances to ``Q``, and one ``n x B`` block (two on CPU, cut into
@@ -841,10 +868,11 @@ def weighted_fastpam(
     if (not isinstance(cache_mb, numbers.Real) or isinstance(cache_mb, bool)
             or not math.isfinite(cache_mb) or cache_mb < 0):
         raise ValueError(f"cache_mb must be a non-negative number of MiB, got {cache_mb!r}.")
-    dev = resolve_device(device, like=Xt)
+    dev = resolve_device(device, like=Xt, work=n * block_size)
     b = int(n_select)
+    threads = _Threads(dev, n, block_size)
 
-    with torch.no_grad(), _strict_fp32(), _threads_for(dev, n, block_size):
+    with torch.no_grad(), _strict_fp32(), threads:
         t0 = time.perf_counter()
         k = _Kernel(Xt, w, fixed_np, b, block_size, dev)
         if init == "heaviest":
@@ -873,6 +901,8 @@ def weighted_fastpam(
             evaluated = 0
             t = 0
             while since < nb and evaluated < max_iter * nb:
+                if t == 0 and evaluated:
+                    threads.recheck()
                 delta, m = k.block(blocks[t], "swap", key=t)
                 if _eager_swaps(k, delta, m, blocks[t][0]):
                     n_swaps = k.n_swaps
@@ -889,6 +919,7 @@ def weighted_fastpam(
             converged = False
             while n_iter < max_iter:
                 n_iter += 1
+                threads.recheck()
                 best_v, best_m, best_j = math.inf, -1, -1
                 for bi, blk in enumerate(blocks):
                     delta, m = k.block(blk, "swap", key=bi)

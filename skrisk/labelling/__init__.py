@@ -5,7 +5,6 @@
 * :class:`JupyterLabeller` -- the ``ipywidgets`` labeller over the same session folder and journal;
 * :class:`Journal`, :func:`replay`, :class:`SessionState` -- the append-only answer journal;
   :func:`repair_journal` moves the lines it refuses aside (``skrisk label --repair-journal``);
-* :func:`atomic_write_text` -- the atomic file replace used for the manifest and the exports.
 """
 
 from ._journal import (
@@ -13,7 +12,6 @@ from ._journal import (
     Journal,
     SessionState,
     SessionWriteError,
-    atomic_write_text,
     read_events,
     repair_journal,
     replay,
@@ -30,7 +28,6 @@ __all__ = [
     "SessionConfig",
     "SessionState",
     "SessionWriteError",
-    "atomic_write_text",
     "export_session",
     "read_events",
     "repair_journal",

@@ -28,8 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .._fileio import atomic_write_bytes, atomic_write_text as _atomic_write_text
-from .._fileio import LinkError, append_durably, open_append, read_jsonl
+from .._fileio import LinkError, append_durably, atomic_write_bytes, open_append, read_jsonl
 from ..exceptions import DataError, SkriskError
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "Journal",
     "SessionState",
     "SessionWriteError",
-    "atomic_write_text",
     "read_events",
     "repair_journal",
     "replay",
@@ -63,17 +61,6 @@ def _write_error(path: Path, exc: OSError) -> SessionWriteError:
         "check the disk is not full), or start the session in another folder with --session. "
         "Nothing already saved was changed."
     )
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically: unique temporary file, fsync, ``os.replace``.
-
-    Raises
-    ------
-    SessionWriteError
-        The folder is not writable (or the disk is full); ``path`` is left as it was.
-    """
-    _atomic_write_text(path, text, on_error=_write_error)
 
 
 def _check_event(ev: Any) -> None:

@@ -28,14 +28,14 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from .._fileio import FolderLock, check_not_link, read_csv_export, write_csv_export
+from .._fileio import FolderLock, atomic_write_text, check_not_link, read_csv_export, write_csv_export
 from .._safetext import display_width, visible, visible_short, wrap_to_width
 from ..data import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError, SkriskError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 from ..risk import matcher_uncertainty
 from ..risk._defaults import DEFAULT_EPOCHS
-from ._journal import ANSWERS, Journal, SessionState, _write_error, atomic_write_text, repair_journal, replay
+from ._journal import ANSWERS, Journal, SessionState, _write_error, repair_journal, replay
 from ._status import AUDIT_HELP, audit_batch, audit_keys, export_threshold, round_status, status_lines
 
 __all__ = ["LabellingSession", "Question", "SessionConfig", "export_session"]
@@ -665,7 +665,7 @@ class LabellingSession:
             changed = params != manifest["params"] or moved or migrated
             if changed:
                 manifest["params"] = params
-                atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
+                atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n", on_error=_write_error)
             for side in moved:
                 print(visible(f"The {_table_word(side)} is now {paths[side]} (same contents, checked by SHA-256); "
                           "the session records its new place."), file=out, flush=True)
@@ -745,7 +745,7 @@ class LabellingSession:
                 "matcher": cfg.matcher, "lm_model": cfg.lm_model,
             },
         }
-        atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n", on_error=_write_error)
         where = (f"among the {len(dataset.left)} records of one table (each pair once)" if dedup else
                  f"between {len(dataset.left)} left and {len(dataset.right)} right records")
         print(
@@ -1494,7 +1494,7 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     manifest = session._manifest
     if manifest:  # the export's journal position: a journal that later shrinks is refused
         manifest["exported"] = {"last_seq": session.journal.next_seq - 1, "labels": int(len(labels_df))}
-        atomic_write_text(session.folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        atomic_write_text(session.folder / MANIFEST, json.dumps(manifest, indent=2) + "\n", on_error=_write_error)
     if backup is not None:
         session._print(f"The previous {LABELS_CSV} is kept as {backup}.")
     session._print(

@@ -50,9 +50,9 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(bench_script, tmp_
 def test_risk_quality_replays_recorded_runs(bench_script, tmp_path):
     """bench_risk_quality refits the model a recorded run saw and scores risk against uncertainty."""
     bench = bench_script("bench_al")
-    assert bench.main(["--quick", "--strategies", "risk", "--no-progress", "--threads", "1",
+    assert bench.main(["--quick", "--strategies", "risk_paper", "--no-progress", "--threads", "1",
                        "--out", str(tmp_path)]) == 0
-    rq = bench_script("bench_risk_quality")
+    rq = bench_script("bench_risk_quality")  # replays the paper's method's runs by default
     argv = ["--dataset", "beer", "--matcher", "feature", "--seeds", "2", "--rounds", "0", "1", "7",
             "--batch", "20", "--risk-epochs", "50", "--out", str(tmp_path)]
     assert rq.main(argv) == 0
@@ -70,20 +70,22 @@ def test_risk_quality_replays_recorded_runs(bench_script, tmp_path):
     assert rq.main([*argv, "--strategy", "entropy"]) == 1
 
 
-def test_strategies_are_record_names_resolved_through_the_alias_table(bench_script, capsys):
-    """``--strategies`` takes the names the tables were written with: ``risk`` is the paper's method
-    and ``risk_pre2w`` skrisk's default; the registry's ``risk_paper`` would name it twice."""
-    from skrisk.experiments import STRATEGIES, registry_name
+def test_strategies_are_the_registry_names(bench_script, capsys):
+    """``--strategies`` takes the registry's names: ``risk`` is skrisk's default and ``risk_paper``
+    the paper's method, in the records and tables as everywhere (issue #28, item 5)."""
+    from skrisk.experiments import STRATEGIES
 
     bench = bench_script("bench_al")
-    assert [registry_name(n) for n in ("risk", "risk_pre2w")] == ["risk_paper", "risk"]
-    assert all(registry_name(n) in STRATEGIES for n in [*bench.STRATEGY_NAMES, *bench.ABLATIONS, *bench.VARIANTS])
-    for bad in ("risk_paper", "riskk"):
+    assert not hasattr(bench, "_RECORD_ONLY")
+    assert all(n in STRATEGIES for n in [*bench.STRATEGY_NAMES, *bench.ABLATIONS, *bench.VARIANTS])
+    assert "risk_paper" in bench.STRATEGY_NAMES and "risk" in bench.VARIANTS
+    for bad in ("risk_pre2w", "riskk"):
         with pytest.raises(SystemExit) as exc:
             bench.main(["--quick", "--strategies", bad, "--report-only"])
         assert exc.value.code == 2
-        assert f"unknown strategy {bad}" in capsys.readouterr().err
-
+        err = capsys.readouterr().err
+        assert f"unknown strategy {bad}" in err
+        assert ("is now 'risk'" in err) == (bad == "risk_pre2w")
 
 
 @pytest.mark.usefixtures("beer")

@@ -57,10 +57,10 @@ def test_paired_comparison_on_a_hand_computed_case(mr, tmp_path):
     # two strategies, three runs, budgets 0/10/20: per-run AULC = mean of the trapezoids
     for seed, (a, b) in enumerate([((0.5, 0.7, 0.9), (0.5, 0.6, 0.8)), ((0.5, 0.6, 0.7), (0.5, 0.7, 0.9)),
                                    ((0.4, 0.6, 0.8), (0.4, 0.6, 0.7))]):
-        for strat, f1 in (("risk_pre2w", a), ("entropy", b)):
+        for strat, f1 in (("risk", a), ("entropy", b)):
             for r, v in enumerate(f1):
                 rows.append({"dataset": "x", "strategy": strat, "seed": seed, "round": r, "n_labelled": 10 * r, "f1": v})
-    for strat in ("risk",):  # the paper's method, equal to entropy here
+    for strat in ("risk_paper",):  # the paper's method, equal to entropy here
         rows += [dict(r, strategy=strat) for r in rows if r["strategy"] == "entropy"]
     pd.DataFrame(rows).to_csv(tmp_path / "toy_rounds.csv", index=False)
     s = mr.setting_summary(["toy"], tmp_path)

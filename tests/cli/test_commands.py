@@ -64,7 +64,7 @@ def test_run_strategy_names_are_the_registry_names(tmp_path, capsys):
     assert main(argv) == 0, capsys.readouterr().err
     df = pd.read_csv(out / "learning_curve.csv")
     assert set(df["strategy"]) == {"risk_paper"} and df["n_labelled"].tolist() == [8, 12]
-    assert main([*argv[:4], "risk_pre2w", *argv[5:]]) == 2  # a benchmark record name, not a registry name
+    assert main([*argv[:4], "risk_pre2w", *argv[5:]]) == 2  # an old record name, not a registry name
     assert "unknown strategy risk_pre2w" in capsys.readouterr().err
 
 

@@ -294,7 +294,7 @@ def _oracle(sf, attr, left, right):
 def test_fast_path_equals_per_pair_oracle(data_home, name):
     """transform (pair frames) and encode + transform_encoded (tables encoded once) give, on real
     data, the features a per-pair computation gives, to 1e-6."""
-    from skrisk.datasets import load_deepmatcher
+    from skrisk.data import load_deepmatcher
 
     ds = load_deepmatcher(name, data_home)
     sample = ds.subset(np.random.default_rng(0).choice(len(ds), 150, replace=False))

@@ -44,7 +44,8 @@ def test_longer_run_extends_a_finished_shorter_one(pairs, tmp_path):
 
 
 def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
-    from skrisk.experiments import RECORD_ALIASES, STRATEGIES, make_strategy, registry_name
+    import skrisk.experiments
+    from skrisk.experiments import STRATEGIES, make_strategy
     from skrisk.strategies import RiskSampler
 
     task = _task(pairs)
@@ -73,16 +74,15 @@ def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
                                                                "preselect": None}
     with pytest.raises(ValueError, match="Unknown strategy 'nope'"):
         make_strategy("nope", task)
-    with pytest.raises(ValueError, match="record name 'risk_pre2w' is 'risk'"):
+    # one name, one thing: the records use these names too, and no alias table maps old ones
+    with pytest.raises(ValueError, match="Unknown strategy 'risk_pre2w'"):
         make_strategy("risk_pre2w", task)
-    # the benchmark records' names: "risk" was the paper's method, "risk_pre2w" the default
-    assert dict(RECORD_ALIASES) == {"risk": "risk_paper", "risk_pre2w": "risk"}
-    assert registry_name("risk") == "risk_paper" and registry_name("risk_pre3w") == "risk_pre3w"
-    old_variants = {"risk_pre2": {"preselect": 2, "preselect_after": 0}, "risk_pre3w": {"preselect": 3},
-                    "risk_nodist": {"weighting": "risk", "preselect": None},
-                    "risk_pre2w_nodist": {"weighting": "risk", "preselect": 2}}
-    for record, params in old_variants.items():
-        s = make_strategy(registry_name(record), task)
+    assert not hasattr(skrisk.experiments, "RECORD_ALIASES") and not hasattr(skrisk.experiments, "registry_name")
+    variants = {"risk_pre2": {"preselect": 2, "preselect_after": 0}, "risk_pre3w": {"preselect": 3},
+                "risk_nodist": {"weighting": "risk", "preselect": None},
+                "risk_pre2w_nodist": {"weighting": "risk", "preselect": 2}}
+    for name, params in variants.items():
+        s = make_strategy(name, task)
         assert all(getattr(s, k) == v for k, v in params.items())
 
 

@@ -1,0 +1,38 @@
+"""Issue #28, item 5: one public name for one thing."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_loaders_have_one_public_home():
+    import skrisk.data
+    import skrisk.datasets
+
+    assert skrisk.datasets.__all__ == ["make_pairs", "make_person_table"]
+    for name in ("load_deepmatcher", "load_febrl", "load_csv_tables", "fetch_deepmatcher", "get_data_home",
+                 "febrl_entity", "stack_tables"):
+        assert name in skrisk.data.__all__
+        with pytest.warns(FutureWarning, match=f"skrisk.datasets.{name} moved to skrisk.data.{name}"):
+            assert getattr(skrisk.datasets, name) is getattr(skrisk.data, name)
+    with pytest.raises(AttributeError, match="no attribute 'load_nothing'"):
+        skrisk.datasets.load_nothing  # noqa: B018
+
+
+def test_one_atomic_write_text_and_one_curve_summary():
+    import skrisk.experiments
+    import skrisk.labelling
+    import skrisk.utils
+
+    assert not hasattr(skrisk.labelling, "atomic_write_text")
+    assert "atomic_write_text" in skrisk.utils.__all__
+    assert not hasattr(skrisk.experiments, "summarise") and "summarize_curves" in skrisk.experiments.__all__
+
+
+def test_records_carry_the_registry_names_mark(pairs):
+    from skrisk.experiments import build_task, make_matcher_factory, make_strategy, run_active_learning
+
+    task = build_task(pairs)
+    recs = run_active_learning(task, make_strategy("random", task), make_matcher_factory("feature"),
+                               n_seed=10, n_instances=5, n_rounds=2, seed=0)
+    assert [r["names"] for r in recs] == ["registry", "registry"]
