@@ -6,7 +6,8 @@ from ._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glov
 from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS, febrl_entity, load_febrl
 from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, extract_archive, fetch_deepmatcher
 from ._loaders import DEEPMATCHER_DATASETS, get_data_home, load_deepmatcher, read_pairs, read_table
-from ._pairs import TASKS, UNLABELLED, PairDataset, normalize_text, stack_tables
+from ._pairs import TASKS, UNLABELLED, PairDataset, stack_tables
+from ._text import normalize_text
 from ._similarity import SIMILARITY_METRICS, EncodedRecords, SimilarityFeatures
 from ._tokenize import PAD_ID, UNK_ID, PairEncoder, Vocabulary, tokenize
 

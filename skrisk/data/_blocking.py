@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
 from ..exceptions import DataError
-from ._pairs import normalize_text
+from ._text import normalize_text
 
 __all__ = ["block", "BlockingResult", "BLOCKING_METHODS"]
 

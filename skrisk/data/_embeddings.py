@@ -23,7 +23,8 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ._pairs import PairDataset, normalize_text
+from ._pairs import PairDataset
+from ._text import normalize_text
 from ._tokenize import Vocabulary, tokenize
 
 __all__ = ["WordVectors", "corpus_sentences", "train_fasttext", "load_fasttext", "load_glove"]

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError
+from ._text import normalize_text
 
-__all__ = ["PairDataset", "UNLABELLED", "TASKS", "normalize_text", "stack_tables"]
+__all__ = ["PairDataset", "UNLABELLED", "TASKS", "stack_tables"]
 
 #: Label value of a candidate pair whose match status is unknown.
 UNLABELLED = -1
@@ -525,32 +526,3 @@ def canonical_pairs(pairs: pd.DataFrame, what: str) -> pd.DataFrame:
     return out
 
 
-def normalize_text(value: object) -> str:
-    """A cell as lower-cased, stripped text; a missing value (None, NaN, pd.NA) is ``""``.
-
-    Only real missing values become ``""``: the *text* ``"None"``, ``"NaN"`` or ``"NA"`` is data
-    (a product may be called "NA"), as the table readers keep it. The one normalisation of
-    record values: tokens, similarity features, blocking keys and the pool scorer read it.
-
-    Parameters
-    ----------
-    value : object
-        A table cell.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> from skrisk.data import normalize_text
-    >>> normalize_text("  Apple iPod "), normalize_text(None), normalize_text(3.0), normalize_text("NA")
-    ('apple ipod', '', '3', 'na')
-    """
-    if isinstance(value, str):
-        return value.strip().lower()
-    if value is None or (np.ndim(value) == 0 and pd.isna(value)):  # type: ignore[arg-type]
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip().lower()

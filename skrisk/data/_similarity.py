@@ -26,7 +26,8 @@ from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import SubsetOf, validate_params
-from ._pairs import PairDataset, normalize_text
+from ._pairs import PairDataset
+from ._text import normalize_text
 
 __all__ = ["SimilarityFeatures", "SIMILARITY_METRICS", "EncodedRecords"]
 

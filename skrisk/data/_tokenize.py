@@ -23,7 +23,8 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._params import HasMethods, Interval, validate_params
-from ._pairs import PairDataset, normalize_text
+from ._pairs import PairDataset
+from ._text import normalize_text
 
 __all__ = ["PAD", "UNK", "PAD_ID", "UNK_ID", "tokenize", "Vocabulary", "PairEncoder"]
 

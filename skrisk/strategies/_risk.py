@@ -228,9 +228,9 @@ class RiskSampler(BaseEstimator):
         Device of the kernel and distance computations.
     n_threads : int or None, default=None
         Torch intra-op CPU threads during a call (restored afterwards); None leaves torch's
-        setting alone. (On a loaded machine OpenMP threads that spin while waiting slow the
-        k-medoids kernel down: there, ``n_threads=1`` or ``OMP_WAIT_POLICY=PASSIVE`` helps; see
-        ``benchmarks/RESULTS.md``.)
+        setting alone. The k-medoids kernel chooses its own threads by the size of its work and
+        the CPUs other processes leave idle, within this limit (the rule is in the README's
+        architecture section, ``_device.py``).
     random_state : int or None, default=None
         Seeds the validation sample, LearnRisk and tie-breaking (a per-call ``random_state``
         overrides it for that call).

@@ -13,10 +13,12 @@
 #   tar -C $SKRISK_DATA -cJf .gpu/data.tar.xz abt_buy dblp_scholar README.md MANIFEST.json
 # Rehearse on the CPU with tiny settings: DRY=1 PY=.venv/bin/python bash benchmarks/tools/gpu_lm/run.sh
 # The runs of benchmarks/results/al_lm_gpu (2026-11-27, one H200):
-#   GUARD=530 bash benchmarks/tools/gpu_lm/run.sh        # risk_pre2w, entropy, random; DBLP validation 2,000
-#   SKIP_SPEED=1 GUARD=360 STRATS_ABT="risk coreset badge" STRATS_DBLP="risk_pre2w entropy random" \
+#   (run with the record names of that day, risk_pre2w = skrisk's default and risk = the paper's method;
+#   benchmarks/tools/rename_records.py renamed the records to the registry's names afterwards)
+#   GUARD=530 bash benchmarks/tools/gpu_lm/run.sh        # risk, entropy, random; DBLP validation 2,000
+#   SKIP_SPEED=1 GUARD=360 STRATS_ABT="risk_paper coreset badge" STRATS_DBLP="risk entropy random" \
 #     DBLP_VALID="--threads 1" SETS='{"abt": {"dataset": "abt_buy"}, "dblp": {"dataset": "dblp_scholar"}}' \
-#     bash benchmarks/tools/gpu_lm/run.sh                # + risk, coreset, badge; DBLP full validation
+#     bash benchmarks/tools/gpu_lm/run.sh                # + the paper's risk_paper, coreset, badge; DBLP full validation
 set -u
 T0=$(date +%s)
 GUARD=${GUARD:-470}          # seconds after start when the benchmarks are stopped
@@ -54,14 +56,14 @@ LEFT=$(( GUARD - ($(date +%s) - T0) )); echo "prebuild at $(( $(date +%s) - T0 )
 pids=()
 DV=${DBLP_VALID:---max-valid 2000}
 for seed in $(seq 0 $((SEEDS - 1))); do
-  for strat in ${STRATS_ABT:-risk_pre2w entropy random}; do
+  for strat in ${STRATS_ABT:-risk entropy random}; do
     timeout -s INT -k 15 $LEFT $PY benchmarks/bench_al.py --dataset abt_buy --matcher lm "${ABT[@]}" \
       --seeds $((seed + 1)) --first-seed $seed --strategies $strat --risk-epochs 300 --threads 1 --no-progress \
       --out "$W/abt" $( [ "${DRY:-0}" = 1 ] && echo --max-pool 300 --max-valid 100 --max-test 200 ) \
       --lm-params "{\"model\": \"$LM_MODEL\", \"warm_start\": true, \"max_length\": 256, $EPA}" \
       > "$W/logs/abt_${strat}_${seed}.log" 2>&1 & pids+=($!)
   done
-  for strat in ${STRATS_DBLP:-risk_pre2w entropy random}; do
+  for strat in ${STRATS_DBLP:-risk entropy random}; do
     timeout -s INT -k 15 $LEFT $PY benchmarks/bench_al.py --dataset dblp_scholar --matcher lm "${DBLP[@]}" \
       --seeds $((seed + 1)) --first-seed $seed --strategies $strat --risk-epochs 300 --threads 1 --no-progress \
       --out "$W/dblp" $( [ "${DRY:-0}" = 1 ] && echo --max-pool 300 --max-valid 100 --max-test 200 || echo $DV ) \
