@@ -25,11 +25,13 @@ from ._estimate import (
     AuditSample,
     QualityEstimate,
     ThresholdChoice,
+    audit_design,
     audit_sample,
     choose_threshold,
+    compare_f1,
     estimate_quality,
 )
-from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa
+from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa, confirm_stop
 
 __all__ = [
     "AuditSample",
@@ -37,8 +39,11 @@ __all__ = [
     "RiskPlateau",
     "StabilizingPredictions",
     "ThresholdChoice",
+    "audit_design",
     "audit_sample",
     "choose_threshold",
     "cohen_kappa",
+    "compare_f1",
+    "confirm_stop",
     "estimate_quality",
 ]
