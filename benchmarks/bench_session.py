@@ -165,16 +165,17 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
     size = int(z["stop_set_size"])
     rules = {v: (StabilizingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
              for v in VARIANTS}
-    pos_all: list[np.ndarray] = []
-    q_rounds: list[np.ndarray] = []  # each round's design over all pairs
+    designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in VARIANTS.values()}
+    drawn: dict = {d: ([], []) for d in designs}  # each design's draws and its design over all pairs, by round
     rounds = []
     for r in range(n_rounds):
         p_r = proba[r].astype(np.float64)
-        pos = np.concatenate(pos_all) if pos_all else np.zeros(0, dtype=np.intp)
-        rec: dict = {"round": r, "n_labels": int(z["n_labels"][r]), "n_audit": int(len(pos)),
+        rec: dict = {"round": r, "n_labels": int(z["n_labels"][r]), "n_audit": r * args.audit,
                      "truth": _truth(p_r, y, 0.5)}
         bits = np.unpackbits(np.frombuffer(bytes.fromhex(str(z["stop_predictions"][r])), dtype=np.uint8))[:size]
         for name, v in VARIANTS.items():
+            pos_all, q_rounds = drawn[(v.get("method", "risk"), v.get("floor", 0.1))]
+            pos = np.concatenate(pos_all) if pos_all else np.zeros(0, dtype=np.intp)
             stab, plateau = rules[name]
             stab.update(bits)
             plateau.update([float(z["expected_errors"][r])])
@@ -198,10 +199,11 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
             rec[name] = out
         rounds.append(rec)
-        q_r = audit_design(p_r, risk=risk[r].astype(np.float64), method="risk", floor=0.1)
-        rng = np.random.RandomState(np.random.SeedSequence([int(z["seed"]), audit_seed, r]).generate_state(1)[0])
-        pos_all.append(rng.choice(N, size=args.audit, replace=True, p=q_r).astype(np.intp))
-        q_rounds.append(q_r)
+        for (method, floor), (pos_all, q_rounds) in drawn.items():
+            q_r = audit_design(p_r, risk=risk[r].astype(np.float64), method=method, floor=floor)
+            rng = np.random.RandomState(np.random.SeedSequence([int(z["seed"]), audit_seed, r]).generate_state(1)[0])
+            pos_all.append(rng.choice(N, size=args.audit, replace=True, p=q_r).astype(np.intp))
+            q_rounds.append(q_r)
     return {"dataset": npz.stem.split("_k")[0], "path": npz.name, "seed": int(z["seed"]), "audit_seed": audit_seed,
             "n_candidates": N, "candidate_matches": int(y.sum()), "rounds": rounds,
             "settings": {"audit": args.audit}, "env": machine_line(1), "load": os.getloadavg(),

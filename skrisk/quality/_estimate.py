@@ -509,7 +509,8 @@ def _f1_difference(
     # outwards (weight PSEUDO_DRAW x the mean weight of such draws, or of all draws when the
     # audit saw none): a difference nobody was audited on is not taken as no difference
     diff = da != db
-    wx = PSEUDO_DRAW * float(w[diff].mean() if diff.any() else w.mean())
+    either = (da + db) > 0  # where they may differ: a pair one of them predicts a match
+    wx = PSEUDO_DRAW * float(w[diff].mean() if diff.any() else w[either].mean() if either.any() else w.mean())
     ends = []
     for sign in (-1, 1):  # -1: a draw favouring b (the low end), +1: one favouring a
         # a pair only a predicts: a non-match favours b, a match favours a
@@ -543,9 +544,9 @@ def compare_f1(
     of the paired difference, not from two separate intervals: draws where both decide alike
     hardly move it. Each end is also computed with one imagined draw more where the two
     decisions differ, with the answer that pulls that end outwards (weighted
-    :data:`PSEUDO_DRAW` times the mean weight of the audited draws where they differ, or of all
-    draws when there is none): an audit that saw no pair where they differ does not prove
-    that they are equal.
+    :data:`PSEUDO_DRAW` times the mean weight of the audited draws where they differ, or, when
+    there is none, of the draws that either predicts a match): an audit that saw no pair where
+    they differ does not prove that they are equal.
 
     Parameters
     ----------

@@ -78,7 +78,8 @@ def test_session_prints_estimate_threshold_and_stopping_state(audited):
     assert "Stopping rule 2, expected mispredictions" in text
     assert "Estimate: 0 audit answer(s) so far, 10 more needed" in text
     assert "Estimated on all candidate pairs from" in text and "(90 % intervals)" in text
-    assert "Threshold for the best estimated F1 (one-SE rule): p > " in text
+    assert "Threshold for F1 (0.5 unless the audit shows another is better): p > " in text
+    assert "Stopping check, F1 gained by the last" in text
     status = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
     last = status[-1]
     assert last["estimate"]["n_audit"] >= 10
@@ -91,7 +92,7 @@ def test_export_uses_the_chosen_threshold(audited):
     pred = pd.read_csv(folder / "predicted_matches.csv")
     t = [float(line.split("threshold p > ")[1].split(",")[0]) for line in text.splitlines()
          if line.startswith("Exported") and "threshold p > " in line][-1]
-    assert "chosen for the best F1 (one-SE rule) estimated from" in text
+    assert "chosen for F1 (0.5 unless the audit shows another is better), from" in text
     assert (pred.loc[pred["source"] == "predicted", "probability"] > t - 5e-5).all()
 
 
