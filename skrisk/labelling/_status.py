@@ -323,7 +323,7 @@ def more_answers(n_audit: int, interval: tuple[float, float], aim: float = AIM) 
     """Audit answers to add so that an interval of ``n_audit`` answers narrows to about ``± aim``
     (its width falls as one over the square root of the answers)."""
     half = (interval[1] - interval[0]) / 2
-    return 0 if half <= aim else int(np.ceil(n_audit * ((half / aim) ** 2 - 1)))
+    return 0 if half <= aim else int(np.ceil(n_audit * ((half / aim) ** 2 - 1) - 1e-9))
 
 
 def _measure_words(est: dict, m: str, name: str) -> str:
@@ -333,7 +333,7 @@ def _measure_words(est: dict, m: str, name: str) -> str:
     if v is None:
         return f"{name}: not estimable yet"
     more = more_answers(est["n_audit"], (lo, hi))
-    narrow = f"; {more} more would narrow it to about ±{AIM:g}" if more else ""
+    narrow = f", {more} more would narrow it to about ±{AIM:g}" if more else ""
     if (hi - lo) / 2 > UNSURE:
         return f"{name}: not enough audit answers to say ({lo:.2f}-{hi:.2f}){narrow}"
     return f"{name} {v:.2f} ({lo:.2f}-{hi:.2f}{narrow})"

@@ -229,3 +229,55 @@ def test_an_audited_pair_picked_later_trains_with_its_audit_answer(fz_tables, tm
     for k in reused:
         assert answers.count(k) == 1  # asked once, in its audit
         assert labels[k] == (1 if k in gold else 0)  # and trained on with that answer
+
+
+def test_each_round_keeps_its_audit_probabilities_and_checks_the_recent_gain(audited):
+    folder, s, text, *_ = audited
+    risks = [e for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
+    audits = [e for e in read_events(folder / "journal.jsonl") if e.get("phase") == "audit"]
+    for b in risks:  # the draws so far and the round's own
+        st = b["status"]
+        before = sum(len(a["draws"]) for a in audits if a["seq"] < b["seq"])
+        assert len(st["audit_proba"]) == before + len(b["audit_draws"])
+        assert all(0 <= v <= 1 for v in st["audit_proba"])
+        assert st["stop"] == (st["rules_fire"] and st["confirm"].endswith("recommends stopping."))
+    gains = [b["status"]["gain"] for b in risks if b["status"]["gain"] is not None]
+    assert gains, "no round could compare its F1 with the matcher of 3 rounds before"
+    for g in gains:
+        lo, hi = g["interval"]
+        assert -1 <= lo <= g["gain"] <= hi <= 1 and g["labels"] > 0
+    assert "Stopping check, F1 gained by the last" in text
+
+
+def test_resumed_session_whose_rounds_predate_the_gain_check(audited, fz_tables, tmp_path):
+    """A journal written before audit_proba was kept resumes; the check says it cannot tell yet."""
+    import shutil
+
+    folder, s, text, given, gold = audited
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    lines = (copy / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    for j, line in enumerate(lines):
+        ev = json.loads(line)
+        if ev.get("phase") == "risk":
+            for k in ("audit_proba", "gain", "confirm", "rules_fire"):
+                ev["status"].pop(k, None)
+            lines[j] = json.dumps(ev)
+    (copy / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    A, B, _ = fz_tables
+    s2, text2, _ = _oracle_session(copy, A, B, gold, 6)
+    assert "Stopping check, F1 gained by the last 0 labels, on the audit: not enough audit answers to say: go on." in text2
+    assert "recommends stopping" not in text2.split("Stopping check")[1].splitlines()[0]
+
+
+def test_measures_too_uncertain_are_said_so_in_plain_words():
+    from skrisk.labelling._status import _measure_words, more_answers
+
+    est = {"n_audit": 40, "recall": 0.7, "recall_interval": [0.3, 1.0], "precision": 0.9,
+           "precision_interval": [0.85, 0.95], "f1": 0.8, "f1_interval": [0.6, 0.9]}
+    assert _measure_words(est, "recall", "recall") == (
+        "recall: not enough audit answers to say (0.30-1.00), 450 more would narrow it to about ±0.1")
+    assert _measure_words(est, "precision", "precision") == "precision 0.90 (0.85-0.95)"
+    assert _measure_words(est, "f1", "F1") == "F1 0.80 (0.60-0.90, 50 more would narrow it to about ±0.1)"
+    assert more_answers(100, (0.4, 0.6)) == 0 and more_answers(10, (0.0, 1.0)) == 240
+    assert _measure_words({**est, "recall": None}, "recall", "recall") == "recall: not estimable yet"

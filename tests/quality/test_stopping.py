@@ -58,3 +58,22 @@ def test_risk_plateau():
     assert not rising.should_stop and rising.fired_at_ is None
     with pytest.raises(DataError, match=r"risk\[0\]"):
         rule.update([-1.0])
+
+
+def test_confirm_stop_needs_a_rule_and_a_small_precise_gain():
+    from skrisk.quality import confirm_stop
+
+    assert confirm_stop(True, 0.002, (-0.004, 0.008), labels=30) == (
+        True, "F1 gained by the last 30 labels, on the audit: +0.002 (-0.004 to +0.008): at most 0.01, and a "
+        "stopping rule fires: recommends stopping.")
+    stop, text = confirm_stop(False, 0.002, (-0.004, 0.008), labels=30)
+    assert not stop and "no stopping rule fires: go on." in text
+    stop, text = confirm_stop(True, 0.0, (-0.2, 0.2), labels=30)  # small, but too uncertain to know it
+    assert not stop and "possibly more than 0.01: go on." in text
+    stop, text = confirm_stop(True, 0.05, (0.02, 0.08), labels=30)
+    assert not stop and ": more than 0.01: go on." in text
+    for gain, iv in ((None, None), (float("nan"), (-1.0, 1.0))):  # no estimate: zero matches audited, old rounds
+        stop, text = confirm_stop(True, gain, iv, labels=30)
+        assert not stop and "not enough audit answers to say: go on." in text
+    with pytest.raises(ValueError, match="max_gain"):
+        confirm_stop(True, 0.0, (0.0, 0.0), labels=30, max_gain=2)
