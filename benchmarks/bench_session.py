@@ -8,6 +8,15 @@ estimate of precision, recall and F1 on all candidate pairs (from the audit answ
 threshold it chose and its stopping advice; this benchmark scores the round's saved model
 (``model.skrisk``) on all candidates and records the truth beside what was printed.
 
+With ``--save-paths DIR`` each session also saves every round's match probabilities and risks of
+all candidates; ``--replay DIR`` then replays the audit, the estimates, the threshold and the
+stopping advice of those sessions with other audit draws (``--audit-seeds``) and with each
+variant of :data:`VARIANTS` (the advice before and after issue #30, and draws weighted by the
+mixture of all rounds' designs). The matchers of a session do not depend on its audit draws
+(audited pairs stay in the training pool), so a replay is the session those audit draws would
+have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
+issue #30.
+
 Unlike ``bench_quality.py`` (many audit draws of one frozen matcher), one session is one path:
 its audits accumulate (5 after each round, each drawn with the risk of that round's matcher) and
 its estimates from one round to the next share most answers, so the per-round coverage of a session
@@ -17,6 +26,8 @@ Examples
 --------
     nice -n 10 python benchmarks/bench_session.py --dataset abt_buy --seeds 0 1 2 3 4
     python benchmarks/bench_session.py --report
+    python benchmarks/bench_session.py --dataset abt_buy --block-top-k 100 --seeds 0 1 --save-paths /tmp/paths
+    python benchmarks/bench_session.py --replay /tmp/paths --audit-seeds 0 1 2 --out /tmp/replay
 """
 
 from __future__ import annotations
@@ -219,12 +230,23 @@ def report_replay(out: Path) -> str:
     runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_replay_*.json"))]
     if not runs:
         return f"No replay records under {out}."
-    lines = []
-    for variant in VARIANTS:
-        lines += [f"### {variant}: {VARIANTS[variant]}", ""]
+    r0 = runs[0]
+    paths = sorted({r["seed"] for r in runs})
+    audits = sorted({r["audit_seed"] for r in runs})
+    loads = [r["load"][0] for r in runs]
+    lines = [f"Replayed sessions: {r0['dataset']} ({r0['n_candidates']} blocked candidates, "
+             f"{r0['candidate_matches']} matches among them: {r0['candidate_matches'] / r0['n_candidates']:.2%}); "
+             f"{len(runs)} sessions = the saved paths of session seeds {paths} x audit seeds {audits}; audit "
+             f"{r0['settings']['audit']} pairs after each round; {r0['env']}; {r0['date']}; 1-minute load "
+             f"{min(loads):.1f}-{max(loads):.1f}.", ""]
+    for variant, v in VARIANTS.items():
+        words = (f"each draw weighted by {'its own round' if v['weights'] == 'own' else 'the mixture of all rounds'}"
+                 f"'s design, threshold rule {v['rule']}, stopping advice "
+                 f"{'confirmed by the recent gain' if v['confirm'] else 'of the rules alone'}")
+        lines += [f"**Variant `{variant}`**: {words}.", ""]
         lines.append(_tables([{**r, "rounds": _variant_rounds(r, variant)} for r in runs]))
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _f(x: float | None, d: int = 2) -> str:

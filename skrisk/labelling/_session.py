@@ -1424,8 +1424,9 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     ``predicted_matches.csv``: every candidate that is a match, by an answer (``source`` =
     ``labelled``, audit answers included) or by the matcher trained on all training labels
     (``source`` = ``predicted``, ``probability`` above the threshold chosen from the audit answers
-    for the session's target, by default F1 with the one-standard-error rule of
-    :func:`skrisk.quality.choose_threshold`; 0.5 while there are too few), sorted by probability; pairs
+    for the session's target, by default F1 with the no-harm rule of
+    :func:`skrisk.quality.choose_threshold`: 0.5 unless the audit shows another is better; 0.5 while
+    there are too few), sorted by probability; pairs
     answered "no" are never listed.
 
     Both files are written by :func:`skrisk.utils.write_csv_export`: every text cell is

@@ -15,6 +15,12 @@ The session calls this module from few places:
 * :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``;
   :func:`current_threshold` is the one chosen at the last round (for a saved model).
 
+The stopping advice of the two rules stands only when :func:`skrisk.quality.confirm_stop` agrees:
+each round keeps its matcher's probability of every audit draw so far (``audit_proba``), and a
+round compares its F1 with the matcher of :data:`GAIN_ROUNDS` rounds before on those draws
+(:func:`skrisk.quality.compare_f1`). A journal written before ``audit_proba`` was kept resumes;
+its old rounds give no gain, so the advice waits for new ones.
+
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
 ``q``, so draws of every round combine into one unbiased estimate for the current matcher (see
