@@ -32,6 +32,14 @@ and the interval is the hull of both; the effect fades as the audit grows. The s
 chosen on simulated sessions (DBLP-Scholar, Abt-Buy) and checked on fresh audit draws and on two
 held-out datasets; ``benchmarks/bench_quality.py`` measures the coverage.
 
+Two decisions audited on the same draws (two thresholds of one matcher, or the matchers of two
+rounds) are compared by :func:`compare_f1`: the paired difference of their F1 ratio estimates,
+with a delta-method interval and one imagined draw where they differ. :func:`choose_threshold`
+moves the F1 threshold away from 0.5 only when that interval's low end is above 0 (issue #30: on
+large candidate sets with few matches, the best estimated threshold was mostly luck and lowered
+the true F1; ``benchmarks/RESULTS.md``), and the session's stopping advice needs its high end,
+over the last rounds, to be small (:func:`~skrisk.quality.confirm_stop`).
+
 References
 ----------
 .. [1] Marchant, N. G. and Rubinstein, B. I. P. "In search of an entity resolution OASIS: optimal
