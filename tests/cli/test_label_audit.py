@@ -146,21 +146,36 @@ def test_audit_zero_asks_no_audit(fz_tables, tmp_path):
     assert json.loads((tmp_path / "s" / "session.json").read_text())["params"]["audit"] == 0
 
 
-def test_a_damaged_audit_draw_is_named(audited, fz_tables, tmp_path):
+def _edited_copy(folder, copy, edit):
+    """A copy of the session folder whose journal events went through ``edit`` (in place; it
+    returns True to stop after that event)."""
     import shutil
 
-    folder, s, text, given, gold = audited
-    copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
     lines = (copy / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     for j, line in enumerate(lines):
         ev = json.loads(line)
-        if ev.get("phase") == "audit":
-            ev["draws"][0]["q"] = 0
-            lines[j] = json.dumps(ev)
-            seq = ev["seq"]
+        stop = edit(ev)
+        lines[j] = json.dumps(ev)
+        if stop:
             break
     (copy / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return copy
+
+
+def test_a_damaged_audit_draw_is_named(audited, fz_tables, tmp_path):
+    folder, s, text, given, gold = audited
+    seqs = []
+
+    def damage(ev):
+        if ev.get("phase") != "audit":
+            return False
+        ev["draws"][0]["q"] = 0
+        seqs.append(ev["seq"])
+        return True
+
+    copy = _edited_copy(folder, tmp_path / "copy", damage)
+    seq = seqs[0]
     A, B, _ = fz_tables
     with pytest.raises(DataError) as err:
         _oracle_session(copy, A, B, gold, 30)
@@ -251,19 +266,14 @@ def test_each_round_keeps_its_audit_probabilities_and_checks_the_recent_gain(aud
 
 def test_resumed_session_whose_rounds_predate_the_gain_check(audited, fz_tables, tmp_path):
     """A journal written before audit_proba was kept resumes; the check says it cannot tell yet."""
-    import shutil
-
     folder, s, text, given, gold = audited
-    copy = tmp_path / "copy"
-    shutil.copytree(folder, copy)
-    lines = (copy / "journal.jsonl").read_text(encoding="utf-8").splitlines()
-    for j, line in enumerate(lines):
-        ev = json.loads(line)
-        if ev.get("phase") == "risk":
-            for k in ("audit_proba", "gain", "confirm", "rules_fire"):
-                ev["status"].pop(k, None)
-            lines[j] = json.dumps(ev)
-    (copy / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def forget(ev):
+        for k in ("audit_proba", "gain", "confirm", "rules_fire"):
+            (ev.get("status") or {}).pop(k, None)
+        return False
+
+    copy = _edited_copy(folder, tmp_path / "copy", forget)
     A, B, _ = fz_tables
     s2, text2, _ = _oracle_session(copy, A, B, gold, 6)
     assert "Stopping check, F1 gained by the last 0 labels, on the audit: not enough audit answers to say: go on." in text2
