@@ -205,8 +205,10 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                     old = int(sum(len(x) for x in pos_all[: r - GAIN_ROUNDS + 1]))  # draws the older round knew
                     gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - GAIN_ROUNDS][pos[:old]].astype(np.float64),
                                            w[:old]) if old >= 10 else (None, None))
+                    e = out["estimate"]
                     out["stop"], out["stop_text"] = confirm_stop(
-                        fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - GAIN_ROUNDS]))
+                        fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - GAIN_ROUNDS]),
+                        f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None)
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
             rec[name] = out
         rounds.append(rec)
@@ -240,9 +242,9 @@ def report_replay(out: Path) -> str:
              f"{r0['settings']['audit']} pairs after each round; {r0['env']}; {r0['date']}; 1-minute load "
              f"{min(loads):.1f}-{max(loads):.1f}.", ""]
     for variant, v in VARIANTS.items():
-        words = (f"each draw weighted by {'its own round' if v['weights'] == 'own' else 'the mixture of all rounds'}"
-                 f"'s design, threshold rule {v['rule']}, stopping advice "
-                 f"{'confirmed by the recent gain' if v['confirm'] else 'of the rules alone'}")
+        weights = "its own round's design" if v["weights"] == "own" else "the mixture of all rounds' designs"
+        stop = "confirmed by the recent gain" if v["confirm"] else "of the rules alone"
+        words = f"each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
         lines += [f"**Variant `{variant}`**: {words}.", ""]
         lines.append(_tables([{**r, "rounds": _variant_rounds(r, variant)} for r in runs]))
         lines.append("")

@@ -69,8 +69,9 @@ FLOOR = 0.1
 #: was at most :data:`MAX_GAIN` F1 worse (:func:`skrisk.quality.confirm_stop`).
 GAIN_ROUNDS = 3
 MAX_GAIN = 0.01
-#: The half-width of a 90 % interval the audit aims at; wider than :data:`UNSURE`, a measure is
-#: shown as "not enough audit answers to say".
+#: The half-width of a 90 % interval the audit aims at (and the widest F1 interval at which
+#: stopping is advised); wider than :data:`UNSURE`, a measure is shown as "not enough audit
+#: answers to say".
 AIM = 0.1
 UNSURE = 0.25
 
@@ -280,8 +281,11 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
     status["stabilizing"], status["plateau"] = stab.state_text(), plateau.state_text()
     status["rules_fire"] = bool(stab.should_stop or plateau.should_stop)
     g = status.get("gain") or {}
+    est = status.get("estimate") or {}
+    f1_iv = est.get("f1_interval") if est.get("f1") is not None else None
     status["stop"], status["confirm"] = confirm_stop(
-        status["rules_fire"], g.get("gain"), g.get("interval"), labels=g.get("labels", 0), max_gain=MAX_GAIN)
+        status["rules_fire"], g.get("gain"), g.get("interval"), labels=g.get("labels", 0),
+        f1_interval=tuple(f1_iv) if f1_iv else None, max_gain=MAX_GAIN, max_half_width=AIM)
     lines = []
     est = status.get("estimate")
     k = int(getattr(session.config, "audit", 0))

@@ -278,15 +278,19 @@ def confirm_stop(
     gain_interval: tuple[float, float] | None,
     *,
     labels: int,
+    f1_interval: tuple[float, float] | None,
     max_gain: float = 0.01,
+    max_half_width: float = 0.1,
 ) -> tuple[bool, str]:
     """Whether to advise stopping: a rule fires *and* the audit shows the recent F1 gain is small.
 
     ``gain`` is the estimated F1 of the current matcher minus that of the matcher ``labels``
     labels ago, on the same audit draws (:func:`~skrisk.quality.compare_f1`); the advice
-    stands only when the high end of its interval is at most ``max_gain``: the gain is small
-    *and* the estimate is precise enough to know it. An interval too wide to tell, or no
-    estimate, keeps the advice to go on.
+    stands only when the high end of its interval is at most ``max_gain`` (the gain is small)
+    *and* the current F1 estimate's interval is at most ``± max_half_width`` (the audit sees the
+    matcher well enough to know it: a matcher that finds almost no match gains nothing either,
+    on an audit that cannot tell, while its next labels may teach it the most). An interval too
+    wide to tell, or no estimate, keeps the advice to go on.
 
     Parameters
     ----------
@@ -298,8 +302,12 @@ def confirm_stop(
         Its interval.
     labels : int
         How many labels the gain spans (for the text).
+    f1_interval : tuple of float or None
+        The interval of the current F1 estimate (None: no estimate).
     max_gain : float, default=0.01
         The largest recent gain (high end of the interval) at which stopping is advised.
+    max_half_width : float, default=0.1
+        The widest F1 interval (half its width) at which stopping is advised.
 
     Returns
     -------
@@ -309,22 +317,27 @@ def confirm_stop(
 
     Examples
     --------
-    >>> confirm_stop(True, 0.002, (-0.004, 0.008), labels=30)[0]
+    >>> confirm_stop(True, 0.002, (-0.004, 0.008), labels=30, f1_interval=(0.85, 0.93))[0]
     True
-    >>> stop, text = confirm_stop(True, 0.01, (-0.05, 0.09), labels=30)
+    >>> stop, text = confirm_stop(True, 0.01, (-0.05, 0.09), labels=30, f1_interval=(0.85, 0.93))
     >>> stop, text.endswith("go on.")
     (False, True)
     """
-    if isinstance(max_gain, bool) or not isinstance(max_gain, (int, float, np.floating)) or not 0 <= max_gain <= 1:
-        raise ValueError(f"max_gain must be a number in [0, 1], got {max_gain!r}.")
+    for name, v in (("max_gain", max_gain), ("max_half_width", max_half_width)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v <= 1:
+            raise ValueError(f"{name} must be a number in [0, 1], got {v!r}.")
     head = f"F1 gained by the last {labels} labels, on the audit"
-    if gain is None or gain_interval is None or not np.isfinite(gain):
+    if gain is None or gain_interval is None or not np.isfinite(gain) or f1_interval is None:
         return False, f"{head}: not enough audit answers to say: go on."
     lo, hi = gain_interval
     what = f"{head}: {gain:+.3f} ({lo:+.3f} to {hi:+.3f})"
     if hi > max_gain:
         more = "possibly more" if gain <= max_gain else "more"
         return False, f"{what}: {more} than {max_gain:g}: go on."
+    f_lo, f_hi = f1_interval
+    if (f_hi - f_lo) / 2 > max_half_width:
+        return False, (f"{what}, but the F1 estimate ({f_lo:.2f}-{f_hi:.2f}) is wider than ±{max_half_width:g}: "
+                       "too uncertain to know: go on.")
     if not rule_fires:
         return False, f"{what}: at most {max_gain:g}, but no stopping rule fires: go on."
     return True, f"{what}: at most {max_gain:g}, and a stopping rule fires: recommends stopping."
