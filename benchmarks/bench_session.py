@@ -208,7 +208,8 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                     e = out["estimate"]
                     out["stop"], out["stop_text"] = confirm_stop(
                         fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - GAIN_ROUNDS]),
-                        f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None)
+                        f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None,
+                        n_matches=e["n_matches"])
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
             rec[name] = out
         rounds.append(rec)

@@ -285,7 +285,8 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
     f1_iv = est.get("f1_interval") if est.get("f1") is not None else None
     status["stop"], status["confirm"] = confirm_stop(
         status["rules_fire"], g.get("gain"), g.get("interval"), labels=g.get("labels", 0),
-        f1_interval=tuple(f1_iv) if f1_iv else None, max_gain=MAX_GAIN, max_half_width=AIM)
+        f1_interval=tuple(f1_iv) if f1_iv else None, n_matches=int(est.get("n_matches", 0)), max_gain=MAX_GAIN,
+        max_half_width=AIM)
     lines = []
     est = status.get("estimate")
     k = int(getattr(session.config, "audit", 0))

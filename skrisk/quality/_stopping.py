@@ -279,8 +279,10 @@ def confirm_stop(
     *,
     labels: int,
     f1_interval: tuple[float, float] | None,
+    n_matches: int,
     max_gain: float = 0.01,
     max_half_width: float = 0.1,
+    min_matches: int = 10,
 ) -> tuple[bool, str]:
     """Whether to advise stopping: a rule fires *and* the audit shows the recent F1 gain is small.
 
@@ -289,8 +291,10 @@ def confirm_stop(
     stands only when the high end of its interval is at most ``max_gain`` (the gain is small)
     *and* the current F1 estimate's interval is at most ``± max_half_width`` (the audit sees the
     matcher well enough to know it: a matcher that finds almost no match gains nothing either,
-    on an audit that cannot tell, while its next labels may teach it the most). An interval too
-    wide to tell, or no estimate, keeps the advice to go on.
+    on an audit that cannot tell, while its next labels may teach it the most), from at least
+    ``min_matches`` audited true matches (with fewer, one heavily weighted missed match can put a
+    narrow F1 interval far from the truth). An interval too wide to tell, or no estimate, keeps
+    the advice to go on.
 
     Parameters
     ----------
@@ -304,10 +308,14 @@ def confirm_stop(
         How many labels the gain spans (for the text).
     f1_interval : tuple of float or None
         The interval of the current F1 estimate (None: no estimate).
+    n_matches : int
+        Audit answers that are true matches.
     max_gain : float, default=0.01
         The largest recent gain (high end of the interval) at which stopping is advised.
     max_half_width : float, default=0.1
         The widest F1 interval (half its width) at which stopping is advised.
+    min_matches : int, default=10
+        The fewest audited true matches at which stopping is advised.
 
     Returns
     -------
@@ -317,9 +325,9 @@ def confirm_stop(
 
     Examples
     --------
-    >>> confirm_stop(True, 0.002, (-0.004, 0.008), labels=30, f1_interval=(0.85, 0.93))[0]
+    >>> confirm_stop(True, 0.002, (-0.004, 0.008), labels=30, f1_interval=(0.85, 0.93), n_matches=40)[0]
     True
-    >>> stop, text = confirm_stop(True, 0.01, (-0.05, 0.09), labels=30, f1_interval=(0.85, 0.93))
+    >>> stop, text = confirm_stop(True, 0.01, (-0.05, 0.09), labels=30, f1_interval=(0.85, 0.93), n_matches=40)
     >>> stop, text.endswith("go on.")
     (False, True)
     """
@@ -334,6 +342,8 @@ def confirm_stop(
     if hi > max_gain:
         more = "possibly more" if gain <= max_gain else "more"
         return False, f"{what}: {more} than {max_gain:g}: go on."
+    if n_matches < min_matches:
+        return False, f"{what}, but only {n_matches} audited matches (fewer than {min_matches}): too few to know: go on."
     f_lo, f_hi = f1_interval
     if (f_hi - f_lo) / 2 > max_half_width:
         return False, (f"{what}, but the F1 estimate ({f_lo:.2f}-{f_hi:.2f}) is wider than ±{max_half_width:g}: "
