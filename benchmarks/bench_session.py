@@ -224,6 +224,15 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             "date": date.today().isoformat()}
 
 
+def _compact(res: dict) -> str:
+    """A replay record as compact JSON: the stopping check's text only where it advised stopping."""
+    for x in res["rounds"]:
+        for name in VARIANTS:
+            if not x[name].get("stop"):
+                x[name].pop("stop_text", None)
+    return json.dumps(res, separators=(",", ":"))
+
+
 def _variant_rounds(run: dict, variant: str) -> list[dict]:
     """A replayed run's rounds as a session's records: the variant's fields beside the shared ones."""
     return [{**{k: x[k] for k in ("round", "n_labels", "n_audit", "truth")}, **x[variant]} for x in run["rounds"]]
@@ -344,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             for npz in sorted(Path(args.replay).glob("*.npz")):
                 for a in args.audit_seeds:
                     res = replay_path(npz, a, args)
-                    (out / f"{npz.stem}_replay_audit{a}.json").write_text(json.dumps(res) + "\n")
+                    (out / f"{npz.stem}_replay_audit{a}.json").write_text(_compact(res) + "\n")
         print(report_replay(out))
         return 0
     if not args.report:
