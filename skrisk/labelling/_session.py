@@ -91,8 +91,8 @@ class SessionConfig:
         recall; one trains the matcher only if a later round picks that pair (then its answer is
         reused, not asked again; see :func:`skrisk.labelling._status.audit_keys`).
     target : str
-        What the match threshold is chosen for, from the audit answers: ``"f1"`` (the best
-        estimated F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at
+        What the match threshold is chosen for, from the audit answers: ``"f1"`` (0.5 unless
+        the audit shows another gives a higher F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at
         least 0.9) or ``"recall=0.8"``; exports and the saved model use it.
     matcher : {"feature", "lm"}
         The matcher trained each round: a random forest on the similarity features, or

@@ -4,7 +4,7 @@ The session calls this module from few places:
 
 * after training the matcher of a risk round, :func:`round_status` estimates the matcher's
   precision, recall and F1 on the whole candidate set from the audit answers so far, chooses the
-  threshold (maximum estimated F1), feeds both stopping rules, and draws the next audit pairs;
+  threshold (0.5 unless the audit shows another is better), feeds both stopping rules, and draws the next audit pairs;
   the result is stored in the round's ``batch`` event (``"status"`` and ``"audit_draws"``), so a
   resumed session rebuilds everything from its journal, and :func:`status_lines` prints it;
 * once that round's questions are answered, :func:`audit_batch` turns the stored draws into a
