@@ -265,6 +265,11 @@ def _f(x: float | None, d: int = 2) -> str:
     return "-" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
 
 
+def _mean(v: list) -> float:
+    """The mean, nan for no value (a measure no session could estimate at that audit size)."""
+    return float(np.mean(v)) if v else float("nan")
+
+
 def _tables(runs: list[dict]) -> str:
     """The coverage, threshold and stopping tables of session records (scripted or replayed)."""
     lines = ["#### Coverage of the printed 90 % intervals across sessions", "",
@@ -292,8 +297,8 @@ def _tables(runs: list[dict]) -> str:
                 if m == "f1":
                     err.append(abs(e[m] - t))
         if cov["f1"]:
-            lines.append(f"| {k} | {len(cov['f1'])} | " + " | ".join(_f(np.mean(cov[m]), 3) for m in MEASURES)
-                         + " | " + " | ".join(_f(np.mean(wid[m])) for m in MEASURES)
+            lines.append(f"| {k} | {len(cov['f1'])} | " + " | ".join(_f(_mean(cov[m]), 3) for m in MEASURES)
+                         + " | " + " | ".join(_f(_mean(wid[m])) for m in MEASURES)
                          + f" | {_f(np.median(wid['f1']))} | {_f(np.mean(err), 3)} |")
     lines += ["", "#### Chosen threshold and stopping advice", "",
               "True F1 at the last round at 0.5 and at the chosen threshold; the round where stopping was first "
