@@ -8,6 +8,15 @@ estimate of precision, recall and F1 on all candidate pairs (from the audit answ
 threshold it chose and its stopping advice; this benchmark scores the round's saved model
 (``model.skrisk``) on all candidates and records the truth beside what was printed.
 
+With ``--save-paths DIR`` each session also saves every round's match probabilities and risks of
+all candidates; ``--replay DIR`` then replays the audit, the estimates, the threshold and the
+stopping advice of those sessions with other audit draws (``--audit-seeds``) and with each
+variant of :data:`VARIANTS` (the advice before and after issue #30, and draws weighted by the
+mixture of all rounds' designs). The matchers of a session do not depend on its audit draws
+(audited pairs stay in the training pool), so a replay is the session those audit draws would
+have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
+issue #30.
+
 Unlike ``bench_quality.py`` (many audit draws of one frozen matcher), one session is one path:
 its audits accumulate (5 after each round, each drawn with the risk of that round's matcher) and
 its estimates from one round to the next share most answers, so the per-round coverage of a session
@@ -17,6 +26,8 @@ Examples
 --------
     nice -n 10 python benchmarks/bench_session.py --dataset abt_buy --seeds 0 1 2 3 4
     python benchmarks/bench_session.py --report
+    python benchmarks/bench_session.py --dataset abt_buy --block-top-k 100 --seeds 0 1 --save-paths /tmp/paths
+    python benchmarks/bench_session.py --replay /tmp/paths --audit-seeds 0 1 2 --out /tmp/replay
 """
 
 from __future__ import annotations
@@ -38,6 +49,15 @@ from skrisk.data import get_data_home
 from skrisk.experiments import machine_line
 from skrisk.labelling import LabellingSession, SessionConfig
 from skrisk.matching import MODEL_FILE, load_model
+from skrisk.quality import (
+    RiskPlateau,
+    StabilizingPredictions,
+    audit_design,
+    choose_threshold,
+    compare_f1,
+    confirm_stop,
+    estimate_quality,
+)
 
 MEASURES = ("precision", "recall", "f1")
 
@@ -66,8 +86,10 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
     cfg = SessionConfig(seed=seed, audit=args.audit, n_instances=args.batch)
     rounds: list[dict] = []
     t0 = time.perf_counter()
+    blocking = None if args.block_top_k is None else [("tokens", None, {"top_k": args.block_top_k})]
     session = LabellingSession.open(session_dir, left=folder / "tableA.csv", right=folder / "tableB.csv",
-                                    config=cfg, out=open(os.devnull, "w"))
+                                    config=cfg, out=open(os.devnull, "w"), blocking=blocking)
+    path: dict[str, list] = {"proba": [], "risk": [], "n_labels": [], "stop_predictions": [], "expected_errors": []}
     try:
         y_all = np.array([1 if k in gold else 0 for k in session.keys], dtype=np.int64)
         seen = 0
@@ -84,6 +106,13 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
                         continue
                     model = load_model(session_dir / MODEL_FILE)
                     p = np.asarray(model.matcher.predict_proba(session.features))[:, 1]
+                    if args.save_paths:  # what the audit of this round sees, for --replay
+                        risk = (np.minimum(p, 1 - p) if model.risk_model is None
+                                else np.asarray(model.risk_model.predict_risk(session.features)))
+                        for k, v in (("proba", p.astype(np.float32)), ("risk", risk.astype(np.float32)),
+                                     ("n_labels", b["n_labels"]), ("stop_predictions", st["stop_predictions"]),
+                                     ("expected_errors", st["expected_errors"])):
+                            path[k].append(v)
                     rounds.append({
                         "round": b["round"], "n_labels": b["n_labels"], "n_audit": st["n_audit"],
                         "estimate": st["estimate"], "truth": _truth(p, y_all, 0.5),
@@ -102,6 +131,13 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
             session.answer(q.key, "yes" if q.key in gold else "no")
             n_answers += 1
         n_candidates = len(session.keys)
+        if args.save_paths:
+            Path(args.save_paths).mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(Path(args.save_paths) / f"{folder.name}_k{args.block_top_k}_seed{seed}.npz",
+                                y=y_all.astype(np.int8), proba=np.stack(path["proba"]), risk=np.stack(path["risk"]),
+                                n_labels=np.asarray(path["n_labels"]), stop_predictions=np.asarray(path["stop_predictions"]),
+                                expected_errors=np.asarray(path["expected_errors"], dtype=np.float64),
+                                seed=seed, stop_set_size=min(1000, n_candidates))
     finally:
         session.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -109,30 +145,140 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
         "dataset": folder.name, "seed": seed, "n_candidates": n_candidates,
         "candidate_matches": int(y_all.sum()), "gold_matches": len(gold), "answers": n_answers,
         "rounds": rounds, "seconds": round(time.perf_counter() - t0, 1),
-        "settings": {"audit": args.audit, "batch": args.batch, "labels": args.labels},
+        "settings": {"audit": args.audit, "batch": args.batch, "labels": args.labels,
+                     "block_top_k": args.block_top_k},
         "env": machine_line(1), "load": os.getloadavg(), "date": date.today().isoformat(),
     }
+
+
+#: The advice compared by --replay: how each draw is weighted, how the threshold is chosen, and
+#: whether the stopping rules' advice needs the audit's confirmation that the recent gain is small.
+VARIANTS = {
+    "before": {"weights": "own", "rule": "one-se", "confirm": False},
+    "after": {"weights": "own", "rule": "no-harm", "confirm": True},
+    "after_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True},
+}
+GAIN_ROUNDS = 3  # the recent gain: the current matcher against the one 3 rounds before
+
+
+def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
+    """One simulated session: a saved session path (its matchers) with fresh audit draws.
+
+    The matchers a session trains do not depend on its audit draws (audited pairs stay in the
+    pool; see ``skrisk.labelling``), so the saved path's matchers are those of a session with
+    any audit draws: this replays the audit, the estimates, the threshold and the stopping
+    advice with the draws of ``audit_seed``, ``args.audit`` pairs after each round, every
+    answer from the gold labels.
+    """
+    z = np.load(npz)
+    y, proba, risk = z["y"].astype(np.float64), z["proba"], z["risk"]
+    n_rounds, N = proba.shape
+    size = int(z["stop_set_size"])
+    rules = {v: (StabilizingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
+             for v in VARIANTS}
+    designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in VARIANTS.values()}
+    drawn: dict = {d: ([], []) for d in designs}  # each design's draws and its design over all pairs, by round
+    rounds = []
+    for r in range(n_rounds):
+        p_r = proba[r].astype(np.float64)
+        rec: dict = {"round": r, "n_labels": int(z["n_labels"][r]), "n_audit": r * args.audit,
+                     "truth": _truth(p_r, y, 0.5)}
+        bits = np.unpackbits(np.frombuffer(bytes.fromhex(str(z["stop_predictions"][r])), dtype=np.uint8))[:size]
+        for name, v in VARIANTS.items():
+            pos_all, q_rounds = drawn[(v.get("method", "risk"), v.get("floor", 0.1))]
+            pos = np.concatenate(pos_all) if pos_all else np.zeros(0, dtype=np.intp)
+            stab, plateau = rules[name]
+            stab.update(bits)
+            plateau.update([float(z["expected_errors"][r])])
+            fires = bool(stab.should_stop or plateau.should_stop)
+            out = {"estimate": None, "threshold": 0.5, "stop": False if v["confirm"] else fires}
+            if len(pos) >= 10:
+                # every draw of every earlier round drew the same number of pairs
+                q = (np.concatenate([qr[pos_all[i]] for i, qr in enumerate(q_rounds)]) if v["weights"] == "own"
+                     else np.mean([qr[pos] for qr in q_rounds], axis=0))
+                w = 1.0 / (N * q)
+                ya, pa = y[pos], p_r[pos]
+                out["estimate"] = estimate_quality(ya, pa, w).to_dict()
+                if ya.sum() > 0:
+                    out["threshold"] = choose_threshold(ya, pa, w, rule=v["rule"]).threshold
+                if v["confirm"] and r >= GAIN_ROUNDS:
+                    old = int(sum(len(x) for x in pos_all[: r - GAIN_ROUNDS + 1]))  # draws the older round knew
+                    gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - GAIN_ROUNDS][pos[:old]].astype(np.float64),
+                                           w[:old]) if old >= 10 else (None, None))
+                    e = out["estimate"]
+                    out["stop"], out["stop_text"] = confirm_stop(
+                        fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - GAIN_ROUNDS]),
+                        f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None,
+                        n_matches=e["n_matches"])
+            out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
+            rec[name] = out
+        rounds.append(rec)
+        for (method, floor), (pos_all, q_rounds) in drawn.items():
+            q_r = audit_design(p_r, risk=risk[r].astype(np.float64), method=method, floor=floor)
+            rng = np.random.RandomState(np.random.SeedSequence([int(z["seed"]), audit_seed, r]).generate_state(1)[0])
+            pos_all.append(rng.choice(N, size=args.audit, replace=True, p=q_r).astype(np.intp))
+            q_rounds.append(q_r)
+    return {"dataset": npz.stem.split("_k")[0], "path": npz.name, "seed": int(z["seed"]), "audit_seed": audit_seed,
+            "n_candidates": N, "candidate_matches": int(y.sum()), "rounds": rounds,
+            "settings": {"audit": args.audit}, "env": machine_line(1), "load": os.getloadavg(),
+            "date": date.today().isoformat()}
+
+
+def _compact(res: dict) -> str:
+    """A replay record as compact JSON: the stopping check's text only where it advised stopping."""
+    for x in res["rounds"]:
+        for name in VARIANTS:
+            if not x[name].get("stop"):
+                x[name].pop("stop_text", None)
+    return json.dumps(res, separators=(",", ":"))
+
+
+def _variant_rounds(run: dict, variant: str) -> list[dict]:
+    """A replayed run's rounds as a session's records: the variant's fields beside the shared ones."""
+    return [{**{k: x[k] for k in ("round", "n_labels", "n_audit", "truth")}, **x[variant]} for x in run["rounds"]]
+
+
+def report_replay(out: Path) -> str:
+    runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_replay_*.json"))]
+    if not runs:
+        return f"No replay records under {out}."
+    r0 = runs[0]
+    paths = sorted({r["seed"] for r in runs})
+    audits = sorted({r["audit_seed"] for r in runs})
+    loads = [r["load"][0] for r in runs]
+    lines = [f"Replayed sessions: {r0['dataset']} ({r0['n_candidates']} blocked candidates, "
+             f"{r0['candidate_matches']} matches among them: {r0['candidate_matches'] / r0['n_candidates']:.2%}); "
+             f"{len(runs)} sessions = the saved paths of session seeds {paths} x audit seeds {audits}; audit "
+             f"{r0['settings']['audit']} pairs after each round; {r0['env']}; {r0['date']}; 1-minute load "
+             f"{min(loads):.1f}-{max(loads):.1f}.", ""]
+    for variant, v in VARIANTS.items():
+        weights = "its own round's design" if v["weights"] == "own" else "the mixture of all rounds' designs"
+        stop = "confirmed by the recent gain" if v["confirm"] else "of the rules alone"
+        words = f"each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
+        lines += [f"**Variant `{variant}`**: {words}.", ""]
+        lines.append(_tables([{**r, "rounds": _variant_rounds(r, variant)} for r in runs]))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _f(x: float | None, d: int = 2) -> str:
     return "-" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
 
 
-def report(out: Path) -> str:
-    runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_session_seed*.json"))]
-    if not runs:
-        return f"No records under {out}."
-    r0 = runs[0]
-    lines = [f"Sessions: {r0['dataset']} ({r0['n_candidates']} blocked candidates, {r0['candidate_matches']} of "
-             f"its {r0['gold_matches']} gold matches among them); seeds {[r['seed'] for r in runs]}; audit "
-             f"{r0['settings']['audit']} pairs after each round of {r0['settings']['batch']}; {r0['env']}; "
-             f"{r0['date']}.", ""]
-    lines += ["#### Coverage of the printed 90 % intervals across sessions", "",
-              "At the first round of each session with at least K audit answers (one interval per session "
-              "and K), whether the printed 90 % interval covers the truth on all candidates.", "",
-              "| K audit answers | sessions | cover P | cover R | cover F1 | width P | width R | width F1 "
-              "| mean abs error F1 |",
-              "|---|---|---|---|---|---|---|---|---|"]
+def _mean(v: list) -> float:
+    """The mean, nan for no value (a measure no session could estimate at that audit size)."""
+    return float(np.mean(v)) if v else float("nan")
+
+
+def _tables(runs: list[dict]) -> str:
+    """The coverage, threshold and stopping tables of session records (scripted or replayed)."""
+    lines = ["#### Coverage of the printed 90 % intervals across sessions", "",
+             "At the first round of each session with at least K audit answers (one interval per session "
+             "and K), whether the printed 90 % interval covers the truth on all candidates; mean and median "
+             "widths, and the mean absolute error of the F1 estimate.", "",
+             "| K audit answers | sessions | cover P | cover R | cover F1 | width P | width R | width F1 "
+             "| median width F1 | mean abs error F1 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for k in (10, 30, 60, 100, 150):
         cov = {m: [] for m in MEASURES}
         wid = {m: [] for m in MEASURES}
@@ -151,24 +297,40 @@ def report(out: Path) -> str:
                 if m == "f1":
                     err.append(abs(e[m] - t))
         if cov["f1"]:
-            lines.append(f"| {k} | {len(cov['f1'])} | " + " | ".join(_f(np.mean(cov[m]), 3) for m in MEASURES)
-                         + " | " + " | ".join(_f(np.mean(wid[m])) for m in MEASURES) + f" | {_f(np.mean(err), 3)} |")
+            lines.append(f"| {k} | {len(cov['f1'])} | " + " | ".join(_f(_mean(cov[m]), 3) for m in MEASURES)
+                         + " | " + " | ".join(_f(_mean(wid[m])) for m in MEASURES)
+                         + f" | {_f(np.median(wid['f1']))} | {_f(np.mean(err), 3)} |")
     lines += ["", "#### Chosen threshold and stopping advice", "",
-              "| sessions | labels | audit answers | true F1 at 0.5 | true F1 at the chosen threshold | chosen better "
-              "| stop first advised at labels (sessions) | true F1 then vs at the end |",
-              "|---|---|---|---|---|---|---|---|"]
+              "True F1 at the last round at 0.5 and at the chosen threshold; the round where stopping was first "
+              "advised, and whether its true F1 was within 0.01 of the session's last round.", "",
+              "| sessions | labels | audit answers | true F1 at 0.5 | at the chosen threshold | chosen better / worse "
+              "| stop first advised at labels (sessions) | true F1 then vs at the end | lost <= 0.01 |",
+              "|---|---|---|---|---|---|---|---|---|"]
     last = [r["rounds"][-1] for r in runs]
-    f05 = [x["truth"]["f1"] for x in last]
-    fth = [x["threshold_truth"]["f1"] for x in last]
+    f05 = np.array([x["truth"]["f1"] for x in last])
+    fth = np.array([x["threshold_truth"]["f1"] for x in last])
     stops = [(next((x for x in r["rounds"] if x["stop"]), None), r["rounds"][-1]) for r in runs]
     fired = [(a, b) for a, b in stops if a is not None]
     at = (f"{np.median([a['n_labels'] for a, _ in fired]):.0f} median ({len(fired)} of {len(runs)})" if fired
           else f"never (0 of {len(runs)})")
     lost = (f"{np.mean([a['truth']['f1'] for a, _ in fired]):.3f} vs {np.mean([b['truth']['f1'] for _, b in fired]):.3f}"
             if fired else "-")
-    lines.append(f"| {len(runs)} | {last[0]['n_labels']} | {last[0]['n_audit']} | {np.mean(f05):.3f} | {np.mean(fth):.3f} "
-                 f"| {sum(b > a + 1e-9 for a, b in zip(f05, fth))} of {len(runs)} | {at} | {lost} |")
+    ok = (f"{sum(b['truth']['f1'] - a['truth']['f1'] <= 0.01 for a, b in fired)} of {len(fired)}" if fired else "-")
+    lines.append(f"| {len(runs)} | {last[0]['n_labels']} | {last[0]['n_audit']} | {f05.mean():.3f} | {fth.mean():.3f} "
+                 f"| {int((fth > f05 + 1e-9).sum())} / {int((fth < f05 - 1e-9).sum())} | {at} | {lost} | {ok} |")
     return "\n".join(lines)
+
+
+def report(out: Path) -> str:
+    runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_session_seed*.json"))]
+    if not runs:
+        return f"No records under {out}."
+    r0 = runs[0]
+    head = (f"Sessions: {r0['dataset']} ({r0['n_candidates']} blocked candidates, {r0['candidate_matches']} of "
+            f"its {r0['gold_matches']} gold matches among them); seeds {[r['seed'] for r in runs]}; audit "
+            f"{r0['settings']['audit']} pairs after each round of {r0['settings']['batch']}; {r0['env']}; "
+            f"{r0['date']}.")
+    return head + "\n\n" + _tables(runs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,10 +341,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--audit", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--block-top-k", type=int, default=None,
+                   help="block with tokens, each record's K most similar (default: the session's, 10)")
+    p.add_argument("--save-paths", default=None,
+                   help="also save each round's probabilities and risks of all candidates here (npz, for --replay)")
+    p.add_argument("--replay", default=None, metavar="DIR",
+                   help="replay the audits of the session paths saved in DIR (--save-paths) with --audit-seeds")
+    p.add_argument("--audit-seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--out", default="benchmarks/results/quality/sessions")
     p.add_argument("--report", action="store_true", help="only print the tables of the records under --out")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if args.replay:
+        out.mkdir(parents=True, exist_ok=True)
+        if not args.report:
+            for npz in sorted(Path(args.replay).glob("*.npz")):
+                for a in args.audit_seeds:
+                    res = replay_path(npz, a, args)
+                    (out / f"{npz.stem}_replay_audit{a}.json").write_text(_compact(res) + "\n")
+        print(report_replay(out))
+        return 0
     if not args.report:
         import torch
 
@@ -191,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for seed in args.seeds:
             res = run_session(folder, seed, args)
-            (out / f"{args.dataset}_session_seed{seed}.json").write_text(json.dumps(res) + "\n")
+            k = "" if args.block_top_k is None else f"_k{args.block_top_k}"
+            (out / f"{args.dataset}{k}_session_seed{seed}.json").write_text(json.dumps(res) + "\n")
             last = res["rounds"][-1]
             print(f"{args.dataset} session seed {seed}: {res['seconds']:.0f} s, {last['n_labels']} labels, "
                   f"{last['n_audit']} audit answers, true F1 {last['truth']['f1']:.3f}", flush=True)

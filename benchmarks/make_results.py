@@ -797,6 +797,16 @@ def block_session_before(_: str, ctx: dict) -> str:
     return _bench_module("bench_session").report(RESULTS / "quality" / "sessions-before")
 
 
+def block_sessions_in(arg: str, ctx: dict) -> str:
+    """``bench_session.py --report`` of the scripted sessions under ``results/quality/<arg>``."""
+    return _bench_module("bench_session").report(RESULTS / "quality" / arg)
+
+
+def block_session_replay(arg: str, ctx: dict) -> str:
+    """``bench_session.py --replay ... --report``: the advice variants replayed under ``results/quality/<arg>``."""
+    return _bench_module("bench_session").report_replay(RESULTS / "quality" / arg)
+
+
 def _scale_records(name: str) -> list[dict]:
     path = RESULTS / "scale" / f"{name}_bench.jsonl"
     if not path.is_file():
@@ -879,6 +889,8 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "match_table": block_match_table,
     "quality_report": block_quality_report,
     "quality_holdout": block_quality_holdout,
+    "sessions_in": block_sessions_in,
+    "session_replay": block_session_replay,
     "session_report": block_session_report,
     "session_before": block_session_before,
     "scale_query": block_scale_query,

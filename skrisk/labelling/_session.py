@@ -92,8 +92,8 @@ class SessionConfig:
         recall; one trains the matcher only if a later round picks that pair (then its answer is
         reused, not asked again; see :func:`skrisk.labelling._status.audit_keys`).
     target : str
-        What the match threshold is chosen for, from the audit answers: ``"f1"`` (the best
-        estimated F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at
+        What the match threshold is chosen for, from the audit answers: ``"f1"`` (0.5 unless
+        the audit shows another gives a higher F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at
         least 0.9) or ``"recall=0.8"``; exports and the saved model use it.
     matcher : {"feature", "lm"}
         The matcher trained each round: a random forest on the similarity features, or
@@ -1425,8 +1425,9 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     ``predicted_matches.csv``: every candidate that is a match, by an answer (``source`` =
     ``labelled``, audit answers included) or by the matcher trained on all training labels
     (``source`` = ``predicted``, ``probability`` above the threshold chosen from the audit answers
-    for the session's target, by default F1 with the one-standard-error rule of
-    :func:`skrisk.quality.choose_threshold`; 0.5 while there are too few), sorted by probability; pairs
+    for the session's target, by default F1 with the no-harm rule of
+    :func:`skrisk.quality.choose_threshold`: 0.5 unless the audit shows another is better; 0.5 while
+    there are too few), sorted by probability; pairs
     answered "no" are never listed.
 
     Both files are written by :func:`skrisk.utils.write_csv_export`: every text cell is

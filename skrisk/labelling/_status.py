@@ -4,7 +4,7 @@ The session calls this module from few places:
 
 * after training the matcher of a risk round, :func:`round_status` estimates the matcher's
   precision, recall and F1 on the whole candidate set from the audit answers so far, chooses the
-  threshold (maximum estimated F1), feeds both stopping rules, and draws the next audit pairs;
+  threshold (0.5 unless the audit shows another is better), feeds both stopping rules, and draws the next audit pairs;
   the result is stored in the round's ``batch`` event (``"status"`` and ``"audit_draws"``), so a
   resumed session rebuilds everything from its journal, and :func:`status_lines` prints it;
 * once that round's questions are answered, :func:`audit_batch` turns the stored draws into a
@@ -14,6 +14,12 @@ The session calls this module from few places:
   (not asked again), so the matchers do not depend on which pairs were audited;
 * :func:`export_threshold` chooses the threshold of ``predicted_matches.csv``;
   :func:`current_threshold` is the one chosen at the last round (for a saved model).
+
+The stopping advice of the two rules stands only when :func:`skrisk.quality.confirm_stop` agrees:
+each round keeps its matcher's probability of every audit draw so far (``audit_proba``), and a
+round compares its F1 with the matcher of :data:`GAIN_ROUNDS` rounds before on those draws
+(:func:`skrisk.quality.compare_f1`). A journal written before ``audit_proba`` was kept resumes;
+its old rounds give no gain, so the advice waits for new ones.
 
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
@@ -29,7 +35,15 @@ import numpy as np
 
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
-from ..quality import RiskPlateau, StabilizingPredictions, audit_sample, choose_threshold, estimate_quality
+from ..quality import (
+    RiskPlateau,
+    StabilizingPredictions,
+    audit_sample,
+    choose_threshold,
+    compare_f1,
+    confirm_stop,
+    estimate_quality,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._session import LabellingSession
@@ -51,6 +65,15 @@ MIN_AUDIT = 10
 STOP_SET = 1000
 #: Uniform share of every audit draw (bounds each importance weight by 10).
 FLOOR = 0.1
+#: The stopping advice needs the audit to show that the matcher of this many risk rounds before
+#: was at most :data:`MAX_GAIN` F1 worse (:func:`skrisk.quality.confirm_stop`).
+GAIN_ROUNDS = 3
+MAX_GAIN = 0.01
+#: The half-width of a 90 % interval the audit aims at (and the widest F1 interval at which
+#: stopping is advised); wider than :data:`UNSURE`, a measure is shown as "not enough audit
+#: answers to say".
+AIM = 0.1
+UNSURE = 0.25
 
 AUDIT_HELP = (
     "After each risk-sampling round the session asks a few audit pairs (--audit K, 0 to turn it off): "
@@ -109,20 +132,55 @@ def _draws(session: "LabellingSession") -> list[tuple[int, float]]:
     return out
 
 
-def _audit_data(session: "LabellingSession", proba: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Labels, probabilities and weights of the audit draws whose label is known; and the draws."""
+def _known_draws(session: "LabellingSession") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Of the audit draws whose label is known: their index among all draws (in journal order),
+    candidate positions, labels and weights; and the number of draws."""
     answers = session.state.labels()
     draws = _draws(session)
-    y, p, w = [], [], []
-    for pos, q in draws:
-        key = session.keys[pos]
+    idx, pos, y, w = [], [], [], []
+    for j, (i, q) in enumerate(draws):
+        key = session.keys[i]
         lab = session.given.get(key, answers.get(key))
         if lab is None:  # unsure, or not answered yet
             continue
+        idx.append(j)
+        pos.append(i)
         y.append(lab)
-        p.append(proba[pos])
         w.append(1.0 / (len(session.keys) * q))
-    return np.asarray(y, dtype=float), np.asarray(p, dtype=float), np.asarray(w, dtype=float), len(draws)
+    return (np.asarray(idx, dtype=np.intp), np.asarray(pos, dtype=np.intp), np.asarray(y, dtype=float),
+            np.asarray(w, dtype=float), len(draws))
+
+
+def _audit_data(session: "LabellingSession", proba: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Labels, probabilities and weights of the audit draws whose label is known; and the draws."""
+    _, pos, y, w, n = _known_draws(session)
+    return y, np.asarray(proba, dtype=float)[pos], w, n
+
+
+def _gain(session: "LabellingSession", proba: np.ndarray) -> dict | None:
+    """The F1 gained since the matcher of :data:`GAIN_ROUNDS` risk rounds before, on the audit
+    draws whose probability that round recorded (``audit_proba``); None when it cannot be told
+    (too few rounds, too few answers, or rounds journaled before ``audit_proba`` was kept)."""
+    risk = [b for b in session.state.batches if b.get("phase") == "risk" and isinstance(b.get("status"), dict)]
+    if len(risk) < GAIN_ROUNDS:
+        return None
+    then = risk[-GAIN_ROUNDS]
+    p_then = then["status"].get("audit_proba")
+    if not isinstance(p_then, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in p_then
+    ):
+        return None
+    idx, pos, y, w, _ = _known_draws(session)
+    keep = idx < len(p_then)
+    if keep.sum() < MIN_AUDIT:
+        return None
+    old = np.asarray(p_then, dtype=float)[idx[keep]]
+    g, (lo, hi) = compare_f1(y[keep], np.asarray(proba, dtype=float)[pos[keep]], old, w[keep])
+    if not np.isfinite(g):
+        return None
+    labels = len(session.labels()) - int(then.get("n_labels", 0))
+    return {"labels": labels, "gain": round(g, 4), "interval": [round(lo, 4), round(hi, 4)],
+            "n_audit": int(keep.sum())}
 
 
 def _stop_set(session: "LabellingSession") -> np.ndarray:
@@ -180,8 +238,10 @@ def round_status(
     -------
     status : dict
         JSON-ready: ``estimate`` (or None), ``threshold``, ``threshold_estimate``, ``n_audit``,
-        ``stop_predictions`` (hex bits), ``expected_errors``, ``stabilizing`` and ``plateau``
-        (texts), ``stop`` (bool).
+        ``gain`` (the F1 gained since :data:`GAIN_ROUNDS` rounds before, on the audit, or None),
+        ``audit_proba`` (this matcher's probability of every audit draw so far),
+        ``stop_predictions`` (hex bits), ``expected_errors``; :func:`status_lines` adds
+        ``stabilizing``, ``plateau`` and ``confirm`` (texts), ``rules_fire`` and ``stop`` (bool).
     draws : list of dict
         ``left_id``, ``right_id``, ``q`` and ``n`` of every audit draw (empty with ``audit=0``).
     """
@@ -195,6 +255,7 @@ def round_status(
             status["threshold"] = round(choice.threshold, 4)
             status["threshold_estimate"] = choice.estimate.to_dict()
             status["threshold_met"] = bool(choice.met)
+    status["gain"] = _gain(session, proba)
     pred = (proba[_stop_set(session)] > MATCH_THRESHOLD).astype(np.uint8)
     status["stop_predictions"] = np.packbits(pred).tobytes().hex()
     status["expected_errors"] = round(float(np.mean(pool_risk)) * n_free, 3) if len(pool_risk) else 0.0
@@ -204,6 +265,10 @@ def round_status(
         s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)
         draws = [{"left_id": session.keys[i][0], "right_id": session.keys[i][1], "q": float(q), "n": len(proba)}
                  for i, q in zip(s.positions.tolist(), s.probabilities.tolist())]
+    # this matcher's probability of every draw so far (this round's too), in journal order: a
+    # later round compares its F1 with this one's on the same draws (the stopping check)
+    drawn = [i for i, _ in _draws(session)] + [session.position[(d["left_id"], d["right_id"])] for d in draws]
+    status["audit_proba"] = [round(float(proba[i]), 6) for i in drawn]
     return status, draws
 
 
@@ -214,7 +279,14 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
     stab.update(stop_bits[: len(_stop_set(session))])
     plateau.update([status["expected_errors"]])
     status["stabilizing"], status["plateau"] = stab.state_text(), plateau.state_text()
-    status["stop"] = bool(stab.should_stop or plateau.should_stop)
+    status["rules_fire"] = bool(stab.should_stop or plateau.should_stop)
+    g = status.get("gain") or {}
+    est = status.get("estimate") or {}
+    f1_iv = est.get("f1_interval") if est.get("f1") is not None else None
+    status["stop"], status["confirm"] = confirm_stop(
+        status["rules_fire"], g.get("gain"), g.get("interval"), labels=g.get("labels", 0),
+        f1_interval=tuple(f1_iv) if f1_iv else None, n_matches=int(est.get("n_matches", 0)), max_gain=MAX_GAIN,
+        max_half_width=AIM)
     lines = []
     est = status.get("estimate")
     k = int(getattr(session.config, "audit", 0))
@@ -230,15 +302,11 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
             "cannot be estimated (matches are rare among the candidates; the audits go on)."
         )
     else:
-        def one(m: str, name: str) -> str:
-            v, (lo, hi) = est[m], est[f"{m}_interval"]
-            return f"{name} ?" if v is None else f"{name} {v:.2f} ({lo:.2f}-{hi:.2f})"
-
         rough = " (rough: under 30 audit answers, errors the risk misses may not be seen yet)" if (
             est["n_audit"] < 30) else ""
         lines.append(
             f"Estimated on all candidate pairs from {est['n_audit']} audit answers (90 % intervals): "
-            f"{one('precision', 'precision')}, {one('recall', 'recall')}, {one('f1', 'F1')}{rough}."
+            + "; ".join(_measure_words(est, m, name) for m, name in MEASURE_NAMES) + f"{rough}."
         )
         te = status.get("threshold_estimate")
         if te is not None:
@@ -250,12 +318,36 @@ def status_lines(session: "LabellingSession", status: dict) -> list[str]:
             )
     lines.append(f"Stopping rule 1, {status['stabilizing']}")
     lines.append(f"Stopping rule 2, {status['plateau']}")
+    lines.append(f"Stopping check, {status['confirm']}")
     if status["stop"]:
         lines.append(
-            "Advice: a stopping rule fires, more labels are unlikely to change the matcher much: "
+            "Advice: a stopping rule fires and the audit shows the last labels gained little F1: "
             "press e to export and q to quit (or go on)."
         )
     return lines
+
+
+MEASURE_NAMES = (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
+
+
+def more_answers(n_audit: int, interval: tuple[float, float], aim: float = AIM) -> int:
+    """Audit answers to add so that an interval of ``n_audit`` answers narrows to about ``± aim``
+    (its width falls as one over the square root of the answers)."""
+    half = (interval[1] - interval[0]) / 2
+    return 0 if half <= aim else int(np.ceil(n_audit * ((half / aim) ** 2 - 1) - 1e-9))
+
+
+def _measure_words(est: dict, m: str, name: str) -> str:
+    """One measure of an estimate in plain words: its value and interval, or that the audit
+    cannot say yet, and how many more answers would narrow it to about ± :data:`AIM`."""
+    v, (lo, hi) = est[m], est[f"{m}_interval"]
+    if v is None:
+        return f"{name}: not estimable yet"
+    more = more_answers(est["n_audit"], (lo, hi))
+    narrow = f", {more} more would narrow it to about ±{AIM:g}" if more else ""
+    if (hi - lo) / 2 > UNSURE:
+        return f"{name}: not enough audit answers to say ({lo:.2f}-{hi:.2f}){narrow}"
+    return f"{name} {v:.2f} ({lo:.2f}-{hi:.2f}{narrow})"
 
 
 def audit_batch(session: "LabellingSession") -> dict | None:
@@ -295,8 +387,8 @@ def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[fl
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: too few audit answers to choose one"
     c = choose_threshold(y, p, w, target=_target(session))
     met = "" if c.met else " (not reached: the closest threshold)"
-    words = "the best F1 (one-SE rule)" if _target(session) == "f1" else _target_words(session).removeprefix("estimated ")
-    return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for {words}{met} estimated from "
+    words = _target_words(session).removeprefix("estimated ")
+    return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for {words}{met}, from "
                          f"{len(y)} audit answers")
 
 
@@ -310,7 +402,7 @@ def _target(session: "LabellingSession") -> Any:
 def _target_words(session: "LabellingSession") -> str:
     t = _target(session)
     if t == "f1":
-        return "the best estimated F1 (one-SE rule)"
+        return "F1 (0.5 unless the audit shows another is better)"
     (name, x), = t.items()
     return f"estimated {name} >= {x:g}"
 

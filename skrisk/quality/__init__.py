@@ -4,8 +4,11 @@
 with the matcher's score, or uniform, always with a uniform floor that bounds the weights);
 :func:`estimate_quality` turns their answers into estimated precision, recall and F1 of the
 matcher on the whole candidate set, with intervals; :func:`choose_threshold` picks the match
-threshold for a target (F1, by the one-standard-error rule; a precision or a recall). :class:`StabilizingPredictions`
-and :class:`RiskPlateau` are stopping rules fed once per round.
+threshold for a target (F1: 0.5 unless the audit shows another is better; a precision or a recall);
+:func:`compare_f1` estimates the F1 difference of two decisions on the same audit draws (two
+thresholds, or two rounds' matchers). :class:`StabilizingPredictions` and :class:`RiskPlateau`
+are stopping rules fed once per round; :func:`confirm_stop` lets their advice through only when
+the audit shows that the last labels gained little F1.
 
 Examples
 --------
@@ -25,11 +28,13 @@ from ._estimate import (
     AuditSample,
     QualityEstimate,
     ThresholdChoice,
+    audit_design,
     audit_sample,
     choose_threshold,
+    compare_f1,
     estimate_quality,
 )
-from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa
+from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa, confirm_stop
 
 __all__ = [
     "AuditSample",
@@ -37,8 +42,11 @@ __all__ = [
     "RiskPlateau",
     "StabilizingPredictions",
     "ThresholdChoice",
+    "audit_design",
     "audit_sample",
     "choose_threshold",
     "cohen_kappa",
+    "compare_f1",
+    "confirm_stop",
     "estimate_quality",
 ]

@@ -32,6 +32,14 @@ and the interval is the hull of both; the effect fades as the audit grows. The s
 chosen on simulated sessions (DBLP-Scholar, Abt-Buy) and checked on fresh audit draws and on two
 held-out datasets; ``benchmarks/bench_quality.py`` measures the coverage.
 
+Two decisions audited on the same draws (two thresholds of one matcher, or the matchers of two
+rounds) are compared by :func:`compare_f1`: the paired difference of their F1 ratio estimates,
+with a delta-method interval and one imagined draw where they differ. :func:`choose_threshold`
+moves the F1 threshold away from 0.5 only when that interval's low end is above 0 (issue #30: on
+large candidate sets with few matches, the best estimated threshold was mostly luck and lowered
+the true F1; ``benchmarks/RESULTS.md``), and the session's stopping advice needs its high end,
+over the last rounds, to be small (:func:`~skrisk.quality.confirm_stop`).
+
 References
 ----------
 .. [1] Marchant, N. G. and Rubinstein, B. I. P. "In search of an entity resolution OASIS: optimal
@@ -58,12 +66,15 @@ __all__ = [
     "AuditSample",
     "QualityEstimate",
     "ThresholdChoice",
+    "audit_design",
     "audit_sample",
     "choose_threshold",
+    "compare_f1",
     "estimate_quality",
 ]
 
 METHODS = ("risk", "score", "uniform")
+RULES = ("no-harm", "one-se")
 
 #: Weight of the imagined extra draw at each end of an interval, as a share of the mean weight of
 #: the audited pairs of its kind (see the module notes).
@@ -258,6 +269,65 @@ def _f1_instrumental(d: npt.NDArray[np.bool_], pi: FloatArray) -> FloatArray:
     return np.where(d, np.sqrt(pi * (2 - 2 * f) ** 2 + (1 - pi) * f**2), f * np.sqrt(pi))
 
 
+def audit_design(
+    proba: npt.ArrayLike,
+    *,
+    risk: npt.ArrayLike | None = None,
+    method: str = "risk",
+    floor: float = 0.1,
+) -> FloatArray:
+    """The probability ``q_i`` that one audit draw picks pair ``i``, for every pair.
+
+    The design :func:`audit_sample` draws from (see there); kept apart so that the draws of
+    several rounds can be weighted by the mixture of all rounds' designs (the balance heuristic,
+    ``w_i = 1 / (N sum_r n_r q_r(i) / sum_r n_r)``).
+
+    Parameters
+    ----------
+    proba, risk, method, floor
+        As in :func:`audit_sample`.
+
+    Returns
+    -------
+    ndarray of float64, shape (N,)
+        Sums to 1; every value at least ``floor / N``.
+
+    Examples
+    --------
+    >>> q = audit_design([0.9, 0.6, 0.4, 0.1], method="score", floor=0.2)
+    >>> round(float(q.sum()), 6), bool(q.min() >= 0.2 / 4)
+    (1.0, True)
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}.")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float, np.floating)) or not 0 < floor <= 1:
+        raise ValueError(f"floor must be a number in (0, 1], got {floor!r}: it bounds the weights by 1 / floor.")
+    p = _vector(proba, "proba", low=0, high=1)
+    N = len(p)
+    if N == 0:
+        raise DataError("proba is empty: there is no candidate pair to audit.")
+    s = np.ones(N)
+    if method == "risk":
+        if risk is None:
+            raise ValueError('method="risk" needs the risk of every pair: pass risk=..., or method="score".')
+        s = _vector(risk, "risk", low=0)
+        if len(s) != N:
+            raise DataError(f"risk has {len(s)} values but proba has {N}: give one per candidate pair.")
+    if method != "uniform":
+        d = p > MATCH_THRESHOLD
+        pi = p if method == "score" else np.clip(np.where(d, 1.0 - s, s), 0.0, 1.0)
+        s = _f1_instrumental(d, pi)
+    else:
+        s = np.ones(N)
+    total = s.sum()
+    if method == "uniform" or total <= 0:
+        q = np.full(N, 1.0 / N)
+    else:
+        q = (1.0 - floor) * s / total + floor / N
+        q /= q.sum()  # exact normalisation against rounding
+    return q
+
+
 def audit_sample(
     proba: npt.ArrayLike,
     *,
@@ -310,35 +380,10 @@ def audit_sample(
     >>> len(s), bool(s.weights.max() <= 10)
     (5, True)
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}.")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}.")
-    if isinstance(floor, bool) or not isinstance(floor, (int, float, np.floating)) or not 0 < floor <= 1:
-        raise ValueError(f"floor must be a number in (0, 1], got {floor!r}: it bounds the weights by 1 / floor.")
-    p = _vector(proba, "proba", low=0, high=1)
-    N = len(p)
-    if N == 0:
-        raise DataError("proba is empty: there is no candidate pair to audit.")
-    s = np.ones(N)
-    if method == "risk":
-        if risk is None:
-            raise ValueError('method="risk" needs the risk of every pair: pass risk=..., or method="score".')
-        s = _vector(risk, "risk", low=0)
-        if len(s) != N:
-            raise DataError(f"risk has {len(s)} values but proba has {N}: give one per candidate pair.")
-    if method != "uniform":
-        d = p > MATCH_THRESHOLD
-        pi = p if method == "score" else np.clip(np.where(d, 1.0 - s, s), 0.0, 1.0)
-        s = _f1_instrumental(d, pi)
-    else:
-        s = np.ones(N)
-    total = s.sum()
-    if method == "uniform" or total <= 0:
-        q = np.full(N, 1.0 / N)
-    else:
-        q = (1.0 - floor) * s / total + floor / N
-        q /= q.sum()  # exact normalisation against rounding
+    q = audit_design(proba, risk=risk, method=method, floor=floor)
+    N = len(q)
     rng = check_random_state(random_state)
     pos = rng.choice(N, size=int(n), replace=True, p=q).astype(np.intp)
     qi = q[pos]
@@ -450,6 +495,106 @@ def estimate_quality(
     return _estimate(y, (p > threshold).astype(np.float64), w, threshold, confidence)
 
 
+def _f1_difference(
+    y: FloatArray, da: FloatArray, db: FloatArray, w: FloatArray, z: float
+) -> tuple[float, tuple[float, float]]:
+    """``F1(da) - F1(db)`` on the same draws, and its interval (see :func:`compare_f1`)."""
+
+    def core(y: FloatArray, da: FloatArray, db: FloatArray, w: FloatArray) -> tuple[float, float]:
+        ba, bb = float((w * (da + y)).sum()), float((w * (db + y)).sum())
+        if ba <= 0 or bb <= 0:
+            return float("nan"), float("inf")
+        fa, fb = float((w * 2 * da * y).sum()) / ba, float((w * 2 * db * y).sum()) / bb
+        psi = w * ((2 * da * y - fa * (da + y)) / ba - (2 * db * y - fb * (db + y)) / bb)
+        n = len(y)
+        var = float((psi * psi).sum()) * (n / (n - 1) if n > 1 else 1.0)
+        return fa - fb, var
+
+    est, var = core(y, da, db, w)
+    if not np.isfinite(est):
+        return est, (-1.0, 1.0)
+    # one imagined draw where the two decisions differ, with the outcome that pulls each end
+    # outwards (weight PSEUDO_DRAW x the mean weight of such draws, or of all draws when the
+    # audit saw none): a difference nobody was audited on is not taken as no difference
+    diff = da != db
+    either = (da + db) > 0  # where they may differ: a pair one of them predicts a match
+    wx = PSEUDO_DRAW * float(w[diff].mean() if diff.any() else w[either].mean() if either.any() else w.mean())
+    ends = []
+    for sign in (-1, 1):  # -1: a draw favouring b (the low end), +1: one favouring a
+        # a pair only a predicts: a non-match favours b, a match favours a
+        yx = 1.0 if sign > 0 else 0.0
+        e_x, v_x = core(np.append(y, yx), np.append(da, 1.0), np.append(db, 0.0), np.append(w, wx))
+        if sign < 0:  # or a pair only b predicts, a match: take the one pulling further
+            e_y, v_y = core(np.append(y, 1.0), np.append(da, 0.0), np.append(db, 1.0), np.append(w, wx))
+            end = min(est - z * np.sqrt(var), e_x - z * np.sqrt(v_x), e_y - z * np.sqrt(v_y))
+        else:
+            e_y, v_y = core(np.append(y, 0.0), np.append(da, 0.0), np.append(db, 1.0), np.append(w, wx))
+            end = max(est + z * np.sqrt(var), e_x + z * np.sqrt(v_x), e_y + z * np.sqrt(v_y))
+        ends.append(float(np.clip(end, -1.0, 1.0)))
+    return float(est), (ends[0], ends[1])
+
+
+def compare_f1(
+    y_audit: npt.ArrayLike,
+    proba_a: npt.ArrayLike,
+    proba_b: npt.ArrayLike,
+    weights: npt.ArrayLike,
+    *,
+    threshold_a: float = MATCH_THRESHOLD,
+    threshold_b: float = MATCH_THRESHOLD,
+    confidence: float = 0.9,
+) -> tuple[float, tuple[float, float]]:
+    """Estimate ``F1(a) - F1(b)`` of two decisions from the same audit draws, with an interval.
+
+    ``a`` predicts a match iff ``proba_a > threshold_a``, ``b`` iff ``proba_b > threshold_b``
+    (two thresholds of one matcher, or two matchers). The two F1 ratio estimates share their
+    draws, so the interval of the difference comes from the linearised (delta-method) variance
+    of the paired difference, not from two separate intervals: draws where both decide alike
+    hardly move it. Each end is also computed with one imagined draw more where the two
+    decisions differ, with the answer that pulls that end outwards (weighted
+    :data:`PSEUDO_DRAW` times the mean weight of the audited draws where they differ, or, when
+    there is none, of the draws that either predicts a match): an audit that saw no pair where
+    they differ does not prove that they are equal.
+
+    Parameters
+    ----------
+    y_audit : array-like of shape (n,)
+        True labels of the audit draws (1 match, 0 non-match).
+    proba_a, proba_b : array-like of shape (n,)
+        Match probabilities of the draws under ``a`` and ``b``.
+    weights : array-like of shape (n,)
+        Importance weights of the draws.
+    threshold_a, threshold_b : float, default=MATCH_THRESHOLD
+    confidence : float, default=0.9
+        Two-sided coverage of the interval (so its low end is a one-sided bound at
+        ``(1 + confidence) / 2``).
+
+    Returns
+    -------
+    difference : float
+        ``nan`` when no audited draw is a match or predicted one (F1 undefined).
+    interval : tuple of float
+        ``(low, high)`` within ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> y = [1, 1, 1, 0, 0, 0]
+    >>> d, (lo, hi) = compare_f1(y, [0.9, 0.8, 0.7, 0.2, 0.1, 0.1], [0.9, 0.2, 0.2, 0.2, 0.1, 0.1], [1] * 6)
+    >>> round(d, 3), lo < d < hi
+    (0.5, True)
+    """
+    y, pa, w = _audit_arrays(y_audit, proba_a, weights)
+    pb = _vector(proba_b, "proba_b", low=0, high=1)
+    if len(pb) != len(y):
+        raise DataError(f"proba_b has {len(pb)} values but y_audit has {len(y)}: give one per audit draw.")
+    ta = float(_vector([threshold_a], "threshold_a", low=0, high=1)[0])
+    tb = float(_vector([threshold_b], "threshold_b", low=0, high=1)[0])
+    z = float(norm.ppf(0.5 + _check_confidence(confidence) / 2))
+    if len(y) == 0:
+        return float("nan"), (-1.0, 1.0)
+    return _f1_difference(y, (pa > ta).astype(np.float64), (pb > tb).astype(np.float64), w, z)
+
+
 def _check_target(target: Any) -> tuple[str, float]:
     if isinstance(target, str) and target == "f1":
         return "f1", float("nan")
@@ -472,15 +617,21 @@ def choose_threshold(
     target: Target = "f1",
     confidence: float = 0.9,
     se_tolerance: float = 1.0,
+    rule: str = "no-harm",
 ) -> ThresholdChoice:
     """Choose the match threshold that meets a target on the audit's estimates.
 
     The candidates are 0, :data:`~skrisk.MATCH_THRESHOLD` and the midpoints between consecutive
-    distinct audited probabilities. ``"f1"`` takes, among the candidates whose estimated F1 is
-    within ``se_tolerance`` standard errors of the highest, the one nearest
-    :data:`~skrisk.MATCH_THRESHOLD` (the one-standard-error rule of Breiman et al., 1984: with a
-    small audit the highest estimate is partly luck, and moving the threshold for a gain within the
-    noise lowered the true F1 of good matchers in simulation); ``se_tolerance=0`` takes the highest
+    distinct audited probabilities. For ``"f1"`` the default ``rule="no-harm"`` keeps
+    :data:`~skrisk.MATCH_THRESHOLD` unless the audit shows beyond its own uncertainty that another
+    threshold is better: for each candidate it estimates the F1 gain over
+    :data:`~skrisk.MATCH_THRESHOLD` on the same draws (:func:`compare_f1`), and takes the
+    candidate whose interval's low end is highest, if that end is above 0 (at
+    ``confidence=0.9``, a one-sided 95 % bound; on large candidate sets with few matches the
+    highest estimate was usually luck, and moving to it lowered the true F1 in simulation).
+    ``rule="one-se"`` takes, among the candidates whose estimated F1 is within ``se_tolerance``
+    standard errors of the highest, the one nearest :data:`~skrisk.MATCH_THRESHOLD` (the
+    one-standard-error rule of Breiman et al., 1984); ``se_tolerance=0`` then takes the highest
     estimate. ``{"precision": x}`` the lowest threshold (most recall) whose estimated precision is at
     least ``x``; ``{"recall": y}`` the highest threshold (most precision) whose estimated recall
     is at least ``y``. When no candidate meets a precision or recall target, the one closest to
@@ -497,8 +648,10 @@ def choose_threshold(
         Coverage of the intervals of the returned estimate (and of the standard error, taken as
         the best F1's interval width over ``2 z``).
     se_tolerance : float, default=1.0
-        For ``"f1"``: how many standard errors below the best estimate a threshold nearer
+        For ``"f1"`` with ``rule="one-se"``: how many standard errors below the best estimate a threshold nearer
         :data:`~skrisk.MATCH_THRESHOLD` may be; 0 takes the best estimate.
+    rule : {"no-harm", "one-se"}, default="no-harm"
+        How ``"f1"`` moves the threshold away from :data:`~skrisk.MATCH_THRESHOLD` (see above).
 
     Returns
     -------
@@ -508,10 +661,10 @@ def choose_threshold(
     --------
     >>> y = [1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0]
     >>> p = [0.97, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.45, 0.3, 0.2, 0.1, 0.05, 0.02]
-    >>> best = choose_threshold(y, p, [1] * 13, se_tolerance=0)
+    >>> best = choose_threshold(y, p, [1] * 13, rule="one-se", se_tolerance=0)
     >>> best.threshold, round(best.f1, 3)
     (0.375, 0.933)
-    >>> c = choose_threshold(y, p, [1] * 13)  # 13 answers: that gain is within one standard error
+    >>> c = choose_threshold(y, p, [1] * 13)  # 13 answers cannot show that 0.375 is better
     >>> c.threshold, round(c.f1, 3)
     (0.5, 0.857)
     """
@@ -522,6 +675,8 @@ def choose_threshold(
         np.isfinite(se_tolerance) and se_tolerance >= 0
     ):
         raise ValueError(f"se_tolerance must be a finite number >= 0, got {se_tolerance!r}.")
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}.")
     u = np.unique(p)
     cands = np.unique(np.concatenate([[0.0, MATCH_THRESHOLD], (u[:-1] + u[1:]) / 2]))
     if len(y) == 0 or y.sum() == 0:
@@ -537,7 +692,15 @@ def choose_threshold(
         f1 = 2 * tp / (pred + pos)
     near = -np.abs(cands - MATCH_THRESHOLD)
     met = True
-    if kind == "f1":
+    if kind == "f1" and rule == "no-harm":
+        z = float(norm.ppf(0.5 + confidence / 2))
+        base = int(np.flatnonzero(cands == MATCH_THRESHOLD)[0])
+        low = np.full(len(cands), -np.inf)
+        for c in np.flatnonzero(D.any(axis=1) & (cands != MATCH_THRESHOLD)):
+            if (D[c] != D[base]).any():  # a candidate that decides no audited draw differently gains nothing seen
+                low[c] = _f1_difference(y, D[c], D[base], w, z)[1][0]
+        best = int(np.argmax(low)) if low.max() > 0 else base
+    elif kind == "f1":
         best = np.lexsort((near, f1))[-1]
         if se_tolerance > 0:
             lo, hi = _estimate(y, D[best], w, float(cands[best]), confidence).f1_interval

@@ -2,7 +2,10 @@
 
 Each rule is fed once per round (:meth:`update`) and says whether it recommends stopping
 (:attr:`should_stop`) and why (:meth:`state_text`). They only advise: the session shows the
-advice, the person decides.
+advice, the person decides. Both rules watch the matcher, not its quality: on large candidate
+sets with few matches they fired long before the F1 stopped rising, so :func:`confirm_stop`
+lets their advice through only when the audit shows that the last labels gained little, and
+shows it precisely enough to know.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from .._typing import IntArray, RandomStateLike
 from ..exceptions import DataError
 from ._estimate import _vector
 
-__all__ = ["RiskPlateau", "StabilizingPredictions", "cohen_kappa"]
+__all__ = ["RiskPlateau", "StabilizingPredictions", "cohen_kappa", "confirm_stop"]
 
 
 def _check_int(value: object, name: str, low: int) -> int:
@@ -267,3 +270,84 @@ class RiskPlateau:
         verdict = "recommends stopping" if self.should_stop else "go on"
         return (f"{head}: {t[-1]:.1f}{change}; changed by at most {self.tol:.0%} in each of the last "
                 f"{self.window} rounds: {'yes' if self.should_stop else 'no'}: {verdict}.")
+
+
+def confirm_stop(
+    rule_fires: bool,
+    gain: float | None,
+    gain_interval: tuple[float, float] | None,
+    *,
+    labels: int,
+    f1_interval: tuple[float, float] | None,
+    n_matches: int,
+    max_gain: float = 0.01,
+    max_half_width: float = 0.1,
+    min_matches: int = 10,
+) -> tuple[bool, str]:
+    """Whether to advise stopping: a rule fires *and* the audit shows the recent F1 gain is small.
+
+    ``gain`` is the estimated F1 of the current matcher minus that of the matcher ``labels``
+    labels ago, on the same audit draws (:func:`~skrisk.quality.compare_f1`); the advice
+    stands only when the high end of its interval is at most ``max_gain`` (the gain is small)
+    *and* the current F1 estimate's interval is at most ``± max_half_width`` (the audit sees the
+    matcher well enough to know it: a matcher that finds almost no match gains nothing either,
+    on an audit that cannot tell, while its next labels may teach it the most), from at least
+    ``min_matches`` audited true matches (with fewer, one heavily weighted missed match can put a
+    narrow F1 interval far from the truth). An interval too wide to tell, or no estimate, keeps
+    the advice to go on.
+
+    Parameters
+    ----------
+    rule_fires : bool
+        Whether a stopping rule (:class:`StabilizingPredictions`, :class:`RiskPlateau`) fires.
+    gain : float or None
+        The estimated recent F1 gain (None or nan: not estimated).
+    gain_interval : tuple of float or None
+        Its interval.
+    labels : int
+        How many labels the gain spans (for the text).
+    f1_interval : tuple of float or None
+        The interval of the current F1 estimate (None: no estimate).
+    n_matches : int
+        Audit answers that are true matches.
+    max_gain : float, default=0.01
+        The largest recent gain (high end of the interval) at which stopping is advised.
+    max_half_width : float, default=0.1
+        The widest F1 interval (half its width) at which stopping is advised.
+    min_matches : int, default=10
+        The fewest audited true matches at which stopping is advised.
+
+    Returns
+    -------
+    stop : bool
+    text : str
+        One line on the check, ending with its advice.
+
+    Examples
+    --------
+    >>> confirm_stop(True, 0.002, (-0.004, 0.008), labels=30, f1_interval=(0.85, 0.93), n_matches=40)[0]
+    True
+    >>> stop, text = confirm_stop(True, 0.01, (-0.05, 0.09), labels=30, f1_interval=(0.85, 0.93), n_matches=40)
+    >>> stop, text.endswith("go on.")
+    (False, True)
+    """
+    for name, v in (("max_gain", max_gain), ("max_half_width", max_half_width)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v <= 1:
+            raise ValueError(f"{name} must be a number in [0, 1], got {v!r}.")
+    head = f"F1 gained by the last {labels} labels, on the audit"
+    if gain is None or gain_interval is None or not np.isfinite(gain) or f1_interval is None:
+        return False, f"{head}: not enough audit answers to say: go on."
+    lo, hi = gain_interval
+    what = f"{head}: {gain:+.3f} ({lo:+.3f} to {hi:+.3f})"
+    if hi > max_gain:
+        more = "possibly more" if gain <= max_gain else "more"
+        return False, f"{what}: {more} than {max_gain:g}: go on."
+    if n_matches < min_matches:
+        return False, f"{what}, but only {n_matches} audited matches (fewer than {min_matches}): too few to know: go on."
+    f_lo, f_hi = f1_interval
+    if (f_hi - f_lo) / 2 > max_half_width:
+        return False, (f"{what}, but the F1 estimate ({f_lo:.2f}-{f_hi:.2f}) is wider than ±{max_half_width:g}: "
+                       "too uncertain to know: go on.")
+    if not rule_fires:
+        return False, f"{what}: at most {max_gain:g}, but no stopping rule fires: go on."
+    return True, f"{what}: at most {max_gain:g}, and a stopping rule fires: recommends stopping."

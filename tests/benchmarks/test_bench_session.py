@@ -10,7 +10,9 @@ import pytest
 @pytest.mark.needs_data
 def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp_path):
     bench = bench_script("bench_session")
-    assert bench.main(["--dataset", "fodors_zagats", "--seeds", "0", "1", "--labels", "40", "--out", str(tmp_path)]) == 0
+    paths = tmp_path / "paths"
+    assert bench.main(["--dataset", "fodors_zagats", "--seeds", "0", "1", "--labels", "40", "--out", str(tmp_path),
+                       "--save-paths", str(paths)]) == 0
     first, second = (json.loads((tmp_path / f"fodors_zagats_session_seed{s}.json").read_text()) for s in (0, 1))
     assert first["candidate_matches"] > 0 and first["n_candidates"] > first["candidate_matches"]
     rounds = first["rounds"]
@@ -23,3 +25,18 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
         assert 0 <= r["truth"]["f1"] <= 1 and r["threshold_truth"]["f1"] is not None
     assert any(r["lines"] for r in rounds) and not any("lines" in r for r in second["rounds"])  # first seed only
     assert "Coverage of the printed 90 % intervals" in bench.report(tmp_path)
+
+    # the saved paths replay the audit and the advice of each variant with other audit draws
+    out = tmp_path / "replay"
+    assert bench.main(["--replay", str(paths), "--audit-seeds", "3", "--out", str(out)]) == 0
+    runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_replay_audit3.json"))]
+    assert len(runs) == 2 and runs[0]["n_candidates"] == first["n_candidates"]
+    for run in runs:
+        assert [x["n_audit"] for x in run["rounds"]] == [5 * i for i in range(len(run["rounds"]))]
+        for x in run["rounds"]:
+            assert set(bench.VARIANTS) <= set(x) and 0 <= x["truth"]["f1"] <= 1
+            assert not x["after"]["stop"] or x["after"]["stop_text"].endswith("recommends stopping.")
+    assert [x["truth"] for x in runs[0]["rounds"]] == [x["truth"] for x in first["rounds"]]  # the same matchers
+    text = bench.report_replay(out)
+    assert "2 sessions = the saved paths of session seeds [0, 1] x audit seeds [3]" in text
+    assert all(f"**Variant `{v}`**" in text for v in bench.VARIANTS)

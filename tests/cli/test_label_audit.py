@@ -78,7 +78,8 @@ def test_session_prints_estimate_threshold_and_stopping_state(audited):
     assert "Stopping rule 2, expected mispredictions" in text
     assert "Estimate: 0 audit answer(s) so far, 10 more needed" in text
     assert "Estimated on all candidate pairs from" in text and "(90 % intervals)" in text
-    assert "Threshold for the best estimated F1 (one-SE rule): p > " in text
+    assert "Threshold for F1 (0.5 unless the audit shows another is better): p > " in text
+    assert "Stopping check, F1 gained by the last" in text
     status = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
     last = status[-1]
     assert last["estimate"]["n_audit"] >= 10
@@ -91,7 +92,7 @@ def test_export_uses_the_chosen_threshold(audited):
     pred = pd.read_csv(folder / "predicted_matches.csv")
     t = [float(line.split("threshold p > ")[1].split(",")[0]) for line in text.splitlines()
          if line.startswith("Exported") and "threshold p > " in line][-1]
-    assert "chosen for the best F1 (one-SE rule) estimated from" in text
+    assert "chosen for F1 (0.5 unless the audit shows another is better), from" in text
     assert (pred.loc[pred["source"] == "predicted", "probability"] > t - 5e-5).all()
 
 
@@ -145,21 +146,36 @@ def test_audit_zero_asks_no_audit(fz_tables, tmp_path):
     assert json.loads((tmp_path / "s" / "session.json").read_text())["params"]["audit"] == 0
 
 
-def test_a_damaged_audit_draw_is_named(audited, fz_tables, tmp_path):
+def _edited_copy(folder, copy, edit):
+    """A copy of the session folder whose journal events went through ``edit`` (in place; it
+    returns True to stop after that event)."""
     import shutil
 
-    folder, s, text, given, gold = audited
-    copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
     lines = (copy / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     for j, line in enumerate(lines):
         ev = json.loads(line)
-        if ev.get("phase") == "audit":
-            ev["draws"][0]["q"] = 0
-            lines[j] = json.dumps(ev)
-            seq = ev["seq"]
+        stop = edit(ev)
+        lines[j] = json.dumps(ev)
+        if stop:
             break
     (copy / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return copy
+
+
+def test_a_damaged_audit_draw_is_named(audited, fz_tables, tmp_path):
+    folder, s, text, given, gold = audited
+    seqs = []
+
+    def damage(ev):
+        if ev.get("phase") != "audit":
+            return False
+        ev["draws"][0]["q"] = 0
+        seqs.append(ev["seq"])
+        return True
+
+    copy = _edited_copy(folder, tmp_path / "copy", damage)
+    seq = seqs[0]
     A, B, _ = fz_tables
     with pytest.raises(DataError) as err:
         _oracle_session(copy, A, B, gold, 30)
@@ -228,3 +244,50 @@ def test_an_audited_pair_picked_later_trains_with_its_audit_answer(fz_tables, tm
     for k in reused:
         assert answers.count(k) == 1  # asked once, in its audit
         assert labels[k] == (1 if k in gold else 0)  # and trained on with that answer
+
+
+def test_each_round_keeps_its_audit_probabilities_and_checks_the_recent_gain(audited):
+    folder, s, text, *_ = audited
+    risks = [e for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
+    audits = [e for e in read_events(folder / "journal.jsonl") if e.get("phase") == "audit"]
+    for b in risks:  # the draws so far and the round's own
+        st = b["status"]
+        before = sum(len(a["draws"]) for a in audits if a["seq"] < b["seq"])
+        assert len(st["audit_proba"]) == before + len(b["audit_draws"])
+        assert all(0 <= v <= 1 for v in st["audit_proba"])
+        assert st["stop"] == (st["rules_fire"] and st["confirm"].endswith("recommends stopping."))
+    gains = [b["status"]["gain"] for b in risks if b["status"]["gain"] is not None]
+    assert gains, "no round could compare its F1 with the matcher of 3 rounds before"
+    for g in gains:
+        lo, hi = g["interval"]
+        assert -1 <= lo <= g["gain"] <= hi <= 1 and g["labels"] > 0
+    assert "Stopping check, F1 gained by the last" in text
+
+
+def test_resumed_session_whose_rounds_predate_the_gain_check(audited, fz_tables, tmp_path):
+    """A journal written before audit_proba was kept resumes; the check says it cannot tell yet."""
+    folder, s, text, given, gold = audited
+
+    def forget(ev):
+        for k in ("audit_proba", "gain", "confirm", "rules_fire"):
+            (ev.get("status") or {}).pop(k, None)
+        return False
+
+    copy = _edited_copy(folder, tmp_path / "copy", forget)
+    A, B, _ = fz_tables
+    s2, text2, _ = _oracle_session(copy, A, B, gold, 6)
+    assert "Stopping check, F1 gained by the last 0 labels, on the audit: not enough audit answers to say: go on." in text2
+    assert "recommends stopping" not in text2.split("Stopping check")[1].splitlines()[0]
+
+
+def test_measures_too_uncertain_are_said_so_in_plain_words():
+    from skrisk.labelling._status import _measure_words, more_answers
+
+    est = {"n_audit": 40, "recall": 0.7, "recall_interval": [0.3, 1.0], "precision": 0.9,
+           "precision_interval": [0.85, 0.95], "f1": 0.8, "f1_interval": [0.6, 0.9]}
+    assert _measure_words(est, "recall", "recall") == (
+        "recall: not enough audit answers to say (0.30-1.00), 450 more would narrow it to about ±0.1")
+    assert _measure_words(est, "precision", "precision") == "precision 0.90 (0.85-0.95)"
+    assert _measure_words(est, "f1", "F1") == "F1 0.80 (0.60-0.90, 50 more would narrow it to about ±0.1)"
+    assert more_answers(100, (0.4, 0.6)) == 0 and more_answers(10, (0.0, 1.0)) == 240
+    assert _measure_words({**est, "recall": None}, "recall", "recall") == "recall: not estimable yet"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from skrisk.exceptions import DataError
-from skrisk.quality import audit_sample, choose_threshold, estimate_quality
+from skrisk.quality import audit_design, audit_sample, choose_threshold, compare_f1, estimate_quality
 
 
 def _population(n=4000, seed=1):
@@ -168,18 +168,20 @@ def test_choose_threshold_targets():
     y = [1, 1, 0, 1, 0, 0]
     p = [0.9, 0.8, 0.7, 0.3, 0.2, 0.1]
     w = [1] * 6
-    best = choose_threshold(y, p, w, se_tolerance=0)
+    best = choose_threshold(y, p, w, rule="one-se", se_tolerance=0)
     assert best.threshold == 0.25 and best.f1 == pytest.approx(6 / 7) and best.met
     # the one-standard-error rule: with many answers a real gain moves the threshold...
-    many = choose_threshold(y * 10, p * 10, w * 10)
+    many = choose_threshold(y * 10, p * 10, w * 10, rule="one-se")
     assert many.threshold == 0.25 and many.f1 == pytest.approx(6 / 7)
     # ...with few, a gain within one standard error keeps the threshold nearest 0.5
     y13 = [1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0]
     p13 = [0.97, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.45, 0.3, 0.2, 0.1, 0.05, 0.02]
-    assert choose_threshold(y13, p13, [1] * 13, se_tolerance=0).threshold == 0.375
-    assert choose_threshold(y13, p13, [1] * 13).threshold == 0.5
+    assert choose_threshold(y13, p13, [1] * 13, rule="one-se", se_tolerance=0).threshold == 0.375
+    assert choose_threshold(y13, p13, [1] * 13, rule="one-se").threshold == 0.5
     with pytest.raises(ValueError, match="se_tolerance"):
         choose_threshold(y, p, w, se_tolerance=-1)
+    with pytest.raises(ValueError, match="rule must be one of no-harm, one-se"):
+        choose_threshold(y, p, w, rule="best")
     prec = choose_threshold(y, p, w, target={"precision": 0.9})
     assert prec.threshold == 0.75 and prec.precision == 1.0 and prec.recall == pytest.approx(2 / 3)
     rec = choose_threshold(y, p, w, target={"recall": 1.0})
@@ -191,3 +193,90 @@ def test_choose_threshold_targets():
         choose_threshold(y, p, w, target={"precision": 1.5})
     # no audited match: the default threshold
     assert choose_threshold([0, 0], [0.2, 0.9], [1, 1]).threshold == 0.5
+
+
+def test_no_harm_threshold_moves_only_on_evidence():
+    y = [1, 1, 0, 1, 0, 0]
+    p = [0.9, 0.8, 0.7, 0.3, 0.2, 0.1]
+    assert choose_threshold(y, p, [1] * 6).threshold == 0.5  # 6 answers show nothing beyond their noise
+    many = choose_threshold(y * 20, p * 20, [1] * 120)  # 20 audited matches at p = 0.3: a real gain
+    assert many.threshold == 0.25 and many.f1 == pytest.approx(6 / 7)
+    # a candidate that decides no audited draw differently from 0.5 is not a gain
+    assert choose_threshold([1, 0] * 30, [0.9, 0.1] * 30, [1] * 60).threshold == 0.5
+
+
+def _rare_matches(seed=0, n=20000):
+    """0.7 % matches; 0.5 is not far from the best threshold, and the scores overlap around it."""
+    rng = np.random.RandomState(seed)
+    y = (rng.uniform(size=n) < 0.007).astype(int)
+    p = np.where(y == 1, rng.uniform(0.35, 1, size=n),
+                 np.where(rng.uniform(size=n) < 0.01, rng.uniform(0.2, 0.75, size=n), rng.beta(0.3, 12, size=n)))
+    return y, p
+
+
+def test_no_harm_threshold_costs_little_true_f1_at_low_match_rates():
+    """Issue #30: on a candidate set with few matches the audit's best threshold is mostly luck; the
+    chosen threshold must not lose more than 0.005 true F1 against 0.5 on average."""
+    y, p = _rare_matches()
+
+    def f1(t):
+        d = p > t
+        return 2 * (d & (y == 1)).sum() / (d.sum() + y.sum())
+
+    q = audit_design(p, method="score", floor=0.1)
+    rng = np.random.RandomState(1)
+    lost = {"no-harm": [], "one-se": [], "argmax": []}
+    moved = {"no-harm": [], "one-se": [], "argmax": []}
+    for _ in range(40):
+        pos = rng.choice(len(p), size=60, p=q)
+        w = 1 / (len(p) * q[pos])
+        for rule, kw in (("no-harm", {}), ("one-se", {"rule": "one-se"}), ("argmax", {"rule": "one-se", "se_tolerance": 0})):
+            t = choose_threshold(y[pos], p[pos], w, **kw).threshold
+            lost[rule].append(f1(0.5) - f1(t))
+            moved[rule].append(t != 0.5)
+    assert np.mean(lost["argmax"]) > 0.01  # the highest estimate does harm here (so the check can fail)
+    assert np.mean(moved["one-se"]) > 0.15  # the old default moved on a fifth of the audits
+    assert np.mean(lost["no-harm"]) <= 0.005 and np.mean(moved["no-harm"]) <= 0.1
+
+
+def test_compare_f1_on_a_hand_computed_case_and_edges():
+    y = [1, 1, 1, 0, 0, 0]
+    d, (lo, hi) = compare_f1(y, [0.9, 0.8, 0.7, 0.2, 0.1, 0.1], [0.9, 0.2, 0.2, 0.2, 0.1, 0.1], [1] * 6)
+    assert d == pytest.approx(1.0 - 0.5) and lo < d < hi and -1 <= lo and hi <= 1
+    # the same decisions: no difference, but an interval (an audit that saw no difference proves none)
+    d0, (lo0, hi0) = compare_f1(y, [0.9, 0.8, 0.7, 0.2, 0.1, 0.1], [0.9, 0.8, 0.7, 0.2, 0.1, 0.1], [1] * 6)
+    assert d0 == 0 and lo0 < 0 < hi0
+    # zero matches audited and none predicted: F1 is undefined
+    dz, iz = compare_f1([0, 0, 0], [0.1, 0.2, 0.3], [0.1, 0.2, 0.3], [1, 1, 1])
+    assert np.isnan(dz) and iz == (-1.0, 1.0)
+    # every audit answer a match
+    d1, _ = compare_f1([1, 1, 1, 1], [0.9, 0.9, 0.9, 0.2], [0.9, 0.9, 0.2, 0.2], [1, 1, 1, 1])
+    assert d1 == pytest.approx(6 / 7 - 4 / 6)
+    assert np.isnan(compare_f1([], [], [], [])[0])
+    with pytest.raises(DataError, match="proba_b has 2 values but y_audit has 3"):
+        compare_f1([1, 0, 1], [0.9, 0.1, 0.8], [0.9, 0.1], [1, 1, 1])
+
+
+def test_compare_f1_intervals_cover_the_true_difference():
+    y, p = _rare_matches(seed=3)
+    p_old = np.clip(p + np.random.RandomState(4).normal(0, 0.15, size=len(p)), 0, 1)  # a worse, older matcher
+
+    def f1(d):
+        return 2 * (d & (y == 1)).sum() / (d.sum() + y.sum())
+
+    truth = f1(p > 0.5) - f1(p_old > 0.5)
+    q = audit_design(p, method="score", floor=0.1)
+    rng = np.random.RandomState(5)
+    cover = []
+    for _ in range(200):
+        pos = rng.choice(len(p), size=100, p=q)
+        _, (lo, hi) = compare_f1(y[pos], p[pos], p_old[pos], 1 / (len(p) * q[pos]))
+        cover.append(lo <= truth <= hi)
+    assert 0.85 <= np.mean(cover) <= 1.0
+
+
+def test_audit_design_is_what_audit_sample_draws_from():
+    p, y, risk, _ = _population()
+    q = audit_design(p, risk=risk, method="risk", floor=0.1)
+    s = audit_sample(p, risk=risk, n=50, method="risk", floor=0.1, random_state=0)
+    assert q.sum() == pytest.approx(1) and np.allclose(s.probabilities, q[s.positions])

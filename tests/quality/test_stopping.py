@@ -58,3 +58,29 @@ def test_risk_plateau():
     assert not rising.should_stop and rising.fired_at_ is None
     with pytest.raises(DataError, match=r"risk\[0\]"):
         rule.update([-1.0])
+
+
+def test_confirm_stop_needs_a_rule_and_a_small_precise_gain():
+    from skrisk.quality import confirm_stop
+
+    f1 = (0.85, 0.93)
+    assert confirm_stop(True, 0.002, (-0.004, 0.008), labels=30, f1_interval=f1, n_matches=40) == (
+        True, "F1 gained by the last 30 labels, on the audit: +0.002 (-0.004 to +0.008): at most 0.01, and a "
+        "stopping rule fires: recommends stopping.")
+    stop, text = confirm_stop(False, 0.002, (-0.004, 0.008), labels=30, f1_interval=f1, n_matches=40)
+    assert not stop and "no stopping rule fires: go on." in text
+    stop, text = confirm_stop(True, 0.0, (-0.2, 0.2), labels=30, f1_interval=f1, n_matches=40)  # small, too uncertain to know it
+    assert not stop and "possibly more than 0.01: go on." in text
+    stop, text = confirm_stop(True, 0.05, (0.02, 0.08), labels=30, f1_interval=f1, n_matches=40)
+    assert not stop and ": more than 0.01: go on." in text
+    # a matcher that finds almost nothing gains nothing on an audit that cannot see it (Beer, issue #30)
+    stop, text = confirm_stop(True, 0.0, (-0.003, 0.003), labels=30, f1_interval=(0.0, 0.45), n_matches=40)
+    assert not stop and "the F1 estimate (0.00-0.45) is wider than ±0.1: too uncertain to know: go on." in text
+    # a narrow F1 interval near 0 from 5 audited matches, one of them a heavily weighted missed match (Beer)
+    stop, text = confirm_stop(True, 0.0, (-0.002, 0.002), labels=30, f1_interval=(0.002, 0.07), n_matches=5)
+    assert not stop and "only 5 audited matches (fewer than 10): too few to know: go on." in text
+    for gain, iv, f in ((None, None, f1), (float("nan"), (-1.0, 1.0), f1), (0.0, (0.0, 0.0), None)):
+        stop, text = confirm_stop(True, gain, iv, labels=30, f1_interval=f, n_matches=40)  # zero matches audited, old rounds
+        assert not stop and "not enough audit answers to say: go on." in text
+    with pytest.raises(ValueError, match="max_gain"):
+        confirm_stop(True, 0.0, (0.0, 0.0), labels=30, f1_interval=f1, n_matches=40, max_gain=2)
