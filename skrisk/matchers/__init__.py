@@ -27,8 +27,8 @@ __all__ = [
 _LAZY = {
     "RNNMatcher": "._rnn",
     "make_rnn_pipeline": "._rnn",
-    "save_matcher": "._io",
-    "load_matcher": "._io",
+    "save_matcher": "._rnn",
+    "load_matcher": "._rnn",
     "LMMatcher": "._lm",
     "serialize_pairs": "._lm_data",
 }

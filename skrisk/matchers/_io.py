@@ -22,13 +22,15 @@ import os
 import pickle
 from pathlib import Path
 
+from typing import Any
+
 import numpy as np
 import torch
 
 from .._fileio import atomic_write_bytes, atomic_write_text
 from ..exceptions import DataError
 
-__all__ = ["save_matcher", "load_matcher", "rnn_parts", "rnn_from_parts"]
+__all__ = ["decode_rnn", "encode_rnn", "read_folder", "write_folder"]
 
 FORMAT_VERSION = 1
 _JSON_PARAMS = (
@@ -48,22 +50,10 @@ def _jsonable(value: object) -> object:
     return value
 
 
-def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
-    """Save a fitted :class:`RNNMatcher` to the folder ``path`` (created if needed).
-
-    Parameters
-    ----------
-    matcher : RNNMatcher
-        A fitted matcher.
-    path : str or path-like
-        Folder to write ``weights.pt`` and ``config.json`` into (existing files are replaced).
-
-    Returns
-    -------
-    pathlib.Path
-        The folder.
-    """
-    config_text, weights = rnn_parts(matcher)
+def write_folder(parts: tuple[str, bytes], path: str | os.PathLike) -> Path:
+    """Write the two parts of :func:`encode_rnn` to the folder ``path`` (created if needed):
+    ``config.json`` and ``weights.pt``, each replaced atomically; the folder."""
+    config_text, weights = parts
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     # each file is replaced atomically: a crash leaves the old file or the new one, never a torn one
@@ -72,17 +62,11 @@ def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
     return folder
 
 
-def rnn_parts(matcher: object) -> tuple[str, bytes]:
-    """The two saved parts of a fitted :class:`RNNMatcher`: ``config.json`` text, ``weights.pt`` bytes.
-
-    The one writer of the matcher format, used by :func:`save_matcher` (two files in a folder)
-    and by :meth:`skrisk.matching.MatchModel.save` (two entries of the model file).
-    """
+def encode_rnn(matcher: Any) -> tuple[str, bytes]:
+    """The two saved parts of a fitted RNNMatcher (checked by the caller, :func:`skrisk.matchers._rnn.rnn_parts`):
+    ``config.json`` text, ``weights.pt`` bytes. The one writer of the matcher format."""
     from ..data._embeddings import WordVectors
-    from ._rnn import RNNMatcher
 
-    if not isinstance(matcher, RNNMatcher):
-        raise TypeError(f"save_matcher saves an RNNMatcher, got {type(matcher).__name__}.")
     matcher._check_fitted()
     if matcher.optimizer is not torch.optim.Adam and getattr(torch.optim, matcher.optimizer.__name__, None) is not matcher.optimizer:
         raise ValueError("Only torch.optim optimizers can be saved in the JSON config.")
@@ -267,38 +251,9 @@ def _check_state(state: dict[str, torch.Tensor], expected: dict[str, torch.Tenso
             )
 
 
-def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
-    """Load a matcher saved by :func:`save_matcher`.
-
-    Nothing in the files can run code: the weights are read with
-    ``torch.load(..., weights_only=True)`` (a pickle carrying code is refused) and the config is
-    JSON. Both are validated before the matcher is built: the config's keys, types and format
-    version, the classes ``[0, 1]``, and every tensor's name, shape and finiteness against the
-    network the config describes.
-
-    Parameters
-    ----------
-    path : str or path-like
-        The folder.
-    device : str or None, default=None
-        Device of the loaded matcher (None or "auto": CUDA when available, else CPU).
-
-    Returns
-    -------
-    RNNMatcher
-        Fitted, predicting exactly as the saved one (``embeddings`` is rebuilt from the saved
-        matrix and vocabulary).
-
-    Raises
-    ------
-    FileNotFoundError
-        The folder lacks ``config.json`` or ``weights.pt``.
-    DataError
-        A file is malformed (invalid JSON, wrong keys or types, a newer format, classes other
-        than ``[0, 1]``, a truncated or corrupt weights file, a pickle carrying objects other
-        than tensors, NaN or infinite weights, tensors that do not fit the config). The message
-        names the file and the fix.
-    """
+def read_folder(cls: type, path: str | os.PathLike, device: str | None = None) -> Any:
+    """The ``cls`` matcher saved in the folder ``path`` by :func:`write_folder`, validated
+    (see :func:`skrisk.matchers.load_matcher`)."""
     folder = Path(path)
     cfg_path, w_path = folder / "config.json", folder / "weights.pt"
     if not cfg_path.is_file() or not w_path.is_file():
@@ -306,20 +261,20 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
             f"{folder} does not hold a saved matcher (config.json and weights.pt): pass the folder "
             "given to RNNMatcher.save."
         )
-    return _build_rnn(_read_config(cfg_path), _read_weights(w_path), cfg_path, w_path, device)
+    return _build_rnn(cls, _read_config(cfg_path), _read_weights(w_path), cfg_path, w_path, device)
 
 
-def rnn_from_parts(config: bytes, weights: bytes, cfg_path: Path, w_path: Path, device: str | None = None) -> object:
-    """The :class:`RNNMatcher` of the two parts written by :func:`rnn_parts`, checked as by
-    :func:`load_matcher` (``cfg_path``/``w_path`` name where the parts came from in messages)."""
-    return _build_rnn(_parse_config(config, cfg_path), _read_weights(w_path, weights), cfg_path, w_path, device)
+def decode_rnn(cls: type, config: bytes, weights: bytes, cfg_path: Path, w_path: Path,
+               device: str | None = None) -> Any:
+    """The ``cls`` matcher of the two parts written by :func:`encode_rnn`, checked as by
+    :func:`read_folder` (``cfg_path``/``w_path`` name where the parts came from in messages)."""
+    return _build_rnn(cls, _parse_config(config, cfg_path), _read_weights(w_path, weights), cfg_path, w_path, device)
 
 
-def _build_rnn(config: dict, state: dict, cfg_path: Path, w_path: Path, device: str | None) -> object:
+def _build_rnn(cls: type, config: dict, state: dict, cfg_path: Path, w_path: Path, device: str | None) -> Any:
     from .._device import resolve_device
     from ..data._embeddings import WordVectors
     from ..data._tokenize import Vocabulary
-    from ._rnn import RNNMatcher
 
     dev = resolve_device(device)
     params = dict(config["params"])
@@ -362,7 +317,7 @@ def _build_rnn(config: dict, state: dict, cfg_path: Path, w_path: Path, device: 
                               f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})")
 
     try:
-        matcher = RNNMatcher(embeddings=embeddings, optimizer=optimizer, **params)
+        matcher = cls(embeddings=embeddings, optimizer=optimizer, **params)
         matcher.module_dims_ = dict(config["module_dims"])
         matcher.pos_weight_ = float(config["pos_weight"])
         # The network the config describes, on the meta device: shapes only, nothing allocated,

@@ -8,8 +8,10 @@ The estimator; its input contract, default validation split and seeds live in
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -24,6 +26,7 @@ from .._device import resolve_device
 from .._params import Interval, Options, validate_params
 from ..exceptions import NotFittedError
 from ._modules import RNNMatcherModule
+from . import _io
 from ._rnn_callbacks import default_callbacks
 from ._rnn_data import (
     FIT_KEYS,
@@ -37,7 +40,7 @@ from ._rnn_data import (
 from ._base import expected_gradient_lengths, last_layer_gradients
 from ._rnn_inference import pool_passes
 
-__all__ = ["RNNMatcher", "make_rnn_pipeline"]
+__all__ = ["RNNMatcher", "load_matcher", "make_rnn_pipeline", "rnn_from_parts", "rnn_parts", "save_matcher"]
 
 
 class RNNMatcher(NeuralNetClassifier):
@@ -684,16 +687,12 @@ class RNNMatcher(NeuralNetClassifier):
 
         See :func:`skrisk.matchers.save_matcher`.
         """
-        from ._io import save_matcher
-
         save_matcher(self, path)
 
     @classmethod
     def load(cls, path: str, device: str | None = None) -> "RNNMatcher":
         """Load a matcher saved with :meth:`save` (``torch.load(weights_only=True)``, no pickle)."""
-        from ._io import load_matcher
-
-        return load_matcher(path, device=device)
+        return _io.read_folder(cls, path, device=device)
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
@@ -740,3 +739,75 @@ def make_rnn_pipeline(
             ("matcher", RNNMatcher(embeddings=word_vectors, **matcher_params)),
         ]
     )
+
+
+# ---------------------------------------------------------------------- persistence (format: ._io)
+def save_matcher(matcher: object, path: str | os.PathLike) -> Path:
+    """Save a fitted :class:`RNNMatcher` to the folder ``path`` (created if needed).
+
+    Parameters
+    ----------
+    matcher : RNNMatcher
+        A fitted matcher.
+    path : str or path-like
+        Folder to write ``weights.pt`` and ``config.json`` into (existing files are replaced).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder.
+    """
+    return _io.write_folder(rnn_parts(matcher), path)
+
+
+def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
+    """Load a matcher saved by :func:`save_matcher`.
+
+    Nothing in the files can run code: the weights are read with
+    ``torch.load(..., weights_only=True)`` (a pickle carrying code is refused) and the config is
+    JSON. Both are validated before the matcher is built: the config's keys, types and format
+    version, the classes ``[0, 1]``, and every tensor's name, shape and finiteness against the
+    network the config describes.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The folder.
+    device : str or None, default=None
+        Device of the loaded matcher (None or "auto": CUDA when available, else CPU).
+
+    Returns
+    -------
+    RNNMatcher
+        Fitted, predicting exactly as the saved one (``embeddings`` is rebuilt from the saved
+        matrix and vocabulary).
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder lacks ``config.json`` or ``weights.pt``.
+    DataError
+        A file is malformed (invalid JSON, wrong keys or types, a newer format, classes other
+        than ``[0, 1]``, a truncated or corrupt weights file, a pickle carrying objects other
+        than tensors, NaN or infinite weights, tensors that do not fit the config). The message
+        names the file and the fix.
+    """
+    return _io.read_folder(RNNMatcher, path, device=device)
+
+
+def rnn_parts(matcher: object) -> tuple[str, bytes]:
+    """The two saved parts of a fitted :class:`RNNMatcher`: ``config.json`` text, ``weights.pt`` bytes.
+
+    The one writer of the matcher format, used by :func:`save_matcher` (two files in a folder)
+    and by :meth:`skrisk.matching.MatchModel.save` (two entries of the model file).
+    """
+    if not isinstance(matcher, RNNMatcher):
+        raise TypeError(f"save_matcher saves an RNNMatcher, got {type(matcher).__name__}.")
+    return _io.encode_rnn(matcher)
+
+
+def rnn_from_parts(config: bytes, weights: bytes, cfg_path: Path, w_path: Path,
+                   device: str | None = None) -> "RNNMatcher":
+    """The :class:`RNNMatcher` of the two parts written by :func:`rnn_parts`, checked as by
+    :func:`load_matcher` (``cfg_path``/``w_path`` name where the parts came from in messages)."""
+    return _io.decode_rnn(RNNMatcher, config, weights, cfg_path, w_path, device)

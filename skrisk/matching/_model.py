@@ -339,7 +339,7 @@ class MatchModel:
             zf.writestr(_META, json.dumps(meta, indent=1))
             zf.writestr(_SKOPS, sio.dumps(parts))
             if rnn is not None:
-                from ..matchers._io import rnn_parts
+                from ..matchers._rnn import rnn_parts
 
                 config_text, weights = rnn_parts(rnn)
                 zf.writestr(_RNN_CONFIG, config_text)
@@ -550,7 +550,7 @@ def load_model(
     elif kind != "sklearn":
         if _RNN_CONFIG not in entries or _RNN_WEIGHTS not in entries:
             raise _bad(file, f"matcher_kind is {kind!r} but {_RNN_CONFIG} or {_RNN_WEIGHTS} is missing")
-        from ..matchers._io import rnn_from_parts
+        from ..matchers._rnn import rnn_from_parts
 
         rnn = rnn_from_parts(entries[_RNN_CONFIG], entries[_RNN_WEIGHTS], file / _RNN_CONFIG,
                              file / _RNN_WEIGHTS, device)

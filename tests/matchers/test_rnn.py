@@ -479,7 +479,7 @@ def test_public_exports():
     from skrisk.matchers import load_matcher, make_rnn_pipeline, save_matcher
 
     assert Exported is RNNMatcher and callable(make_rnn_pipeline)
-    assert save_matcher.__module__ == load_matcher.__module__ == "skrisk.matchers._io"
+    assert save_matcher.__module__ == load_matcher.__module__ == "skrisk.matchers._rnn"
     for name in ("RNNMatcher", "save_matcher", "load_matcher", "make_rnn_pipeline", "FeatureMatcher"):
         assert name in skrisk.matchers.__all__ and name in dir(skrisk.matchers)
     for name in ("PairEncoder", "Vocabulary", "WordVectors", "tokenize", "train_fasttext", "load_fasttext",
