@@ -231,8 +231,8 @@ def run_splink(name: str, ds, test: pd.DataFrame, recall_guess: float | None = N
     # for scale only (uses the test labels, which an unsupervised user does not have): the best F1
     # of any threshold on Splink's match probability
     scored = np.nan_to_num(p_test, nan=-1.0)
-    best = max((_scores(truth, scored > t)["f1"], t) for t in np.unique(scored[blocked]) if t < 1.0) \
-        if blocked.any() else (0.0, None)
+    best = max(((_scores(truth, scored > t)["f1"], t) for t in np.unique(scored[blocked]) if t < 1.0),
+               default=(0.0, None))
     return {**_scores(truth, decided), "recall_guess": recall, "n_scored_pairs": int(len(prob)),
             "oracle_f1": best[0], "oracle_threshold": None if best[1] is None else float(best[1]),
             "blocking_recall": round(float(blocked[truth].mean()), 4),
