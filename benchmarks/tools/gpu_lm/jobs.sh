@@ -5,7 +5,7 @@
 # Records and logs are snapshotted to $OUT/al_jobs.tgz every 30 s, so a cut call still returns them.
 # `.gpu/` (ignored by git, `carry: [".gpu"]`) is prepared as run.sh's header says, plus, for the RNN,
 # `.gpu/site_rnn.tar.xz`: gensim 4.4.0, smart_open and wrapt (cp312 wheels unpacked, gensim/test and C
-# sources removed, 3 MB). The tasks of $SETS are encoded once first by prebuild.py (the caches).
+# sources removed, 3 MB); the model folder may travel as `.gpu/model.tar.xz` (tar -cJf, 41 MB). The tasks of $SETS are encoded once first by prebuild.py (the caches).
 # Rehearse on the CPU: DRY=1 PY=.venv/bin/python JOBS=... SETS=... bash benchmarks/tools/gpu_lm/jobs.sh
 set -u
 T0=$(date +%s)
@@ -17,6 +17,8 @@ if [ "${DRY:-0}" != 1 ]; then
   [ -f .gpu/site_rnn.tar.xz ] && tar -C /tmp/site -xJf .gpu/site_rnn.tar.xz
   export PYTHONPATH=/tmp/site:$PWD; PY=python3
   mkdir -p /tmp/lmdata && tar -C /tmp/lmdata -xJf .gpu/data.tar.xz && export SKRISK_DATA=/tmp/lmdata
+  # the model folder as .gpu/model.tar.xz when the transfer's 64 MiB need the 5 MB xz saves
+  [ -f .gpu/model.tar.xz ] && tar -C /tmp -xJf .gpu/model.tar.xz && export LM_MODEL=/tmp/model
 else
   export PYTHONPATH=$PWD; PY=${PY:-python}
 fi
