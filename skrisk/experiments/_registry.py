@@ -143,6 +143,8 @@ _REGISTRY: dict[str, StrategyFactory] = {
     "risk_cold": _risk("the default with a diverse first query for every matcher (cold_start='diverse': "
                        "unit-weight k-medoids of the whole pool while at most n_instances pairs are labelled)",
                        cold_start="diverse"),
+    "risk_mix": _risk("the default with half of each batch spread over the whole pool (diversity=0.5: "
+                      "unit-weight k-medoids with the labelled pairs and the risk half fixed)", diversity=0.5),
     "risk_hot": _risk("the default with risk sampling from the first query for every matcher "
                       "(cold_start='risk')", cold_start="risk"),
     "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",

@@ -187,6 +187,12 @@ class RiskSampler(BaseEstimator):
         says mostly where it errs, not what it would learn from. ``"auto"``: ``"diverse"`` for
         neural matchers (those holding a torch ``module_``, as for ``labelled_proba``), ``"risk"``
         for the others. The measurements behind the rule are in ``benchmarks/RESULTS.md``.
+    diversity : float in [0, 1), default=0.0
+        With ``selection="kmedoids"``: the share of each batch spread over the whole pool
+        instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
+        as usual; the rest is the unit-weight k-medoids of the remaining pool with the labelled
+        pairs and the risk part fixed as medoids, so it covers what neither covers. 0: risk
+        sampling alone.
     max_kmedoids_pool : int or None, default=20000
         The most pool pairs the k-medoids problem is solved over (the first query, before
         preselection starts, or every query with ``preselect=None``). A larger set of candidates
@@ -270,6 +276,7 @@ class RiskSampler(BaseEstimator):
         "preselect": [None, Interval(numbers.Real, 1, None)],
         "preselect_after": [Options(str, {"batch"}), Interval(numbers.Integral, 0, None)],
         "cold_start": [Options(str, {"auto", "risk", "diverse"})],
+        "diversity": [Interval(numbers.Real, 0, 1, closed="left")],
         "max_kmedoids_pool": [None, Interval(numbers.Integral, 1, None)],
         "risk_params": [None, Mapping],
         "labelled_proba": [Options(str, {"auto", "oof", "fit"})],
@@ -297,6 +304,7 @@ class RiskSampler(BaseEstimator):
         preselect: float | None = 2,
         preselect_after: int | str = "batch",
         cold_start: str = "risk",
+        diversity: float = 0.0,
         max_kmedoids_pool: int | None = 20_000,
         risk_params: dict | None = None,
         feature_names: Any = None,
@@ -321,6 +329,7 @@ class RiskSampler(BaseEstimator):
         self.preselect = preselect
         self.preselect_after = preselect_after
         self.cold_start = cold_start
+        self.diversity = diversity
         self.max_kmedoids_pool = max_kmedoids_pool
         self.risk_params = risk_params
         self.feature_names = feature_names
@@ -588,10 +597,25 @@ class RiskSampler(BaseEstimator):
             raise TypeError(f"RiskSampler.select: unknown selection parameter(s) {sorted(unknown)}; "
                             f"known: {sorted(params)}.")
         params.update(overrides)
-        return select_batch(
-            risk, rep_pool, rep_lab, n_instances, **params,
-            random_state=random_state if random_state is not None else self.random_state,
-        )
+        seed = random_state if random_state is not None else self.random_state
+        n_div = int(round(self.diversity * n_instances)) if params["selection"] == "kmedoids" else 0
+        if n_div == 0 or params["weighting"] == "unit" or len(risk) <= n_instances:
+            return select_batch(risk, rep_pool, rep_lab, n_instances, **params, random_state=seed)
+        # the risk part, with "batch" still meaning the whole batch, then the spread part
+        if params["preselect_after"] == "batch":
+            params["preselect_after"] = n_instances
+        first = select_batch(risk, rep_pool, rep_lab, n_instances - n_div, **params, random_state=seed)
+        rest = np.setdiff1d(np.arange(len(risk)), first.positions)
+        rep_pool = np.asarray(rep_pool)
+        fixed = rep_pool[first.positions] if rep_lab is None or len(rep_lab) == 0 else \
+            np.concatenate([np.asarray(rep_lab), rep_pool[first.positions]])
+        spread = select_batch(risk[rest], rep_pool[rest], fixed, n_div,
+                              **{**params, "weighting": "unit", "preselect": None}, random_state=seed)
+        timings = dict(first.timings)
+        for key, value in spread.timings.items():
+            timings[key] = timings.get(key, 0.0) + value
+        return BatchSelection(np.concatenate([first.positions, rest[spread.positions]]), first.weights,
+                              first.kmedoids, timings)
 
     def _proba_and_repr(
         self, learner: Any, X_pool: Any, n_pool: int, X_lab: Any, proba_fn: Any, need_repr: bool,
