@@ -134,9 +134,8 @@ class LabellingSession:
         """
         out = out if out is not None else sys.stdout
         store, dataset, cfg = SessionStore.open(
-            folder, left=left, right=right, pairs=pairs, id_column=id_column, encoding=encoding,
-            config=config, overrides=overrides, force=force, out=out,
-            table=table, blocking=blocking, repair=repair,
+            folder, out=out, left=left, right=right, table=table, pairs=pairs, id_column=id_column,
+            encoding=encoding, config=config, overrides=overrides, force=force, blocking=blocking, repair=repair,
         )
         try:
             return cls(store, dataset, cfg, input_fn=input_fn, out=out)

@@ -99,25 +99,13 @@ class SessionStore:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(
-        cls,
-        folder: str | os.PathLike,
-        *,
-        out: TextIO,
-        left: str | os.PathLike | None = None,
-        right: str | os.PathLike | None = None,
-        pairs: str | os.PathLike | None = None,
-        id_column: str | None = None,
-        encoding: str | None = None,
-        config: SessionConfig | None = None,
-        overrides: dict | None = None,
-        force: bool = False,
-        table: str | os.PathLike | None = None,
-        blocking: Any = None,
-        repair: bool = False,
-    ) -> tuple["SessionStore", Any, SessionConfig]:
-        """Lock ``folder`` and start or resume the session there (see
-        :meth:`skrisk.labelling.LabellingSession.open`, which passes its arguments).
+    def open(cls, folder: str | os.PathLike, *, out: TextIO, **options: Any) -> tuple["SessionStore", Any, SessionConfig]:
+        """Lock ``folder`` and start or resume the session there.
+
+        ``options`` are the keyword arguments of :meth:`skrisk.labelling.LabellingSession.open`
+        but ``input_fn`` (``left``, ``right``, ``table``, ``pairs``, ``id_column``, ``encoding``,
+        ``config``, ``overrides``, ``force``, ``blocking``, ``repair``), which documents them;
+        messages go to ``out``.
 
         Returns
         -------
@@ -127,6 +115,7 @@ class SessionStore:
         config : SessionConfig
             The session's parameters (a resumed session's stored ones, with ``overrides``).
         """
+        config, encoding = options.get("config"), options.get("encoding")
         folder = Path(folder).expanduser()
         if config is not None:
             config.check()  # every option is checked before anything is read or written
@@ -156,11 +145,7 @@ class SessionStore:
             for name in _SESSION_FILES:  # no write may go through a link planted in the folder
                 check_not_link(folder / name, hard=name == JOURNAL)
             opened = cls._resume if (folder / MANIFEST).exists() or (folder / MANIFEST).is_symlink() else cls._start
-            return opened(
-                folder, lock, left=left, right=right, pairs=pairs, id_column=id_column, encoding=encoding,
-                config=config, overrides=overrides, force=force, out=out,
-                table=table, blocking=blocking, repair=repair,
-            )
+            return opened(folder, lock, out=out, **options)
         except BaseException:
             lock.release()
             if created:
@@ -169,10 +154,11 @@ class SessionStore:
 
     @classmethod
     def _resume(
-        cls, folder: Path, lock: FolderLock, *, left: Any, right: Any, pairs: Any, id_column: str | None,
-        encoding: str | None, config: SessionConfig | None, overrides: dict | None, force: bool, out: TextIO,
-        table: Any = None, blocking: Any = None, repair: bool = False,
+        cls, folder: Path, lock: FolderLock, *, out: TextIO, left: Any = None, right: Any = None, table: Any = None,
+        pairs: Any = None, overrides: dict | None = None, force: bool = False, repair: bool = False, **fixed: Any,
     ) -> tuple["SessionStore", Any, SessionConfig]:
+        """Resume the session stored in ``folder``; ``fixed`` (``id_column``, ``encoding``, ``config``,
+        ``blocking``) are fixed when a session starts: the stored ones are used."""
         from ..data import load_csv_tables
 
         manifest_path = folder / MANIFEST
@@ -292,10 +278,12 @@ class SessionStore:
 
     @classmethod
     def _start(
-        cls, folder: Path, lock: FolderLock, *, left: Any, right: Any, pairs: Any, id_column: str | None,
-        encoding: str | None, config: SessionConfig | None, overrides: dict | None, force: bool, out: TextIO,
-        table: Any = None, blocking: Any = None, repair: bool = False,
+        cls, folder: Path, lock: FolderLock, *, out: TextIO, left: Any = None, right: Any = None, table: Any = None,
+        pairs: Any = None, id_column: str | None = None, encoding: str | None = None,
+        config: SessionConfig | None = None, blocking: Any = None, force: bool = False, **unused: Any,
     ) -> tuple["SessionStore", Any, SessionConfig]:
+        """Start a session in ``folder`` (``unused``: ``overrides`` and ``repair``, which only a
+        resumed session reads)."""
         from ..data import load_csv_tables
 
         if (folder / JOURNAL).is_file() and (folder / JOURNAL).stat().st_size > 0:

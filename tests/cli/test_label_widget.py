@@ -7,7 +7,7 @@ import collections
 
 import pytest
 
-from skrisk._fileio import FolderInUseError
+from skrisk.utils import FolderInUseError
 from skrisk.labelling import JupyterLabeller, LabellingSession, read_events, replay
 
 from .conftest import LabelProcess, current_pair, journal_events, n_decisions, wait_until
