@@ -111,3 +111,11 @@ def test_the_check_sees_lazy_and_type_checking_cycles():
     assert cycles(import_graph(sources)) == [
         ["skrisk.example._a", "skrisk.example._b"], ["skrisk.example._c", "skrisk.example._d"],
     ]
+
+
+def test_modules_stay_readable_in_size():
+    """No module of ``skrisk/`` over 1,000 lines; no part of the labelling session over 500 (issue #28)."""
+    sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+             for p in SKRISK.rglob("*.py")}
+    big = {p: n for p, n in sizes.items() if n > 1000 or (p.startswith("skrisk/labelling/") and n > 500)}
+    assert not big, f"Split these modules by what they do: {big}"

@@ -116,6 +116,68 @@ def screen_size(out: Any) -> tuple[int, int]:
         size = shutil.get_terminal_size((100, 40))
     return max(20, min(size.columns, 140)), max(20, size.lines)
 
+def _cut(lines: list[str], keep: int, w: int, v: str) -> list[str]:
+    """The first ``keep`` lines of the cell ``v`` wrapped to ``w`` columns; a cut ends with how
+    many characters are hidden."""
+    if len(lines) <= keep:
+        return lines
+    kept = lines[:keep]
+    hidden = len(v) - sum(len(t) + 1 for t in kept)  # each line break took one space
+    tag = f" [... {max(hidden, 1)} more characters]"
+    last = kept[-1]
+    while last and display_width(last + tag) > w:
+        last = last[:-1]
+    kept[-1] = (last + tag) if display_width(last + tag) <= w else tag.strip()[:w]
+    return kept
+
+
+def _guard(lines: list[str], width: int) -> list[str]:
+    """Every line made visible and wrapped: nothing wider than the terminal."""
+    out: list[str] = []
+    for line in lines:
+        line = visible(line)
+        out += [line] if display_width(line) <= width else wrap_to_width(line, width)
+    return out
+
+
+def _verdict_and_reasons(item: dict, width: int, full: bool) -> list[str]:
+    """The lines under a pair: the matcher's prediction and risk, then the reasons (at most three
+    of distinct attributes, two lines each, unless ``full``) or the explanation."""
+    tail: list[str] = []
+    if "probability" in item:
+        verdict = "MATCH" if item["prediction"] == 1 else "NON-MATCH"
+        tail.append(f"Matcher says {verdict} with p(match) = {item['probability']:.3f}; "
+                    f"risk that this label is wrong = {item['risk']:.3f}")
+    reasons = item_reasons(item)
+    if reasons:
+        shown_r = reasons if full else short_reasons(reasons)
+        more = "" if full or len(shown_r) == len(reasons) else f"; [r] shows all {len(reasons)}"
+        tail.append(f"Why risk sampling picked it (strongest first{more}):")
+        for r in shown_r:
+            txt = visible(f"{r['text']} (suggests {r['direction']})")
+            parts = wrap_to_width(txt, width - 4)
+            if not full and len(parts) > 2:
+                parts = parts[:2]
+                parts[1] = _fit(parts[1], width - 8).rstrip() + " ..."
+            tail += [("  - " if j == 0 else "    ") + w for j, w in enumerate(parts)]
+    else:
+        expl = [t for t in str(item.get("explanation", "")).splitlines() if t.strip()]
+        if expl and "probability" in item:
+            tail.append("Why risk sampling picked it (LearnRisk):")
+        if expl and not full:
+            expl_lines = []
+            for t in expl:
+                expl_lines += wrap_to_width(visible(t), width - 6)
+            if len(expl_lines) > 4:
+                expl_lines = expl_lines[:3] + ["[r] shows the whole explanation"]
+            tail += ["  " + t for t in expl_lines]
+        else:
+            for t in expl:
+                tail += [("  " if j == 0 else "      ") + w
+                         for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
+    return tail
+
+
 def render_pair(key: tuple[str, str], values: list[tuple[str, str, str]], item: dict, counts: str,
                 position: tuple[int, int, str], size: tuple[int, int], *, full: bool = False) -> list[str]:
     """The lines showing one pair; no line is wider than the terminal, no cell can drive it.
@@ -149,19 +211,6 @@ def render_pair(key: tuple[str, str], values: list[tuple[str, str, str]], item: 
     def cell_lines(v: str, w: int) -> list[str]:
         return wrap_to_width(_shown(v), w) if v else [""]
 
-    def cut(lines: list[str], keep: int, w: int, v: str) -> list[str]:
-        """The first ``keep`` lines; a cut ends with how many characters are hidden."""
-        if len(lines) <= keep:
-            return lines
-        kept = lines[:keep]
-        hidden = len(v) - sum(len(t) + 1 for t in kept)  # each line break took one space
-        tag = f" [... {max(hidden, 1)} more characters]"
-        last = kept[-1]
-        while last and display_width(last + tag) > w:
-            last = last[:-1]
-        kept[-1] = (last + tag) if display_width(last + tag) <= w else tag.strip()[:w]
-        return kept
-
     def row(a: str, lv: list[str], rv: list[str], mark: str) -> list[str]:
         if narrow:
             out = [f"{mark} {a}"]
@@ -181,49 +230,10 @@ def render_pair(key: tuple[str, str], values: list[tuple[str, str, str]], item: 
         mark = "=" if lv.lower() == rv.lower() and lv else ("?" if not lv or not rv else "~")
         wrapped.append((a, lv, rv, mark, cell_lines(lv, vw), cell_lines(rv, vw)))
 
-    # the tail: prediction, risk and the reasons
-    tail: list[str] = []
-    if "probability" in item:
-        verdict = "MATCH" if item["prediction"] == 1 else "NON-MATCH"
-        tail.append(f"Matcher says {verdict} with p(match) = {item['probability']:.3f}; "
-                    f"risk that this label is wrong = {item['risk']:.3f}")
-    reasons = item_reasons(item)
-    if reasons:
-        shown_r = reasons if full else short_reasons(reasons)
-        more = "" if full or len(shown_r) == len(reasons) else f"; [r] shows all {len(reasons)}"
-        tail.append(f"Why risk sampling picked it (strongest first{more}):")
-        for r in shown_r:
-            txt = visible(f"{r['text']} (suggests {r['direction']})")
-            parts = wrap_to_width(txt, width - 4)
-            if not full and len(parts) > 2:
-                parts = parts[:2]
-                parts[1] = _fit(parts[1], width - 8).rstrip() + " ..."
-            tail += [("  - " if j == 0 else "    ") + w for j, w in enumerate(parts)]
-    else:
-        expl = [t for t in str(item.get("explanation", "")).splitlines() if t.strip()]
-        if expl and "probability" in item:
-            tail.append("Why risk sampling picked it (LearnRisk):")
-        if expl and not full:
-            expl_lines = []
-            for t in expl:
-                expl_lines += wrap_to_width(visible(t), width - 6)
-            if len(expl_lines) > 4:
-                expl_lines = expl_lines[:3] + ["[r] shows the whole explanation"]
-            tail += ["  " + t for t in expl_lines]
-        else:
-            for t in expl:
-                tail += [("  " if j == 0 else "      ") + w
-                         for j, w in enumerate(wrap_to_width(visible(t), width - 6))]
+    tail = _verdict_and_reasons(item, width, full)
     legend = "(= same value, ~ different, ? missing on one side"
     legend += ")" if full else "; [f] shows long values whole)"
-    def guard(lines: list[str]) -> list[str]:  # nothing wider than the terminal
-        out: list[str] = []
-        for line in lines:
-            line = visible(line)
-            out += [line] if display_width(line) <= width else wrap_to_width(line, width)
-        return out
-
-    head, tail, legend_lines = guard(head), guard(tail), guard([legend])
+    head, tail, legend_lines = _guard(head, width), _guard(tail, width), _guard([legend], width)
     prompt_lines = -(-display_width(_PROMPT) // width)
     # the blank line before, the rules around the records, the legend and the prompt
     fixed = 1 + len(head) + len(lines_id) + 2 + len(legend_lines) + len(tail) + prompt_lines
@@ -255,12 +265,12 @@ def render_pair(key: tuple[str, str], values: list[tuple[str, str, str]], item: 
             if narrow:
                 kl = max(1, min(len(lw), m - min(len(rw), m // 2)))
                 kr = max(1, m - kl)
-                body += row(visible(a), cut(lw, kl, vw, lv), cut(rw, kr, vw, rv), mark)
+                body += row(visible(a), _cut(lw, kl, vw, lv), _cut(rw, kr, vw, rv), mark)
             else:
-                body += row(visible(a), cut(lw, m, vw, lv), cut(rw, m, vw, rv), mark)
+                body += row(visible(a), _cut(lw, m, vw, lv), _cut(rw, m, vw, rv), mark)
         if n_fit < len(wrapped):
             body.append(f"... {len(wrapped) - n_fit} more attribute(s): [f] shows them")
-    return guard(head + lines_id + ["-" * width] + body + ["-" * width] + legend_lines + tail)
+    return _guard(head + lines_id + ["-" * width] + body + ["-" * width] + legend_lines + tail, width)
 
 
 def read_answer(input_fn: Callable[[str], str], echo: bool, say: Callable[..., None]) -> str:
