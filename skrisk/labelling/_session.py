@@ -160,6 +160,11 @@ class LabellingSession:
         return self.store.state
 
     @property
+    def force(self) -> bool:
+        """Whether the session goes on although its journal holds fewer answers than the last export."""
+        return self.store.force
+
+    @property
     def keys(self) -> list[tuple[str, str]]:
         """Every candidate pair, in the order of ``candidates.csv``."""
         return self.round.keys
