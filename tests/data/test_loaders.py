@@ -160,6 +160,7 @@ def test_docstring_examples():
     """The Examples sections of the data modules run."""
     import doctest
 
+    # internal on purpose: the examples live in the private modules
     import skrisk.data._blocking as b
     import skrisk.data._csv as c
     import skrisk.data._febrl as f

@@ -13,6 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+# internal on purpose: chunk sizes and the number tokeniser
 import skrisk.data._similarity as simmod
 from skrisk.data import SIMILARITY_METRICS, SimilarityFeatures
 

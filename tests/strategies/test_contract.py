@@ -23,7 +23,6 @@ from skrisk.strategies import (
     random_sampling,
     risk_sampling,
 )
-from skrisk.strategies._selection import proba_function
 
 
 @pytest.fixture(scope="module")
