@@ -409,7 +409,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     attributes : sequence of str, default=None
         Which attributes to use; ``None`` means all attributes of the input.
     n_jobs : int, default=None
-        Threads for rapidfuzz's element-wise scoring. ``None`` means 1, ``-1`` all cores.
+        Threads of the pairwise comparisons: with more than one, the attributes are compared in
+        parallel threads and rapidfuzz's element-wise scoring is threaded too. ``None`` means 1,
+        ``-1`` all cores. The values do not depend on it.
 
     Attributes
     ----------
