@@ -9,9 +9,7 @@ token sets, and text is tokenised once per distinct value, not once per pair.
 from __future__ import annotations
 
 import gc
-import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -409,9 +407,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     attributes : sequence of str, default=None
         Which attributes to use; ``None`` means all attributes of the input.
     n_jobs : int, default=None
-        Threads of the pairwise comparisons: with more than one, the attributes are compared in
-        parallel threads and rapidfuzz's element-wise scoring is threaded too. ``None`` means 1,
-        ``-1`` all cores. The values do not depend on it.
+        Threads for rapidfuzz's element-wise scoring. ``None`` means 1, ``-1`` all cores. The
+        values do not depend on it.
 
     Attributes
     ----------
@@ -737,36 +734,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 raise TypeError(f"{side} must be SimilarityFeatures.encode(table) output.")
             if len(pos) and (pos.min() < 0 or pos.max() >= enc.n_records):
                 raise IndexError(f"{side}_pos holds positions outside 0..{enc.n_records - 1}.")
-        return self._attribute_blocks(
-            len(lp), lambda a, w: self._pair_block(a, left.values[a], right.values[a], left.codes[a][lp],
-                                                   right.codes[a][rp], w), workers)
-
-    def _attribute_blocks(self, n: int, block: Callable[[str, int], np.ndarray], workers: int) -> np.ndarray:
-        """The feature matrix of ``n`` pairs from ``block(attribute, rapidfuzz workers)`` of each attribute.
-
-        With more than one worker the attributes are computed in parallel threads, each on its
-        share of the workers: rapidfuzz, numpy and pandas' integer hashing release the GIL, so
-        the whole comparison work uses the cores, not only rapidfuzz's calls. Each value is
-        computed as on one thread (the same numbers).
-        """
-        out = np.empty((n, len(self._feature_names)), dtype=np.float32)
-        width = [sum(m != "num_delta" or a in self.numeric_attributes_ for m in self._metrics) for a in self.attributes_]
-        start = np.concatenate(([0], np.cumsum(width)))
-        cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-        threads = min(cores if workers < 0 else workers, len(self.attributes_))
-
-        def fill(k: int, w: int) -> None:
-            b = block(self.attributes_[k], w)
-            out[:, start[k]:start[k] + b.shape[1]] = b
-
-        if threads <= 1:
-            for k in range(len(self.attributes_)):
-                fill(k, workers)
-            return out
-        share = max(2, (cores if workers < 0 else workers) // threads)  # rapidfuzz releases the GIL from 2 workers
-        with ThreadPoolExecutor(threads) as pool:
-            for f in [pool.submit(fill, k, share) for k in range(len(self.attributes_))]:
-                f.result()
+        out = np.empty((len(lp), len(self._feature_names)), dtype=np.float32)
+        j = 0
+        for a in self.attributes_:
+            block = self._pair_block(a, left.values[a], right.values[a], left.codes[a][lp],
+                                     right.codes[a][rp], workers)
+            out[:, j:j + block.shape[1]] = block
+            j += block.shape[1]
         return out
 
     @staticmethod
