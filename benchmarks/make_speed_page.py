@@ -89,7 +89,7 @@ def _targets() -> list[str]:
                        f"{r['load_before']:.1f}-{r['load_after']:.1f}) | {r['wall_s']} s, {r['peak_gb']} GB | "
                        f"{'yes' if r['wall_s'] < 180 and r['peak_gb'] < 2 else 'no'} |")
     for r in _rows("label_start.jsonl"):
-        if r["n_records"] == 200_000 and _code(r) != "before (main)" and r.get("first_question_s"):
+        if r["n_records"] == 200_000 and not _code(r).startswith("before") and r.get("first_question_s"):
             out.append(f"| 200k: the labelling session's first question within 60 s (bench_label_start, "
                        f"load {r['load_before']:.1f}-{r['load_after']:.1f}) | {r['first_question_s']} s | "
                        f"{'yes' if r['first_question_s'] <= 60 else 'no'} |")
@@ -116,7 +116,7 @@ def _memory() -> list[str]:
 def _label_start() -> list[str]:
     out = ["| code | records | first question s | process s | peak GB | stages (seconds since the start) | load | date |",
            "|---|---|---|---|---|---|---|---|"]
-    marks = (("Reading", "read"), ("Blocking (", "blocked"), ("New session", "session written and read back"),
+    marks = (("Reading", "read"), ("Blocking (", "blocked"), ("New session", "session ready"),
              ("Computing similarity", "features start"))
     for r in _rows("label_start.jsonl"):
         stages = []
@@ -296,6 +296,34 @@ blocking (29%), writing the candidates file and reading it back (the session rea
 it wrote, so that a resumed session sees the same candidates: 40%) and the features (30%).
 
 {label_start}
+
+**Part 3: what was left of issue #26 (all on the busy machine, load 3-6; quiet reruns are the
+lead's).** *The labelling session's start.* A new session no longer reads back the
+`candidates.csv` it has just written: it keeps its candidates in memory (the file is still written,
+and a resumed session reads it; tests/hostile/test_session_candidates.py checks that a new and a
+resumed session hold the same candidates, labels, splits and features, ids that start a formula or
+hold quotes, control characters, CR or LF included; a pair file with its own `split` column, whose
+pairs read back in another order, is still read back). The seed batch's average similarity is
+computed in row blocks (3.6 s -> 0.9 s at 200k, bit-identical). Back to back at load 3.8-4.7 (rows
+of 06:0x): main 113.8 s to the first question (blocked at 34.9 s, session ready at 68.2 s, peak
+2.80 GB), this branch 86.1 s (blocked at 32.5 s, ready at 39.6 s, 1.84 GB); at load 3.0-3.9 the branch
+got there in 62.5 s. Not measured on a quiet machine: the same stages ran 2.5-3x faster there
+(blocking 10.3 s in `skrisk match` at 200k against about 30 s here), which would put the first
+question near 30-35 s, an estimate to be checked with `bench_label_start.py`. *Features.* The
+attributes computed in parallel threads (n_jobs > 1) gave nothing measurable here (A/B in one
+process at load 3.6-4.4, 2 workers: person 4.2-4.6 s either way, DBLP-Scholar 4.4-7.2 s serial
+against 5.9-7.1 s threaded: rapidfuzz holds the GIL while it converts each string, and with one
+worker throughout) and were reverted; `num_diff` now compares number sets only where both values
+hold numbers (names and cities skip a rapidfuzz call; the same checksum). The target of 200,000
+person pairs/s is not met: at one thread rapidfuzz's calls are about half of the CPU, and the
+rest is numpy indexing and hashing of the distinct value pairs. *1M records.* A profile of
+`skrisk match` at 200k (cProfile, load 4.5): scoring 33.1 s = features 23.5 + the forest's
+`predict_proba` 7.2; blocking 23.8 s (7.6 s of it in `_best_per_row`'s stable sorts); the skops
+import 5.9 s. Resident memory by stage at 200k: 0.61 GB before blocking, blocking peak 0.89,
+scoring 0.82, entities 0.82: blocking sets the peak. At 1M, `block` alone raises the resident
+memory from 0.874 GB (the table read) to 1.598 GB; half the chunk of candidate cells (1,000,000)
+lowers that by 44 MB for 15% more blocking CPU (61.4 -> 70.8 s): not taken. The 1M run below at
+load 5.0-6.3: 431.6 s, 2.025 GB (the 2 GB and 180 s targets still missed).
 
 Not in the tables above: the first 1M-record run (`--sizes 1000000`) was stopped for time on 2026-11-27 at
 01:32 UTC after its `skrisk match` had run 5 minutes at 2.34 GB resident (load about 4): both 1M
