@@ -323,7 +323,15 @@ import 5.9 s. Resident memory by stage at 200k: 0.61 GB before blocking, blockin
 scoring 0.82, entities 0.82: blocking sets the peak. At 1M, `block` alone raises the resident
 memory from 0.874 GB (the table read) to 1.598 GB; half the chunk of candidate cells (1,000,000)
 lowers that by 44 MB for 15% more blocking CPU (61.4 -> 70.8 s): not taken. The 1M run below at
-load 5.0-6.3: 431.6 s, 2.025 GB (the 2 GB and 180 s targets still missed).
+load 5.0-6.3: 431.6 s, 2.025 GB (the 2 GB and 180 s targets still missed). *Entities* (16.3 s of
+the quiet 1M run) built a graph and ran `shortest_path` for each entity of 4 to 50 records to find
+chains; the hop distances of all such entities of one size are now one breadth-first search over
+their stacked adjacency matrices. `cluster_entities` of the 105,062 matches of the 200k run
+(`matches.csv` of `bench_match_memory.py --n 200000`, `cluster_entities(pd.read_csv(...)[["left_id",
+"right_id", "probability"]])`, load 4.7-4.9, twice each): main 1.79 and 1.70 CPU s, this branch
+0.48 and 0.39, the same 264 suspicious entities; that run's `entities.csv` and `matches.csv` are
+byte-identical before and after (tests/matching/test_entities.py checks the chains of 300 random
+entities against `shortest_path`). The 1M run was not repeated after this change.
 
 Not in the tables above: the first 1M-record run (`--sizes 1000000`) was stopped for time on 2026-11-27 at
 01:32 UTC after its `skrisk match` had run 5 minutes at 2.34 GB resident (load about 4): both 1M
