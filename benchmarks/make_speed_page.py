@@ -307,9 +307,11 @@ pairs read back in another order, is still read back). The seed batch's average 
 computed in row blocks (3.6 s -> 0.9 s at 200k, bit-identical). Back to back at load 3.8-4.7 (rows
 of 06:0x): main 113.8 s to the first question (blocked at 34.9 s, session ready at 68.2 s, peak
 2.80 GB), this branch 86.1 s (blocked at 32.5 s, ready at 39.6 s, 1.84 GB); at load 3.0-3.9 the branch
-got there in 62.5 s. Not measured on a quiet machine: the same stages ran 2.5-3x faster there
-(blocking 10.3 s in `skrisk match` at 200k against about 30 s here), which would put the first
-question near 30-35 s, an estimate to be checked with `bench_label_start.py`. *Features.* The
+got there in 62.5 s. In a quieter window, back to back at load 1.4-1.7 (rows of 06:2x): this branch
+39.8 s (blocked at 16.1 s, ready at 18.8 s, 1.86 GB), main 49.6 s (blocked at 15.4 s, ready at
+29.6 s, 2.80 GB): main too was under 60 s at that load (its earlier 277 s were at load 6-8); the
+branch cuts the time between blocking and the session being ready from 14.2 s to 2.7 s and the
+peak by 0.94 GB. *Features.* The
 attributes computed in parallel threads (n_jobs > 1) gave nothing measurable here (A/B in one
 process at load 3.6-4.4, 2 workers: person 4.2-4.6 s either way, DBLP-Scholar 4.4-7.2 s serial
 against 5.9-7.1 s threaded: rapidfuzz holds the GIL while it converts each string, and with one
