@@ -316,8 +316,9 @@ attributes computed in parallel threads (n_jobs > 1) gave nothing measurable her
 process at load 3.6-4.4, 2 workers: person 4.2-4.6 s either way, DBLP-Scholar 4.4-7.2 s serial
 against 5.9-7.1 s threaded: rapidfuzz holds the GIL while it converts each string, and with one
 worker throughout) and were reverted; `num_diff` now compares number sets only where both values
-hold numbers (names and cities skip a rapidfuzz call; the same checksum). The target of 200,000
-person pairs/s is not met: at one thread rapidfuzz's calls are about half of the CPU, and the
+hold numbers (names and cities skip a rapidfuzz call; the same checksum). At load 1.1-1.3 (rows of
+06:3x): person 150,426 pairs/s on one thread and 173,018 on two, DBLP-Scholar 47,854 and 54,302 (the
+same checksums as every run before). The target of 200,000 person pairs/s is not met: at one thread rapidfuzz's calls are about half of the CPU, and the
 rest is numpy indexing and hashing of the distinct value pairs. *1M records.* A profile of
 `skrisk match` at 200k (cProfile, load 4.5): scoring 33.1 s = features 23.5 + the forest's
 `predict_proba` 7.2; blocking 23.8 s (7.6 s of it in `_best_per_row`'s stable sorts); the skops
