@@ -407,7 +407,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     attributes : sequence of str, default=None
         Which attributes to use; ``None`` means all attributes of the input.
     n_jobs : int, default=None
-        Threads for rapidfuzz's element-wise scoring. ``None`` means 1, ``-1`` all cores.
+        Threads for rapidfuzz's element-wise scoring. ``None`` means 1, ``-1`` all cores. The
+        values do not depend on it.
 
     Attributes
     ----------
@@ -831,10 +832,14 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 col = _num_delta(L.numbers[li], R.numbers[ri])
             elif m == "num_diff":
                 (ls, ln), (rs, rn) = L.sets[m], R.sets[m]
-                inter = _set_overlap(ls[li], rs[ri], workers)
                 nl, nr = ln[li], rn[ri]
+                both = (nl > 0) & (nr > 0)
+                at = np.flatnonzero(both)  # the overlap matters only where both hold numbers
+                inter = np.zeros(n)
+                if len(at):
+                    inter[at] = _set_overlap(ls[li[at]], rs[ri[at]], workers)
                 # conflict: both hold numbers and neither set contains the other
-                cols.append(((nl > 0) & (nr > 0) & (inter < nl) & (inter < nr)).astype(np.float64))
+                cols.append((both & (inter < nl) & (inter < nr)).astype(np.float64))
                 continue
             else:  # missing_diff
                 cols.append((lmiss ^ rmiss).astype(np.float64))

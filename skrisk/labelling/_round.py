@@ -189,10 +189,12 @@ class SessionRound:
 
     def _avg_similarity(self) -> np.ndarray:
         F = self.features
-        sim = np.where(F >= 0, F, np.nan)
+        s = np.empty(len(F))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=RuntimeWarning)
-            s = np.nanmean(sim, axis=1)
+            for a in range(0, len(F), 65536):  # in row blocks: the same mean of each row, no matrix-sized temporaries
+                block = F[a:a + 65536]
+                s[a:a + 65536] = np.nanmean(np.where(block >= 0, block, np.nan), axis=1)
         return np.nan_to_num(s, nan=0.0)
 
     # ------------------------------------------------------------------ choosing pairs

@@ -56,6 +56,20 @@ def _remove_if_only_lock(folder: Path) -> None:
 
 
 
+
+def _reads_back_as_is(dataset: Any) -> bool:
+    """Whether ``candidates.csv`` written from ``dataset`` reads back (as a resumed session reads it)
+    to the same pairs in the same order, so that a new session need not read it back.
+
+    The ids round-trip exactly (:func:`~skrisk.utils.write_csv_export`) and a dedup pair is
+    already stored once, ``left_id < right_id``; the file has no ``split`` column, so each pair
+    reads back in split ``"train"`` (labelled) or ``"pool"``, labelled pairs first. Pairs given
+    with other splits (a ``split`` column in ``--pairs``) are read back from the file.
+    """
+    has = dataset.pairs["label"].to_numpy() >= 0
+    split = dataset.pairs["split"].to_numpy(dtype=object)
+    return bool((split == np.where(has, "train", "pool")).all() and not (has[1:] & ~has[:-1]).any())
+
 class SessionStore:
     """A session folder, open and locked: its manifest, its journal and the answers replayed from it.
 
@@ -329,10 +343,10 @@ class SessionStore:
         lab = dataset.pairs["label"].to_numpy()
         cand["label"] = pd.Series(np.where(lab >= 0, lab, -1)).map(lambda v: "" if v < 0 else str(v)).to_numpy()
         write_csv_export(folder / CANDIDATES, cand, on_error=_write_error)
-        # the same candidate order on resume: read back the file we just wrote
-        dataset = load_csv_tables(left, right, pairs_csv=folder / CANDIDATES, id_column=id_column, split=None,
-                                  name=dataset.name, encoding=encoding, pairs_encoding="utf-8",
-                                  pairs_exported=True)
+        if not _reads_back_as_is(dataset):  # the same candidates in the same order as on resume
+            dataset = load_csv_tables(left, right, pairs_csv=folder / CANDIDATES, id_column=id_column, split=None,
+                                      name=dataset.name, encoding=encoding, pairs_encoding="utf-8",
+                                      pairs_exported=True)
         sid = _new_session_id()
         journal = Journal(folder / JOURNAL, session=sid).open()  # fails early on a read-only folder
         manifest = {

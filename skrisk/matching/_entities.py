@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
@@ -362,6 +362,50 @@ def cluster_entities(
     return Entities(clusters=clusters, suspicious=sus.reset_index(drop=True), task=task)
 
 
+def _entity_distances(
+    el: np.ndarray, er: np.ndarray, entity: np.ndarray, size: np.ndarray, candidates: np.ndarray,
+    node_order: np.ndarray,
+) -> dict[int, np.ndarray]:
+    """Hops between every two records of each entity in ``candidates`` (a connected component of
+    the match edges ``el``-``er``): ``{entity: (size, size) int matrix}``, its rows and columns in
+    the order of ``node_order``.
+
+    Entities of one size are done together: a breadth-first search of all their records at
+    once, as boolean products of their stacked adjacency matrices (the same distances as
+    ``scipy.sparse.csgraph.shortest_path`` of each entity, unweighted and undirected, without a
+    graph object per entity).
+    """
+    local = np.empty(len(entity), dtype=np.intp)  # each record's position within its entity
+    sorted_entity = entity[node_order]
+    local[node_order] = np.arange(len(node_order)) - np.searchsorted(sorted_entity, sorted_entity)
+    in_cand = np.zeros(len(size), dtype=bool)
+    in_cand[candidates] = True
+    keep = in_cand[entity[el]]
+    el, er = el[keep], er[keep]
+    out: dict[int, np.ndarray] = {}
+    for n in np.unique(size[candidates]):
+        group = candidates[size[candidates] == n]
+        slot = np.full(len(size), -1, dtype=np.intp)
+        slot[group] = np.arange(len(group))
+        mine = slot[entity[el]] >= 0
+        g, a, b = slot[entity[el[mine]]], local[el[mine]], local[er[mine]]
+        adj = np.zeros((len(group), n, n), dtype=bool)
+        adj[g, a, b] = True
+        adj[g, b, a] = True
+        dist = np.where(np.eye(n, dtype=bool), 0, -1) + np.zeros((len(group), 1, 1), dtype=np.int64)
+        reached = np.broadcast_to(np.eye(n, dtype=bool), adj.shape).copy()
+        for hop in range(1, n):
+            nxt = reached | np.matmul(reached, adj)
+            new = nxt & ~reached
+            if not new.any():
+                break
+            dist[new] = hop
+            reached = nxt
+        for k, e in enumerate(group):
+            out[int(e)] = dist[k]
+    return out
+
+
 def _suspicious(
     m: pd.DataFrame, li: np.ndarray, ri: np.ndarray, p: np.ndarray, edge: np.ndarray, entity: np.ndarray,
     size: np.ndarray, node_ids: np.ndarray, max_size: int, threshold: float,
@@ -393,22 +437,14 @@ def _suspicious(
     candidates = np.flatnonzero((size >= 4) & (size <= max_size))
     if len(candidates) == 0:
         return out
-    el, er = li[edge], ri[edge]
-    edge_entity = entity[el]
-    want = np.isin(edge_entity, candidates)
-    el, er, edge_entity = el[want], er[want], edge_entity[want]
     node_order = np.argsort(entity, kind="stable")
     node_bounds = np.searchsorted(entity[node_order], candidates)
+    distances = _entity_distances(li[edge], ri[edge], entity, size, candidates, node_order)
     unscored: list[tuple[int, list[tuple[str, str]], int]] = []
     for e, start in zip(candidates, node_bounds):
         nodes = node_order[start : start + size[e]]
-        local = {int(n): i for i, n in enumerate(nodes)}
-        mask = edge_entity == e
-        a = [local[int(x)] for x in el[mask]]
-        b = [local[int(x)] for x in er[mask]]
-        g = sp.coo_matrix((np.ones(len(a)), (a, b)), shape=(len(nodes), len(nodes))).tocsr()
-        dist = shortest_path(g, directed=False, unweighted=True)
-        diam = int(dist[np.isfinite(dist)].max())
+        dist = distances[int(e)]
+        diam = int(dist.max())
         if diam < 3:
             continue
         ends = []

@@ -370,3 +370,22 @@ def test_encode_and_transform_encoded_refuse_bad_input():
     with pytest.raises(ValueError, match="n_jobs"):
         sf.transform_encoded(enc, enc, [0], [1], n_jobs=0)
     np.testing.assert_array_equal(sf.transform_encoded(enc, enc, [1], [1]), [[1.0]])
+
+
+def test_workers_give_the_same_features():
+    """Any n_jobs gives the very same numbers as one thread (issue #26), on person records (names,
+    dates, addresses with numbers, missing values)."""
+    from skrisk.data import block
+    from skrisk.datasets import make_person_table
+
+    table, _ = make_person_table(3000, random_state=0)
+    table.index = table.index.astype(str)
+    pairs = block(table, None, ("standard", "postcode")).pairs
+    lpos, rpos = table.index.get_indexer(pairs["left_id"]), table.index.get_indexer(pairs["right_id"])
+    sf = SimilarityFeatures().fit(pd.DataFrame({**{f"left_{a}": table[a].to_numpy(object) for a in table.columns},
+                                                **{f"right_{a}": table[a].to_numpy(object) for a in table.columns}}))
+    enc = sf.encode(table)
+    one = sf.transform_encoded(enc, enc, lpos, rpos, n_jobs=1)
+    assert one.shape == (len(pairs), len(sf.get_feature_names_out())) and len(pairs) > 1000
+    for n_jobs in (2, 3, -1):
+        np.testing.assert_array_equal(sf.transform_encoded(enc, enc, lpos, rpos, n_jobs=n_jobs), one)
