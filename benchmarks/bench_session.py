@@ -157,6 +157,8 @@ VARIANTS = {
     "before": {"weights": "own", "rule": "one-se", "confirm": False},
     "after": {"weights": "own", "rule": "no-harm", "confirm": True},
     "after_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True},
+    "assisted": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True},
+    "assisted_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True, "assisted": True},
 }
 GAIN_ROUNDS = 3  # the recent gain: the current matcher against the one 3 rounds before
 
@@ -198,7 +200,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                      else np.mean([qr[pos] for qr in q_rounds], axis=0))
                 w = 1.0 / (N * q)
                 ya, pa = y[pos], p_r[pos]
-                out["estimate"] = estimate_quality(ya, pa, w).to_dict()
+                out["estimate"] = estimate_quality(ya, pa, w, proba_all=p_r if v.get("assisted") else None).to_dict()
                 if ya.sum() > 0:
                     out["threshold"] = choose_threshold(ya, pa, w, rule=v["rule"]).threshold
                 if v["confirm"] and r >= GAIN_ROUNDS:
@@ -254,7 +256,8 @@ def report_replay(out: Path) -> str:
     for variant, v in VARIANTS.items():
         weights = "its own round's design" if v["weights"] == "own" else "the mixture of all rounds' designs"
         stop = "confirmed by the recent gain" if v["confirm"] else "of the rules alone"
-        words = f"each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
+        est = "model-assisted estimates" if v.get("assisted") else "ratio estimates"
+        words = f"{est}, each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
         lines += [f"**Variant `{variant}`**: {words}.", ""]
         lines.append(_tables([{**r, "rounds": _variant_rounds(r, variant)} for r in runs]))
         lines.append("")
