@@ -57,6 +57,7 @@ from skrisk.quality import (
     compare_f1,
     confirm_stop,
     estimate_quality,
+    more_answers,
 )
 
 MEASURES = ("precision", "recall", "f1")
@@ -282,7 +283,7 @@ def _tables(runs: list[dict]) -> str:
              "| K audit answers | sessions | cover P | cover R | cover F1 | width P | width R | width F1 "
              "| median width F1 | mean abs error F1 |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for k in (10, 30, 60, 100, 150):
+    for k in (10, 30, 60, 100, 150, 250, 400):
         cov = {m: [] for m in MEASURES}
         wid = {m: [] for m in MEASURES}
         err = []
@@ -303,6 +304,7 @@ def _tables(runs: list[dict]) -> str:
             lines.append(f"| {k} | {len(cov['f1'])} | " + " | ".join(_f(_mean(cov[m]), 3) for m in MEASURES)
                          + " | " + " | ".join(_f(_mean(wid[m])) for m in MEASURES)
                          + f" | {_f(np.median(wid['f1']))} | {_f(np.mean(err), 3)} |")
+    lines += _sizing(runs)
     lines += ["", "#### Chosen threshold and stopping advice", "",
               "True F1 at the last round at 0.5 and at the chosen threshold; the round where stopping was first "
               "advised, and whether its true F1 was within 0.01 of the session's last round.", "",
@@ -322,6 +324,40 @@ def _tables(runs: list[dict]) -> str:
     lines.append(f"| {len(runs)} | {last[0]['n_labels']} | {last[0]['n_audit']} | {f05.mean():.3f} | {fth.mean():.3f} "
                  f"| {int((fth > f05 + 1e-9).sum())} / {int((fth < f05 - 1e-9).sum())} | {at} | {lost} | {ok} |")
     return "\n".join(lines)
+
+
+def _sizing(runs: list[dict], aim: float = 0.1) -> list[str]:
+    """Does the audit size the session prints ("N more would narrow it to about ±0.1") hold?
+
+    At the first round with at least K answers, the F1 interval's answers needed in all
+    (:func:`skrisk.quality.more_answers`) against the first round of the same session whose
+    F1 interval is within ± ``aim``.
+    """
+    lines = ["", "#### Audit sizing: the answers the session says F1 needs to reach ±0.1, against when it did", "",
+             "At the first round with at least K audit answers: the F1 interval's answers needed in all "
+             "(`skrisk.quality.more_answers`); then, in the same session, the first round whose F1 interval "
+             "was within ±0.1 (if any within the session).", "",
+             "| K audit answers | sessions | needed in all, median | reached within the session | "
+             "reached at, median | reached by 1.25x the size said |",
+             "|---|---|---|---|---|---|"]
+    for k in (50, 100, 150, 250):
+        said, got, ok = [], [], 0
+        for r in runs:
+            est_rounds = [x for x in r["rounds"] if x["estimate"] is not None and x["estimate"].get("f1") is not None]
+            x = next((x for x in est_rounds if x["n_audit"] >= k), None)
+            if x is None:
+                continue
+            need = x["n_audit"] + more_answers(x["n_audit"], tuple(x["estimate"]["f1_interval"]), aim)
+            said.append(need)
+            hit = next((y["n_audit"] for y in est_rounds if y["n_audit"] >= x["n_audit"]
+                        and (y["estimate"]["f1_interval"][1] - y["estimate"]["f1_interval"][0]) / 2 <= aim), None)
+            if hit is not None:
+                got.append(hit)
+                ok += hit <= 1.25 * need
+        if said:
+            lines.append(f"| {k} | {len(said)} | {np.median(said):.0f} | {len(got)} of {len(said)} | "
+                         f"{_f(np.median(got) if got else None, 0)} | {ok} of {len(said)} |")
+    return lines
 
 
 def report(out: Path) -> str:

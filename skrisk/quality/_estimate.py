@@ -72,6 +72,7 @@ __all__ = [
     "choose_threshold",
     "compare_f1",
     "estimate_quality",
+    "more_answers",
 ]
 
 METHODS = ("risk", "score", "uniform")
@@ -758,6 +759,22 @@ def compare_f1(
     if len(y) == 0:
         return float("nan"), (-1.0, 1.0)
     return _f1_difference(y, (pa > ta).astype(np.float64), (pb > tb).astype(np.float64), w, z)
+
+
+def more_answers(n_audit: int, interval: tuple[float, float], aim: float = 0.1) -> int:
+    """Audit answers to add so that an interval from ``n_audit`` answers narrows to about ``± aim``.
+
+    The width of an interval falls as one over the square root of the answers, so ``n`` answers
+    giving a half-width ``h`` need about ``n (h / aim) ** 2`` in all (``benchmarks/RESULTS.md``
+    checks this on simulated sessions).
+
+    Examples
+    --------
+    >>> more_answers(100, (0.4, 0.6)), more_answers(10, (0.0, 1.0)), more_answers(150, (0.5, 0.8))
+    (0, 240, 188)
+    """
+    half = (interval[1] - interval[0]) / 2
+    return 0 if half <= aim else int(np.ceil(n_audit * ((half / aim) ** 2 - 1) - 1e-9))
 
 
 def _check_target(target: Any) -> tuple[str, float]:
