@@ -140,6 +140,9 @@ class QualityEstimate:
     threshold : float
         The decision ``p > threshold``.
     confidence : float
+    assisted : bool
+        Whether the estimate is model-assisted (:func:`estimate_quality` with ``proba_all``
+        and at least :data:`ASSISTED_MIN_MATCHES` audited matches).
     """
 
     precision: float
@@ -152,6 +155,7 @@ class QualityEstimate:
     n_matches: int
     threshold: float
     confidence: float
+    assisted: bool = False
 
     def interval(self, measure: str) -> tuple[float, float]:
         """The interval of ``"precision"``, ``"recall"`` or ``"f1"``."""
@@ -166,7 +170,8 @@ class QualityEstimate:
             return None if not np.isfinite(v) else round(float(v), 4)
 
         out: dict[str, Any] = {"n_audit": self.n_audit, "n_matches": self.n_matches,
-                               "threshold": round(float(self.threshold), 4), "confidence": self.confidence}
+                               "threshold": round(float(self.threshold), 4), "confidence": self.confidence,
+                               "assisted": self.assisted}
         for m in ("precision", "recall", "f1"):
             out[m] = num(getattr(self, m))
             out[f"{m}_interval"] = [num(v) for v in self.interval(m)]
@@ -181,7 +186,8 @@ class QualityEstimate:
             return f"{m} ?" if not np.isfinite(v) else f"{m} {v:.2f} ({lo:.2f}-{hi:.2f})"
 
         return (f"{one('precision')}, {one('recall')}, {one('f1').replace('f1', 'F1')} "
-                f"({self.confidence:.0%} intervals, {self.n_audit} audit answers)")
+                f"({self.confidence:.0%} intervals, {self.n_audit} audit answers"
+                f"{', model-assisted' if self.assisted else ''})")
 
 
 @dataclass(frozen=True)
@@ -578,6 +584,7 @@ def _assisted_estimate(
         precision=res["precision"][0], recall=res["recall"][0], f1=res["f1"][0],
         precision_interval=res["precision"][1], recall_interval=res["recall"][1], f1_interval=res["f1"][1],
         n_audit=int(len(y)), n_matches=int(y.sum()), threshold=float(threshold), confidence=confidence,
+        assisted=True,
     )
 
 

@@ -310,6 +310,7 @@ def test_assisted_estimates_are_centred_cover_and_are_narrower_at_low_match_rate
             err[name].append(e.f1 - truth["f1"])
             width[name].append(e.f1_interval[1] - e.f1_interval[0])
             if name == "assisted":
+                assert e.assisted == (e.n_matches >= 10) and e.assisted == ("model-assisted" in e.text())
                 for m in truth:
                     lo, hi = e.interval(m)
                     covered[m] += lo - 1e-9 <= truth[m] <= hi + 1e-9
@@ -327,7 +328,7 @@ def test_assisted_estimate_falls_back_to_the_plain_one_without_enough_audited_ma
         assert ya.sum() < 10
         plain = estimate_quality(ya, p[s.positions], s.weights)
         assisted = estimate_quality(ya, p[s.positions], s.weights, proba_all=p)
-        assert assisted.to_dict() == plain.to_dict()
+        assert assisted.to_dict() == plain.to_dict() and not assisted.assisted
 
 
 def test_assisted_estimate_when_every_answer_is_one_class_or_probabilities_are_0_and_1():
