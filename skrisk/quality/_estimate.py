@@ -569,10 +569,13 @@ def _assisted_estimate(
         return _wilson(est, float(len(y)), z)
 
     res = {}
+    plain = _estimate(y, d, w, threshold, confidence)
     for k in ("precision", "recall", "f1"):
         est, var, _ = base[k]
-        if not np.isfinite(est):
-            res[k] = (est, (0.0, 1.0))
+        if not (np.isfinite(est) and np.isfinite(var) and var > 0 and 0 < est < 1):
+            # at a bound (every audited pair of the domain agrees with the model, or TP hit D)
+            # the delta method says nothing: the plain estimate and its interval stand
+            res[k] = (getattr(plain, k), plain.interval(k))
             continue
         lo, hi = interval(k, est, var)
         for name in pulls[k][0]:
