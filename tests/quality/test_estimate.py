@@ -359,3 +359,18 @@ def test_assisted_estimate_when_every_answer_is_one_class_or_probabilities_are_0
 def test_bad_proba_all_is_named(proba_all, words):
     with pytest.raises(DataError, match=words.replace("[", r"\[").replace("]", r"\]")):
         estimate_quality([1] * 10 + [0], [0.9] * 10 + [0.1], [1.0] * 11, proba_all=proba_all)
+
+
+def test_assisted_precision_at_its_bound_keeps_the_plain_interval():
+    """Every audited predicted match is a match: the model-assisted TP reaches D and precision 1;
+    its interval is the plain one (not a zero-variance sliver at 1)."""
+    rng = np.random.RandomState(5)
+    N = 20000
+    p = np.r_[rng.uniform(0.55, 0.99, 400), rng.uniform(0.0, 0.45, N - 400)]
+    pos = np.r_[rng.choice(400, 25), rng.choice(np.arange(400, N), 125)]
+    y = np.r_[np.ones(25), (rng.uniform(size=125) < 0.02).astype(float)]
+    w = np.full(150, 1.0)
+    plain = estimate_quality(y, p[pos], w)
+    assisted = estimate_quality(y, p[pos], w, proba_all=p)
+    assert assisted.assisted and assisted.precision == 1.0
+    assert assisted.precision_interval == plain.precision_interval and plain.precision_interval[0] < 0.95
