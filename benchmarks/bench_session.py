@@ -174,12 +174,13 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
     answer from the gold labels.
     """
     z = np.load(npz)
+    variants = {k: VARIANTS[k] for k in (args.variants or VARIANTS)}
     y, proba, risk = z["y"].astype(np.float64), z["proba"], z["risk"]
     n_rounds, N = proba.shape
     size = int(z["stop_set_size"])
     rules = {v: (StabilizingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
-             for v in VARIANTS}
-    designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in VARIANTS.values()}
+             for v in variants}
+    designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in variants.values()}
     drawn: dict = {d: ([], []) for d in designs}  # each design's draws and its design over all pairs, by round
     rounds = []
     for r in range(n_rounds):
@@ -187,7 +188,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
         rec: dict = {"round": r, "n_labels": int(z["n_labels"][r]), "n_audit": r * args.audit,
                      "truth": _truth(p_r, y, 0.5)}
         bits = np.unpackbits(np.frombuffer(bytes.fromhex(str(z["stop_predictions"][r])), dtype=np.uint8))[:size]
-        for name, v in VARIANTS.items():
+        for name, v in variants.items():
             pos_all, q_rounds = drawn[(v.get("method", "risk"), v.get("floor", 0.1))]
             pos = np.concatenate(pos_all) if pos_all else np.zeros(0, dtype=np.intp)
             stab, plateau = rules[name]
@@ -231,7 +232,7 @@ def _compact(res: dict) -> str:
     """A replay record as compact JSON: the stopping check's text only where it advised stopping."""
     for x in res["rounds"]:
         for name in VARIANTS:
-            if not x[name].get("stop"):
+            if name in x and not x[name].get("stop"):
                 x[name].pop("stop_text", None)
     return json.dumps(res, separators=(",", ":"))
 
@@ -255,6 +256,8 @@ def report_replay(out: Path) -> str:
              f"{r0['settings']['audit']} pairs after each round; {r0['env']}; {r0['date']}; 1-minute load "
              f"{min(loads):.1f}-{max(loads):.1f}.", ""]
     for variant, v in VARIANTS.items():
+        if variant not in r0["rounds"][0]:
+            continue
         weights = "its own round's design" if v["weights"] == "own" else "the mixture of all rounds' designs"
         stop = "confirmed by the recent gain" if v["confirm"] else "of the rules alone"
         est = "model-assisted estimates" if v.get("assisted") else "ratio estimates"
@@ -387,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", default=None, metavar="DIR",
                    help="replay the audits of the session paths saved in DIR (--save-paths) with --audit-seeds")
     p.add_argument("--audit-seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=None,
+                   help="the advice variants to replay (default: all)")
     p.add_argument("--out", default="benchmarks/results/quality/sessions")
     p.add_argument("--report", action="store_true", help="only print the tables of the records under --out")
     args = p.parse_args(argv)
