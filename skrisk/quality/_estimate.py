@@ -32,6 +32,13 @@ and the interval is the hull of both; the effect fades as the audit grows. The s
 chosen on simulated sessions (DBLP-Scholar, Abt-Buy) and checked on fresh audit draws and on two
 held-out datasets; ``benchmarks/bench_quality.py`` measures the coverage.
 
+Given the matcher's probability of every candidate (``proba_all``), :func:`estimate_quality` is
+model-assisted: the number of predicted matches is then known, and TP and FN are each the
+calibrated model's total over its domain plus the audit's Hansen-Hurwitz estimate of the residuals
+there (a difference estimator, the idea of prediction-powered inference [3]_). The residual term
+keeps it consistent whatever the model; the model narrows the intervals where it predicts the
+answers (how much, on which candidate sets: ``benchmarks/RESULTS.md``).
+
 Two decisions audited on the same draws (two thresholds of one matcher, or the matchers of two
 rounds) are compared by :func:`compare_f1`: the paired difference of their F1 ratio estimates,
 with a delta-method interval and one imagined draw where they differ. :func:`choose_threshold`
@@ -46,6 +53,9 @@ References
    asymmetric sampling for evaluation", PVLDB 10(11), 2017.
 .. [2] Hansen, M. H. and Hurwitz, W. N. "On the theory of sampling from finite populations",
    Ann. Math. Statist. 14(4), 1943.
+.. [3] Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I. and Zrnic, T.
+   "Prediction-powered inference", Science 382(6671), 2023; Angelopoulos, A. N., Duchi, J. C.
+   and Zrnic, T. "PPI++: efficient prediction-powered inference", arXiv:2311.01453, 2023.
 """
 
 from __future__ import annotations
