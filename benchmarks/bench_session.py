@@ -161,7 +161,6 @@ VARIANTS = {
     "assisted": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True},
     "assisted_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True, "assisted": True},
 }
-GAIN_ROUNDS = 3  # the recent gain: the current matcher against the one 3 rounds before
 
 
 def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
@@ -205,13 +204,14 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                 out["estimate"] = estimate_quality(ya, pa, w, proba_all=p_r if v.get("assisted") else None).to_dict()
                 if ya.sum() > 0:
                     out["threshold"] = choose_threshold(ya, pa, w, rule=v["rule"]).threshold
-                if v["confirm"] and r >= GAIN_ROUNDS:
-                    old = int(sum(len(x) for x in pos_all[: r - GAIN_ROUNDS + 1]))  # draws the older round knew
-                    gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - GAIN_ROUNDS][pos[:old]].astype(np.float64),
+                g = args.gain_rounds
+                if v["confirm"] and r >= g:
+                    old = int(sum(len(x) for x in pos_all[: r - g + 1]))  # draws the older round knew
+                    gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - g][pos[:old]].astype(np.float64),
                                            w[:old]) if old >= 10 else (None, None))
                     e = out["estimate"]
                     out["stop"], out["stop_text"] = confirm_stop(
-                        fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - GAIN_ROUNDS]),
+                        fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - g]),
                         f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None,
                         n_matches=e["n_matches"])
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
@@ -224,7 +224,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             q_rounds.append(q_r)
     return {"dataset": npz.stem.split("_k")[0], "path": npz.name, "seed": int(z["seed"]), "audit_seed": audit_seed,
             "n_candidates": N, "candidate_matches": int(y.sum()), "rounds": rounds,
-            "settings": {"audit": args.audit}, "env": machine_line(1), "load": os.getloadavg(),
+            "settings": {"audit": args.audit, "gain_rounds": args.gain_rounds}, "env": machine_line(1), "load": os.getloadavg(),
             "date": date.today().isoformat()}
 
 
@@ -390,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", default=None, metavar="DIR",
                    help="replay the audits of the session paths saved in DIR (--save-paths) with --audit-seeds")
     p.add_argument("--audit-seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--gain-rounds", type=int, default=3,
+                   help="the stopping check's recent gain: against the matcher this many rounds before (the session's: 3)")
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=None,
                    help="the advice variants to replay (default: all)")
     p.add_argument("--out", default="benchmarks/results/quality/sessions")
