@@ -78,14 +78,23 @@ STRATEGIES = {
     "badge": "BADGE",
 }
 BASELINES = ["random", "entropy", "bald", "coreset", "egl", "badge"]
-#: setting -> the compare experiments that measured it (later stems add runs to earlier ones)
+#: setting -> the compare experiments that measured it (later stems add runs to earlier ones); a
+#: stem is a table under results/al/, or under results/ where it names its folder
 SETTINGS = {
     "DBLP-Scholar x forest": ["dblp_scholar_feature_compare_all"],
     "DBLP-Scholar x RNN": ["dblp_scholar_rnn_compare", "dblp_scholar_rnn_compare_runs10"],
+    "DBLP-Scholar x LM": ["al_lm_gpu/dblp_scholar_lm_compare_gpu"],
     "Abt-Buy x forest": ["abt_buy_feature_compare_all"],
     "Abt-Buy x RNN": ["abt_buy_rnn_compare"],
+    "Abt-Buy x LM": ["al_lm_gpu/abt_buy_lm_compare_gpu"],
+    "Beer x forest": ["beer_feature_compare"],
+    "Beer x RNN": ["beer_rnn_compare"],
+    "Beer x LM": ["al_lm_gpu/beer_lm_compare_gpu"],
+    "Fodors-Zagats x forest": ["fodors_zagats_feature_compare"],
+    "Fodors-Zagats x RNN": ["fodors_zagats_rnn_compare"],
+    "Fodors-Zagats x LM": ["al_lm_gpu/fodors_zagats_lm_compare_gpu"],
 }
-NAMES = {"dblp_scholar": "DBLP-Scholar", "abt_buy": "Abt-Buy"}
+NAMES = {"dblp_scholar": "DBLP-Scholar", "abt_buy": "Abt-Buy", "beer": "Beer", "fodors_zagats": "Fodors-Zagats"}
 #: a paired AULC difference smaller than this counts as a tie (it rounds to 0.000)
 TIE = 5e-4
 
@@ -134,9 +143,19 @@ def _bench_module(name: str):
     return mod
 
 
+def stem_file(stem: str, suffix: str, al_dir: Path = AL) -> Path:
+    """The file of a table ``stem`` (see :data:`SETTINGS`): under ``al_dir``, or under results/."""
+    return RESULTS / f"{stem}{suffix}" if "/" in stem else al_dir / f"{stem}{suffix}"
+
+
+def stem_link(stem: str) -> str:
+    """The link to a table ``stem`` from benchmarks/RESULTS.md."""
+    return f"results/{stem}.md" if "/" in stem else f"results/al/{stem}.md"
+
+
 def rounds(stems: list[str], al_dir: Path = AL) -> pd.DataFrame:
     """Per-(strategy, seed, round) records of the experiments ``stems``, each round once."""
-    frames = [_read_csv(al_dir / f"{s}_rounds.csv") for s in stems]
+    frames = [_read_csv(stem_file(s, "_rounds.csv", al_dir)) for s in stems]
     df = pd.concat(frames, ignore_index=True)
     return df.drop_duplicates(subset=["strategy", "seed", "round"], keep="last")
 
@@ -230,7 +249,7 @@ def block_summary_table(_: str, ctx: dict) -> str:
             gap = v - top
             mark = f"**{v:.3f}** best" if strat == s["best"] else f"{v:.3f} ({_signed(gap, 3)})"
             cells.append(f"{mark}, {n} runs")
-        link = ", ".join(f"[{i + 1}](results/al/{st}.md)" for i, st in enumerate(s["stems"]))
+        link = ", ".join(f"[{i + 1}]({stem_link(st)})" for i, st in enumerate(s["stems"]))
         lines.append(f"| {name} (tables: {link}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -299,12 +318,12 @@ def block_sources(_: str, ctx: dict) -> str:
     lines = []
     for name, s in ctx["summaries"].items():
         for stem in s["stems"]:
-            text = (ctx["al_dir"] / f"{stem}.md").read_text()
+            text = stem_file(stem, ".md", ctx["al_dir"]).read_text()
             meta = {k: re.search(rf"_{k}_: (.*?)\s*$", text, re.M) for k in ("command", "machine", "date")}
             date = meta["date"].group(1).split(",")[0] if meta["date"] else "?"
             machine = meta["machine"].group(1) if meta["machine"] else "?"
             cmd = meta["command"].group(1) if meta["command"] else "?"
-            lines.append(f"- {name}, [`{stem}.md`](results/al/{stem}.md): {date}; {machine}; {cmd}")
+            lines.append(f"- {name}, [`{stem}.md`]({stem_link(stem)}): {date}; {machine}; {cmd}")
     return "\n".join(lines)
 
 
@@ -321,7 +340,7 @@ def block_settings_note(_: str, ctx: dict) -> str:
                          "every paired comparison uses the runs both strategies share.")
     sizes = []
     for name, s in ctx["summaries"].items():
-        title = (ctx["al_dir"] / f"{s['stems'][0]}.md").read_text().partition("\n")[0]
+        title = stem_file(s["stems"][0], ".md", ctx["al_dir"]).read_text().partition("\n")[0]
         m = re.search(r"seed (\d+), batch (\d+)", title)
         if m:
             sizes.append(f"{name} {int(m.group(1)):,} / {int(m.group(2)):,}")
@@ -333,9 +352,11 @@ def block_settings_note(_: str, ctx: dict) -> str:
 def block_matcher_choice(_: str, ctx: dict) -> str:
     """The matcher matters more than the strategy: the best AULC with each matcher per dataset."""
     parts = []
-    for ds in ("DBLP-Scholar", "Abt-Buy"):
-        best = {m: max(ctx["summaries"][f"{ds} x {m}"]["aulc"]) for m in ("forest", "RNN")}
-        parts.append(f"{ds} {best['forest']:.3f} with the forest against {best['RNN']:.3f} with the RNN")
+    for ds in ("DBLP-Scholar", "Abt-Buy", "Beer", "Fodors-Zagats"):
+        same = [m for m in ("forest", "RNN", "LM")  # areas compare only over the same label range
+                if ctx["summaries"][f"{ds} x {m}"]["budgets"] == ctx["summaries"][f"{ds} x forest"]["budgets"]]
+        best = {m: max(ctx["summaries"][f"{ds} x {m}"]["aulc"]) for m in same}
+        parts.append(f"{ds} " + ", ".join(f"{v:.3f} with the {m}" for m, v in best.items()))
     return "Best AULC per matcher: " + "; ".join(parts) + "."
 
 

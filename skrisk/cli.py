@@ -8,6 +8,7 @@ command) shows the traceback of an error instead of the one-line message.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import errno
 import sys
@@ -368,10 +369,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .experiments import DemoSettings, run_demo
 
     _check_out_folder(args.out, "--out")
-    s = DemoSettings.quick() if args.quick else DemoSettings()
-    for flag, field in (("rounds", "rounds"), ("batch", "n_instances"), ("seeds", "seeds")):
-        if getattr(args, flag) is not None:
-            setattr(s, field, getattr(args, flag))
+    given = {field: getattr(args, flag) for flag, field in (("rounds", "rounds"), ("batch", "n_instances"),
+                                                            ("seeds", "seeds")) if getattr(args, flag) is not None}
+    s = dataclasses.replace(DemoSettings.quick() if args.quick else DemoSettings(), **given)
     if s.rounds < 2:
         return _fail("--rounds must be at least 2 (the first round only trains on the initial labels).")
     run_demo(args.out, s, all_attributes=args.all_attributes, progress=not args.no_progress)
@@ -435,12 +435,12 @@ def _cmd_label(args: argparse.Namespace) -> int:
                        "target": args.target},
         )
     else:
-        cfg = SessionConfig()
-        for attr, val in (("n_instances", args.batch), ("n_initial", args.initial), ("max_pool", args.max_pool),
-                          ("seed", args.seed), ("audit", args.audit), ("target", args.target),
-                          ("matcher", args.matcher), ("lm_model", args.lm_model)):
-            if val is not None:
-                setattr(cfg, attr, val)
+        cfg = SessionConfig(**{
+            attr: val for attr, val in (("n_instances", args.batch), ("n_initial", args.initial),
+                                        ("max_pool", args.max_pool), ("seed", args.seed), ("audit", args.audit),
+                                        ("target", args.target), ("matcher", args.matcher),
+                                        ("lm_model", args.lm_model)) if val is not None
+        })
         session = LabellingSession.open(
             folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs,
             id_column=args.id_column, encoding=args.encoding, config=cfg, force=args.force, blocking=blocking,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+# internal on purpose: the device and thread rules
 import skrisk._device as device_mod
 from skrisk._device import CELLS_PER_THREAD, GPU_MIN_WORK, cpu_threads, idle_cpus, resolve_device
 

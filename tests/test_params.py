@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from skrisk import LearnRisk, RiskSampler
+# internal on purpose: the parameter checker
 from skrisk._params import HasMethods, Interval, Options, SubsetOf, validate_params
 from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.exceptions import InvalidParameterError

@@ -12,6 +12,7 @@ with ``ast``, never imported:
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -130,4 +131,95 @@ def test_the_check_sees_a_cross_package_private_name():
     assert [f.split(": ", 1)[1] for f in found] == [
         "imports skrisk.risk._learnrisk._private_helper", "uses ._distribution of risk",
         "uses ._distribution of risk",
+    ], found
+
+
+# --------------------------------------------------------------------------- tests/
+#: The tests that import a private module on purpose (they test an internal: a kernel, a limit
+#: made small, a wording, the shared row helpers); every other test goes through the public API.
+#: Each such import carries the comment ``# internal on purpose: <why>`` (on its line, or above
+#: its block of imports).
+TESTS_ALLOWED = {
+    "active/test_learner.py": {"skrisk._rows"},
+    "cli/test_label_audit.py": {"skrisk.labelling._status"},
+    "data/test_blocking.py": {"skrisk.data._blocking"},
+    "data/test_csv.py": {"skrisk._safetext"},
+    "data/test_fetch.py": {"skrisk.data._fetch"},
+    "data/test_loaders.py": {"skrisk.data._blocking", "skrisk.data._csv", "skrisk.data._febrl", "skrisk.data._fetch",
+                             "skrisk.data._similarity"},
+    "data/test_similarity.py": {"skrisk.data._similarity"},
+    "hostile/test_model_structure.py": {"skrisk.matching._validate"},
+    "hostile/test_numbers.py": {"skrisk.strategies._selection"},
+    "hostile/test_session_files.py": {"skrisk._fileio", "skrisk.experiments._loop"},
+    "hostile/test_terminal.py": {"skrisk._safetext"},
+    "matchers/test_lm.py": {"skrisk.matchers._lm_data", "skrisk.matchers._lm_weights"},
+    "matching/test_entities.py": {"skrisk.matching._entities"},
+    "properties/test_rows_and_journal.py": {"skrisk._rows"},
+    "risk/test_explain.py": {"skrisk.risk._explain"},
+    "risk/test_rules.py": {"skrisk.risk._rules"},
+    "strategies/test_bad_input.py": {"skrisk.strategies._selection"},
+    "strategies/test_e2e.py": {"skrisk._rows"},
+    "strategies/test_stateless.py": {"skrisk._device", "skrisk.strategies._risk"},
+    "test_device.py": {"skrisk._device"},
+    "test_params.py": {"skrisk._params"},
+}
+_PRIVATE_MODULE = "internal on purpose:"
+_PRIVATE_IMPORT = re.compile(r"\s*(from|import) skrisk(\.[a-z]\w*)?\._")
+
+
+def _private_module(name: str) -> bool:
+    """``skrisk._rows`` or ``skrisk.labelling._status``: a private module of skrisk."""
+    parts = name.split(".")
+    return parts[0] == "skrisk" and any(_private(p) for p in parts[1:3])
+
+
+def test_imports(path: str, text: str, allowed: set[str]) -> list[str]:
+    """Every import of a private skrisk module in a test file that is not allowed, or allowed but
+    not explained by an ``# internal on purpose:`` comment."""
+    lines = text.splitlines()
+    out = []
+    for node in ast.walk(ast.parse(text, filename=path)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        else:
+            continue
+        for module in (m for m in modules if _private_module(m)):
+            if module not in allowed:
+                out.append(f"{path}:{node.lineno}: imports {module} (use the public name, or add it to TESTS_ALLOWED "
+                           "if the test tests that internal)")
+                continue
+            i = node.lineno - 1  # the import's line, then the import lines above it, then one comment
+            said = _PRIVATE_MODULE in lines[i]
+            while not said and i > 0 and (_PRIVATE_IMPORT.match(lines[i - 1]) or lines[i - 1].strip().startswith("#")):
+                i -= 1
+                said = _PRIVATE_MODULE in lines[i]
+            if not said:
+                out.append(f"{path}:{node.lineno}: imports {module} without '# {_PRIVATE_MODULE} <why>'")
+    return out
+
+
+test_imports.__test__ = False  # a checker, not a test
+
+
+def test_tests_import_private_modules_only_on_purpose():
+    tests = ROOT / "tests"
+    found = []
+    for f in sorted(tests.rglob("*.py")):
+        rel = f.relative_to(tests).as_posix()
+        found += test_imports(rel, f.read_text(encoding="utf-8"), TESTS_ALLOWED.get(rel, set()))
+    assert not found, "\n".join(found)
+
+
+def test_the_tests_check_sees_a_private_import():
+    text = ("import os\n"
+            "from skrisk.risk._rules import stump\n"
+            "# internal on purpose: the kernel\n"
+            "import skrisk._rows as rows\n"
+            "from skrisk.risk import LearnRisk\n"
+            "from skrisk.data._blocking import x\n")
+    found = test_imports("t.py", text, {"skrisk._rows", "skrisk.data._blocking"})
+    assert [f.split(": ", 1)[1].split(" (")[0] for f in found] == [
+        "imports skrisk.risk._rules", "imports skrisk.data._blocking without '# internal on purpose: <why>'",
     ], found

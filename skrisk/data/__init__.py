@@ -5,7 +5,7 @@ from ._csv import load_csv_tables
 from ._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext
 from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS, febrl_entity, load_febrl
 from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, extract_archive, fetch_deepmatcher
-from ._loaders import DEEPMATCHER_DATASETS, get_data_home, load_deepmatcher, read_pairs, read_table
+from ._loaders import DEEPMATCHER_DATASETS, DEEPMATCHER_LEAKS, get_data_home, load_deepmatcher, read_pairs, read_table
 from ._pairs import TASKS, UNLABELLED, PairDataset, stack_tables
 from ._text import normalize_text
 from ._similarity import SIMILARITY_METRICS, EncodedRecords, SimilarityFeatures
@@ -17,6 +17,7 @@ __all__ = [
     "ChecksumError",
     "DEEPMATCHER_ARCHIVES",
     "DEEPMATCHER_DATASETS",
+    "DEEPMATCHER_LEAKS",
     "EncodedRecords",
     "FEBRL_BLOCKING",
     "FEBRL_DATASETS",

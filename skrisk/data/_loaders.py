@@ -15,7 +15,7 @@ import pandas as pd
 from ..exceptions import DataError
 from ._pairs import PairDataset
 
-__all__ = ["get_data_home", "load_deepmatcher", "read_table", "read_pairs", "DEEPMATCHER_DATASETS"]
+__all__ = ["get_data_home", "load_deepmatcher", "read_table", "read_pairs", "DEEPMATCHER_DATASETS", "DEEPMATCHER_LEAKS"]
 
 #: Known datasets: folder name -> (DeepMatcher name, aliases).
 DEEPMATCHER_DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -28,6 +28,12 @@ DEEPMATCHER_DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "beer": ("Structured/Beer", ()),
     "fodors_zagats": ("Structured/Fodors-Zagats", ("fodors-zagats", "fodors_zagat")),
 }
+
+#: Attributes of a known dataset that give the label away, dropped by :func:`load_deepmatcher`
+#: unless ``drop_leaked=False``. Fodors-Zagats' ``class`` is the entity id of the original
+#: restaurant data, present in both tables: equal in every match and in no non-match of all
+#: three splits, so a matcher comparing it reads the answer.
+DEEPMATCHER_LEAKS: dict[str, tuple[str, ...]] = {"fodors_zagats": ("class",)}
 
 _SPLITS = ("train", "valid", "test")
 
@@ -487,6 +493,7 @@ def load_deepmatcher(
     data_home: str | os.PathLike | None = None,
     *,
     encoding: str = "utf-8",
+    drop_leaked: bool = True,
 ) -> PairDataset:
     """Load a dataset in the DeepMatcher layout.
 
@@ -503,6 +510,11 @@ def load_deepmatcher(
         Text encoding of the CSV files. A UTF-8 byte-order mark is dropped (``"utf-8"`` behaves
         like ``"utf-8-sig"``); bytes that do not decode raise :class:`DataError` naming the
         file, the byte offset and the line, and saying which ``encoding=`` to pass.
+    drop_leaked : bool, default=True
+        Drop the attributes of a known dataset that give the label away
+        (:data:`DEEPMATCHER_LEAKS`: Fodors-Zagats' ``class``, an entity id). A folder is a known
+        dataset when its name is one. False keeps them, e.g. to reproduce published figures
+        that used them.
 
     Returns
     -------
@@ -563,6 +575,9 @@ def load_deepmatcher(
                 f"{sorted(set(right.columns) - set(left.columns))}. Rename or drop columns so they align."
             )
         right = right[list(left.columns)]
+    leaked = [c for c in DEEPMATCHER_LEAKS.get(_canonical_name(name) or "", ()) if c in left.columns]
+    if drop_leaked and leaked:
+        left, right = left.drop(columns=leaked), right.drop(columns=leaked)
     frames = []
     for split in _SPLITS:
         pfile = folder / f"{split}.csv"

@@ -157,10 +157,11 @@ def build_task(
                 "max_test": max_test, "random_state": random_state}
     cache = None
     if cache_dir is not None and not encoder_params:
-        key = f"{ds.name}_{matcher}_{len(ds)}"
-        if any(v is not None for k, v in settings.items() if k != "random_state"):
-            digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=list).encode()).hexdigest()
-            key += "_" + digest[:12]
+        # the key holds the dataset's attributes: a cache of another column set (e.g. written
+        # before a leaked attribute was dropped) is never read for this one
+        digest = hashlib.sha256(json.dumps({**settings, "columns": list(ds.attributes)}, sort_keys=True,
+                                           default=list).encode()).hexdigest()
+        key = f"{ds.name}_{matcher}_{len(ds)}_{digest[:12]}"
         cache = Path(cache_dir) / f"{key}.npz"
     if cache is not None and cache.exists():
         with np.load(cache, allow_pickle=False) as z:

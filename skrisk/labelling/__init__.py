@@ -16,7 +16,9 @@ from ._journal import (
     repair_journal,
     replay,
 )
-from ._session import LabellingSession, Question, SessionConfig, export_session
+from ._config import SessionConfig
+from ._round import Question
+from ._session import LabellingSession, export_session
 from ._widget import JupyterLabeller
 
 __all__ = [

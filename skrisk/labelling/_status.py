@@ -29,7 +29,7 @@ with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -44,12 +44,12 @@ from ..quality import (
     confirm_stop,
     estimate_quality,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._session import LabellingSession
+from ._config import SessionConfig, parse_target
+from ._journal import Journal, SessionState
 
 __all__ = [
     "AUDIT_HELP",
+    "AuditSource",
     "MIN_AUDIT",
     "audit_batch",
     "audit_keys",
@@ -83,7 +83,25 @@ AUDIT_HELP = (
 )
 
 
-def audit_keys(session: "LabellingSession") -> set[tuple[str, str]]:
+class AuditSource(Protocol):
+    """What this module reads of a session: its candidates, answers, batches and parameters
+    (:class:`skrisk.labelling._round.SessionRound` has them)."""
+
+    keys: list[tuple[str, str]]
+    position: dict[tuple[str, str], int]
+    given: dict[tuple[str, str], int]
+    config: SessionConfig
+
+    @property
+    def state(self) -> SessionState: ...
+
+    @property
+    def journal(self) -> Journal: ...
+
+    def labels(self) -> dict[tuple[str, str], int]: ...
+
+
+def audit_keys(session: AuditSource) -> set[tuple[str, str]]:
     """Pairs asked in an audit batch and never picked for training: their answers train nothing.
 
     An audited pair stays in the pool: when risk sampling (or a starting batch) picks it later, its
@@ -99,7 +117,7 @@ def audit_keys(session: "LabellingSession") -> set[tuple[str, str]]:
     return audited - picked
 
 
-def _bad(session: "LabellingSession", seq: Any, what: str) -> DataError:
+def _bad(session: AuditSource, seq: Any, what: str) -> DataError:
     return DataError(
         f"{session.journal.path}: the audit batch with seq {seq} is damaged ({what}). Restore the journal "
         "from a backup, or delete that line (its answers stay in the journal but no longer count as audit "
@@ -107,7 +125,7 @@ def _bad(session: "LabellingSession", seq: Any, what: str) -> DataError:
     )
 
 
-def _draws(session: "LabellingSession") -> list[tuple[int, float]]:
+def _draws(session: AuditSource) -> list[tuple[int, float]]:
     """``(candidate position, q)`` of every audit draw of the emitted audit batches, checked."""
     n = len(session.keys)
     out = []
@@ -132,7 +150,7 @@ def _draws(session: "LabellingSession") -> list[tuple[int, float]]:
     return out
 
 
-def _known_draws(session: "LabellingSession") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _known_draws(session: AuditSource) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Of the audit draws whose label is known: their index among all draws (in journal order),
     candidate positions, labels and weights; and the number of draws."""
     answers = session.state.labels()
@@ -151,13 +169,13 @@ def _known_draws(session: "LabellingSession") -> tuple[np.ndarray, np.ndarray, n
             np.asarray(w, dtype=float), len(draws))
 
 
-def _audit_data(session: "LabellingSession", proba: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _audit_data(session: AuditSource, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Labels, probabilities and weights of the audit draws whose label is known; and the draws."""
     _, pos, y, w, n = _known_draws(session)
     return y, np.asarray(proba, dtype=float)[pos], w, n
 
 
-def _gain(session: "LabellingSession", proba: np.ndarray) -> dict | None:
+def _gain(session: AuditSource, proba: np.ndarray) -> dict | None:
     """The F1 gained since the matcher of :data:`GAIN_ROUNDS` risk rounds before, on the audit
     draws whose probability that round recorded (``audit_proba``); None when it cannot be told
     (too few rounds, too few answers, or rounds journaled before ``audit_proba`` was kept)."""
@@ -183,13 +201,13 @@ def _gain(session: "LabellingSession", proba: np.ndarray) -> dict | None:
             "n_audit": int(keep.sum())}
 
 
-def _stop_set(session: "LabellingSession") -> np.ndarray:
+def _stop_set(session: AuditSource) -> np.ndarray:
     n = len(session.keys)
     rng = np.random.RandomState(np.random.SeedSequence([int(session.config.seed), 7]).generate_state(1)[0])
     return np.arange(n) if n <= STOP_SET else np.sort(rng.choice(n, size=STOP_SET, replace=False))
 
 
-def _rules(session: "LabellingSession") -> tuple[StabilizingPredictions, RiskPlateau]:
+def _rules(session: AuditSource) -> tuple[StabilizingPredictions, RiskPlateau]:
     """Both stopping rules fed with the statuses stored in the journal's risk batches."""
     stab = StabilizingPredictions(window=3, agreement=0.99, sample_size=STOP_SET)
     plateau = RiskPlateau(window=3, tol=0.05)
@@ -213,7 +231,7 @@ def _rules(session: "LabellingSession") -> tuple[StabilizingPredictions, RiskPla
 
 
 def round_status(
-    session: "LabellingSession",
+    session: AuditSource,
     proba: np.ndarray,
     risk: np.ndarray,
     pool_risk: np.ndarray,
@@ -272,7 +290,7 @@ def round_status(
     return status, draws
 
 
-def status_lines(session: "LabellingSession", status: dict) -> list[str]:
+def status_lines(session: AuditSource, status: dict) -> list[str]:
     """What the session prints after training a round's matcher (the batch is not yet journaled)."""
     stab, plateau = _rules(session)
     stop_bits = np.unpackbits(np.frombuffer(bytes.fromhex(status["stop_predictions"]), dtype=np.uint8))
@@ -350,7 +368,7 @@ def _measure_words(est: dict, m: str, name: str) -> str:
     return f"{name} {v:.2f} ({lo:.2f}-{hi:.2f}{narrow})"
 
 
-def audit_batch(session: "LabellingSession") -> dict | None:
+def audit_batch(session: AuditSource) -> dict | None:
     """The audit batch owed after the last risk round, or None (none drawn, or already asked)."""
     batches = session.state.batches
     if not batches or batches[-1].get("phase") != "risk":
@@ -377,7 +395,7 @@ def audit_batch(session: "LabellingSession") -> dict | None:
     return {"phase": "audit", "round": last["round"], "items": items, "draws": draws}
 
 
-def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[float, str]:
+def export_threshold(session: AuditSource, proba: np.ndarray) -> tuple[float, str]:
     """The threshold of ``predicted_matches.csv`` for the exported matcher, and a note on it."""
     try:
         y, p, w, _ = _audit_data(session, proba)
@@ -392,14 +410,12 @@ def export_threshold(session: "LabellingSession", proba: np.ndarray) -> tuple[fl
                          f"{len(y)} audit answers")
 
 
-def _target(session: "LabellingSession") -> Any:
+def _target(session: AuditSource) -> Any:
     """The session's threshold target in :func:`~skrisk.quality.choose_threshold`'s form."""
-    from ._session import parse_target
-
     return parse_target(getattr(session.config, "target", "f1"))
 
 
-def _target_words(session: "LabellingSession") -> str:
+def _target_words(session: AuditSource) -> str:
     t = _target(session)
     if t == "f1":
         return "F1 (0.5 unless the audit shows another is better)"
@@ -407,7 +423,7 @@ def _target_words(session: "LabellingSession") -> str:
     return f"estimated {name} >= {x:g}"
 
 
-def current_threshold(session: "LabellingSession") -> float:
+def current_threshold(session: AuditSource) -> float:
     """The threshold chosen at the last risk round (what a saved model should carry), else 0.5."""
     for b in reversed(session.state.batches):
         st = b.get("status")

@@ -15,7 +15,9 @@ import os
 from typing import Any
 
 from .._safetext import visible, visible_short
-from ._session import LabellingSession, Question, _shown, item_reasons, short_reasons, undone_text
+from ._console import _shown, item_reasons, short_reasons, undone_text
+from ._round import Question
+from ._session import LabellingSession
 
 __all__ = ["JupyterLabeller"]
 
@@ -106,8 +108,7 @@ class JupyterLabeller:
                     f"{sorted(open_kwargs)} only apply when the labeller opens the session from a folder."
                 )
             self.session, self._owns = session, False
-            self._old_out = session.out
-            session.out = self._log
+            self._old_out = session.redirect(self._log)
         else:
             self.session = LabellingSession.open(session, out=self._log, **open_kwargs)
             self._owns, self._old_out = True, None
@@ -147,7 +148,7 @@ class JupyterLabeller:
         """Answer the pair on show (``"yes"``, ``"no"`` or ``"unsure"``) and show the next one."""
         self._check_open()
         if self.question is None:
-            self.session._print("Every candidate pair is answered: there is nothing to answer.")
+            self.session.say("Every candidate pair is answered: there is nothing to answer.")
         else:
             self.session.answer(self.question.key, answer)
         self._advance()
@@ -157,9 +158,9 @@ class JupyterLabeller:
         self._check_open()
         last = self.session.undo()
         if last is None:
-            self.session._print("Nothing to undo.")
+            self.session.say("Nothing to undo.")
         else:
-            self.session._print(undone_text(last))
+            self.session.say(undone_text(last))
         self._advance()
 
     def export(self) -> None:
@@ -181,7 +182,7 @@ class JupyterLabeller:
         if self._owns:
             self.session.close()
         else:
-            self.session.out = self._old_out
+            self.session.redirect(self._old_out)
         self._log.write(
             f"Closed: resume in the console with skrisk label --session {self.session.folder}, or here with "
             "a new JupyterLabeller.\n"
@@ -201,7 +202,7 @@ class JupyterLabeller:
         q = self.question
         self.header.value = f"<b>{_esc(q.title if q else 'Done')}</b>" + (
             f", question {q.number} of {q.total}" if q else ""
-        ) + f" &nbsp;|&nbsp; {_esc(self.session._counts_text())}"
+        ) + f" &nbsp;|&nbsp; {_esc(self.session.counts_text())}"
         for name in ("yes", "no", "unsure"):
             self.buttons[name].disabled = q is None or self.closed
         if q is None:

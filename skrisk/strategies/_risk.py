@@ -179,6 +179,20 @@ class RiskSampler(BaseEstimator):
         learning curves are in ``benchmarks/RESULTS.md``). Preselection waits for the first
         batch because, from a seed set, the 2n riskiest pairs are mostly mispredicted ones, a
         poor batch to learn from.
+    cold_start : {"auto", "risk", "diverse"}, default="risk"
+        The first query's rule, while the labelled set holds at most ``preselect_after`` pairs
+        (``"batch"``: ``n``). ``"risk"``: risk sampling as at every later query. ``"diverse"``:
+        the k-medoids of the whole pool with unit weights, a batch spread evenly over the
+        matcher's representation (as core-set), for the risk of a matcher trained on a seed set
+        says mostly where it errs, not what it would learn from. ``"auto"``: ``"diverse"`` for
+        neural matchers (those holding a torch ``module_``, as for ``labelled_proba``), ``"risk"``
+        for the others. The measurements behind the rule are in ``benchmarks/RESULTS.md``.
+    diversity : float in [0, 1), default=0.0
+        With ``selection="kmedoids"``: the share of each batch spread over the whole pool
+        instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
+        as usual; the rest is the unit-weight k-medoids of the remaining pool with the labelled
+        pairs and the risk part fixed as medoids, so it covers what neither covers. 0: risk
+        sampling alone.
     max_kmedoids_pool : int or None, default=20000
         The most pool pairs the k-medoids problem is solved over (the first query, before
         preselection starts, or every query with ``preselect=None``). A larger set of candidates
@@ -261,6 +275,8 @@ class RiskSampler(BaseEstimator):
         "selection": [Options(str, {"kmedoids", "topk"})],
         "preselect": [None, Interval(numbers.Real, 1, None)],
         "preselect_after": [Options(str, {"batch"}), Interval(numbers.Integral, 0, None)],
+        "cold_start": [Options(str, {"auto", "risk", "diverse"})],
+        "diversity": [Interval(numbers.Real, 0, 1, closed="left")],
         "max_kmedoids_pool": [None, Interval(numbers.Integral, 1, None)],
         "risk_params": [None, Mapping],
         "labelled_proba": [Options(str, {"auto", "oof", "fit"})],
@@ -287,6 +303,8 @@ class RiskSampler(BaseEstimator):
         selection: str = "kmedoids",
         preselect: float | None = 2,
         preselect_after: int | str = "batch",
+        cold_start: str = "risk",
+        diversity: float = 0.0,
         max_kmedoids_pool: int | None = 20_000,
         risk_params: dict | None = None,
         feature_names: Any = None,
@@ -310,6 +328,8 @@ class RiskSampler(BaseEstimator):
         self.selection = selection
         self.preselect = preselect
         self.preselect_after = preselect_after
+        self.cold_start = cold_start
+        self.diversity = diversity
         self.max_kmedoids_pool = max_kmedoids_pool
         self.risk_params = risk_params
         self.feature_names = feature_names
@@ -503,8 +523,13 @@ class RiskSampler(BaseEstimator):
             risk = np.asarray(model.predict_risk(risk_X, proba=p_pool[:, 1]), dtype=np.float64)
         risk_model = model if model.risk_model_ is not None else None
 
-        # 3-5. eq. 6 weights and the batch (the one selection core, shared with skrisk.pools)
-        chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed)
+        # 3-5. eq. 6 weights and the batch (the one selection core, shared with skrisk.pools); a
+        # cold start spreads the first batch over the whole pool with unit weights
+        cold = self.cold_start == "diverse" or (self.cold_start == "auto" and hasattr(est, "module_"))
+        after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
+        cold = cold and self.selection == "kmedoids" and len(y_lab) <= after
+        chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed,
+                             **({"weighting": "unit", "preselect": None} if cold else {}))
         timings.update(chosen.timings)
         timings["total"] = time.perf_counter() - start
         return RiskQuery(
@@ -520,6 +545,7 @@ class RiskSampler(BaseEstimator):
         n_instances: int,
         *,
         random_state: RandomStateLike = None,
+        **overrides: Any,
     ) -> BatchSelection:
         """The batch this sampler's parameters choose, given the risks and representations.
 
@@ -541,6 +567,9 @@ class RiskSampler(BaseEstimator):
             Batch size.
         random_state : int, RandomState instance or None, default=None
             Overrides the sampler's ``random_state`` for this call.
+        **overrides
+            Selection parameters of :func:`~skrisk.strategies.select_batch` that replace the
+            sampler's for this call (a cold start passes ``weighting="unit", preselect=None``).
 
         Returns
         -------
@@ -557,14 +586,36 @@ class RiskSampler(BaseEstimator):
         [1, 3]
         """
         self._check_params()
-        return select_batch(
-            risk, rep_pool, rep_lab, n_instances,
+        params = dict(
             weighting=self.weighting, selection=self.selection, preselect=self.preselect,
             preselect_after=self.preselect_after, max_kmedoids_pool=self.max_kmedoids_pool,
             eps=self.eps, distance_floor=self.distance_floor, init=self.init, schedule=self.schedule,
             block_size=self.block_size, device=self.device,
-            random_state=random_state if random_state is not None else self.random_state,
         )
+        unknown = set(overrides) - set(params)
+        if unknown:
+            raise TypeError(f"RiskSampler.select: unknown selection parameter(s) {sorted(unknown)}; "
+                            f"known: {sorted(params)}.")
+        params.update(overrides)
+        seed = random_state if random_state is not None else self.random_state
+        n_div = int(round(self.diversity * n_instances)) if params["selection"] == "kmedoids" else 0
+        if n_div == 0 or params["weighting"] == "unit" or len(risk) <= n_instances:
+            return select_batch(risk, rep_pool, rep_lab, n_instances, **params, random_state=seed)
+        # the risk part, with "batch" still meaning the whole batch, then the spread part
+        if params["preselect_after"] == "batch":
+            params["preselect_after"] = n_instances
+        first = select_batch(risk, rep_pool, rep_lab, n_instances - n_div, **params, random_state=seed)
+        rest = np.setdiff1d(np.arange(len(risk)), first.positions)
+        rep_pool = np.asarray(rep_pool)
+        fixed = rep_pool[first.positions] if rep_lab is None or len(rep_lab) == 0 else \
+            np.concatenate([np.asarray(rep_lab), rep_pool[first.positions]])
+        spread = select_batch(risk[rest], rep_pool[rest], fixed, n_div,
+                              **{**params, "weighting": "unit", "preselect": None}, random_state=seed)
+        timings = dict(first.timings)
+        for key, value in spread.timings.items():
+            timings[key] = timings.get(key, 0.0) + value
+        return BatchSelection(np.concatenate([first.positions, rest[spread.positions]]), first.weights,
+                              first.kmedoids, timings)
 
     def _proba_and_repr(
         self, learner: Any, X_pool: Any, n_pool: int, X_lab: Any, proba_fn: Any, need_repr: bool,

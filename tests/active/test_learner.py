@@ -22,6 +22,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
 from skorch.helper import SliceDict
 
+# internal on purpose: the shared row helpers
 from skrisk._rows import num_rows
 from skrisk.active import ActiveLearner, unpack_query
 from skrisk.data import SimilarityFeatures

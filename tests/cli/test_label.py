@@ -169,8 +169,6 @@ def test_torn_last_line_is_cut_on_resume(fz_tables, tmp_path, monkeypatch, capsy
 
 
 def test_failed_write_is_reported_and_the_session_kept(fz_tables, tmp_path, monkeypatch, capsys):
-    import skrisk.labelling._journal as journal_mod
-
     A, B, _ = fz_tables
     session = tmp_path / "s"
     _run(monkeypatch, capsys, ["label", "--left", str(A), "--right", str(B), "--session", str(session)], ["y", "n"])
@@ -179,7 +177,7 @@ def test_failed_write_is_reported_and_the_session_kept(fz_tables, tmp_path, monk
     def full_disk(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(journal_mod.os, "fsync", full_disk)
+    monkeypatch.setattr(os, "fsync", full_disk)  # every durable write of the journal
     rc, cap = _run(monkeypatch, capsys, ["label", "--session", str(session)], ["y"])
     assert rc == 2
     assert "Cannot write" in cap.err and "No space left on device" in cap.err and "--session" in cap.err

@@ -49,7 +49,8 @@ def test_lm_session_trains_saves_and_resumes(fz_tables, tiny_fz, tmp_path, monke
     finally:
         s.close()
     assert len(given) == 14
-    assert isinstance(s._lm, LMMatcher) and len(s._lm.history_) == s._lm.warm_epochs  # warm after round 1
+    lm = s.round.new_matcher()  # the session's LMMatcher, kept round after round
+    assert isinstance(lm, LMMatcher) and len(lm.history_) == lm.warm_epochs  # warm after round 1
     with zipfile.ZipFile(folder / "model.skrisk") as zf:
         assert "lm/model.safetensors" in zf.namelist()
     model = load_model(folder / "model.skrisk", device="cpu")

@@ -7,7 +7,7 @@ import collections
 
 import pytest
 
-from skrisk._fileio import FolderInUseError
+from skrisk.utils import FolderInUseError
 from skrisk.labelling import JupyterLabeller, LabellingSession, read_events, replay
 
 from .conftest import LabelProcess, current_pair, journal_events, n_decisions, wait_until
@@ -108,7 +108,7 @@ def test_cells_are_escaped_and_the_widget_works_over_an_open_session(tmp_path):
         assert "\x1b" not in page and "\\x1b[31m" in page
         labeller.close()
         # the session stays open (the labeller did not open it), its output goes back to the console
-        assert session._lock is not None and session.out is not labeller._log
+        assert session.store.locked and session.out is not labeller._log
         n = len(session.state.answers)
         q = session.next_question()
         if q is not None:

@@ -76,6 +76,7 @@ def test_real_data_pair_completeness(fodors):
 
 
 def test_token_blocker_chunking_gives_same_pairs(beer, monkeypatch):
+    # internal on purpose: smaller chunk / dense-path limits
     import skrisk.data._blocking as bmod
 
     full = block(beer.left, beer.right, ("tokens", "Beer_Name", {"top_k": 2}))
@@ -148,6 +149,7 @@ def test_default_blocking_keeps_pair_completeness(data_home, name, floor):
 def test_inverted_index_finds_the_exact_top_k_when_it_affords_every_token(fodors, monkeypatch):
     """With a budget that affords every token, the candidate path (inverted index, full-cosine
     ranking) gives the dense all-pairs top-k."""
+    # internal on purpose: smaller chunk / dense-path limits
     import skrisk.data._blocking as bmod
 
     everything = ("tokens", ["name", "addr"], {"top_k": 1000, "budget": 10**9})  # every pair sharing a word
@@ -164,6 +166,7 @@ def test_inverted_index_finds_the_exact_top_k_when_it_affords_every_token(fodors
 def test_inverted_index_on_a_person_table(monkeypatch):
     """On a one-table person dedup, the candidate path keeps almost every true pair, and a small
     budget drops frequent tokens (fewer candidates examined) without losing the rare keys."""
+    # internal on purpose: smaller chunk / dense-path limits
     import skrisk.data._blocking as bmod
     from skrisk.datasets import make_person_table
 
@@ -204,6 +207,7 @@ def test_bad_token_parameters(small, params, match):
 
 def test_candidate_path_does_not_depend_on_the_chunking(monkeypatch):
     """Row chunks of any size give the same pairs (ties at the k-th place broken alike)."""
+    # internal on purpose: smaller chunk / dense-path limits
     import skrisk.data._blocking as bmod
     from skrisk.datasets import make_person_table
 

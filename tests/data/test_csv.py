@@ -176,6 +176,7 @@ def test_text_cells_are_mapped_once_per_distinct_value_as_cell_by_cell():
     import numpy as np
     import pandas as pd
 
+    # internal on purpose: the cell neutraliser itself
     from skrisk._safetext import map_text, spreadsheet_safe, spreadsheet_safe_frame
 
     frame = pd.DataFrame({"t": ["=1+1", None, "=1+1", "'q", "ok", np.nan],

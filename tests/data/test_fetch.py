@@ -111,6 +111,7 @@ def test_bad_arguments_and_partial_folder(tmp_path):
 
 
 def test_zip_slip_refused(tmp_path):
+    # internal on purpose: the zip-slip guard itself
     from skrisk.data._fetch import _safe_extract
 
     evil = tmp_path / "evil.zip"

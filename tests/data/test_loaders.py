@@ -8,13 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skrisk.data import PairDataset, load_deepmatcher, read_pairs, read_table
+from skrisk.data import DEEPMATCHER_LEAKS, PairDataset, load_deepmatcher, read_pairs, read_table
 from skrisk.exceptions import DataError
 
 # ../shared/data/README.md: train / valid / test pairs and positive rate
 README = {
     "beer": ((268, 91, 91), 0.151, ["Beer_Name", "Brew_Factory_Name", "Style", "ABV"]),
-    "fodors_zagats": ((567, 190, 189), 0.116, ["name", "addr", "city", "phone", "type", "class"]),
+    # "class" is dropped: an entity id equal in every match and no non-match (a label leak)
+    "fodors_zagats": ((567, 190, 189), 0.116, ["name", "addr", "city", "phone", "type"]),
     "abt_buy": ((5743, 1916, 1916), 0.107, ["name", "description", "price"]),
     "dblp_scholar": ((17223, 5742, 5742), 0.186, ["title", "authors", "venue", "year"]),
 }
@@ -28,6 +29,24 @@ def test_four_datasets_match_readme(name, data_home):
     assert list(ds.split_sizes) == ["train", "valid", "test"]
     assert ds.positive_rate == pytest.approx(rate, abs=0.0006)
     assert ds.attributes == attrs and ds.has_labels
+
+
+@pytest.mark.parametrize("name", sorted(README))
+def test_no_attribute_gives_the_label_away(name, data_home):
+    """No attribute of a loaded dataset is equal in every match and in no non-match."""
+    ds = load_deepmatcher(name, data_home)
+    left, right = ds.texts("left"), ds.texts("right")
+    for attr in ds.attributes:
+        equal = (left[attr].to_numpy() == right[attr].to_numpy()) & (left[attr].to_numpy() != "")
+        assert not np.array_equal(equal, ds.labels.astype(bool)), f"{name}.{attr} equals the label"
+
+
+def test_leaked_attribute_kept_on_request(data_home):
+    ds = load_deepmatcher("fodors_zagats", data_home, drop_leaked=False)
+    assert ds.attributes[-1] == "class"
+    # a folder given by path under the dataset's own name is the same dataset
+    assert "class" not in load_deepmatcher(data_home / "fodors_zagats").attributes
+    assert DEEPMATCHER_LEAKS == {"fodors_zagats": ("class",)}
 
 
 def test_aliases_and_paths(data_home):
@@ -141,6 +160,7 @@ def test_docstring_examples():
     """The Examples sections of the data modules run."""
     import doctest
 
+    # internal on purpose: the examples live in the private modules
     import skrisk.data._blocking as b
     import skrisk.data._csv as c
     import skrisk.data._febrl as f

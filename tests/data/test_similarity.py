@@ -13,6 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+# internal on purpose: chunk sizes and the number tokeniser
 import skrisk.data._similarity as simmod
 from skrisk.data import SIMILARITY_METRICS, SimilarityFeatures
 
@@ -124,7 +125,7 @@ def test_input_forms_agree(fodors):
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
     assert sorted(map(tuple, a.T.tolist())) == sorted(map(tuple, d.T.tolist()))
-    assert a.dtype == np.float32 and a.shape == (len(fodors), 3 * 6)
+    assert a.dtype == np.float32 and a.shape == (len(fodors), 3 * len(fodors.attributes))
 
 
 def test_feature_names_and_metric_subset(beer):

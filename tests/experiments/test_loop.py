@@ -115,3 +115,14 @@ def test_build_task_subsets_are_stratified_seeded_and_cached_apart(pairs, tmp_pa
     assert len(list(tmp_path.glob("*.npz"))) == 2  # the subset's matrix is not the full task's
     with pytest.raises(ValueError, match="no \\['valid', 'test'\\] split"):
         build_task(pairs.split("train"))
+
+
+def test_build_task_cache_is_keyed_by_the_columns(data_home, tmp_path):
+    """A cache written for another column set (Fodors-Zagats with its leaked ``class``) is not read."""
+    from skrisk.data import load_deepmatcher
+    from skrisk.experiments import build_task
+
+    leaky = build_task(load_deepmatcher("fodors_zagats", data_home, drop_leaked=False), cache_dir=tmp_path)
+    clean = build_task(load_deepmatcher("fodors_zagats", data_home), cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.npz"))) == 2
+    assert leaky.X.shape[1] > clean.X.shape[1]

@@ -3,6 +3,7 @@ before any output is written."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -76,23 +77,21 @@ def test_linkage_model_with_one_table(dedup_model, febrl_split):
 
 def test_a_killed_run_leaves_the_old_matches(saved, febrl_split, tmp_path, capsys, monkeypatch):
     """matches.csv is replaced atomically: a failure while writing keeps the previous file whole."""
-    import skrisk._fileio as fileio
-
     _, new, _ = febrl_split
     left = _csv(tmp_path / "new.csv", new.iloc[:200])
     out = tmp_path / "out"
     assert _run(capsys, "--model", saved, "--left", left, "--out", out)[0] == 0
     before = (out / "matches.csv").read_bytes()
-    real_replace = fileio.os.replace
+    real_replace = os.replace
 
     def dies(src, dst):
         raise KeyboardInterrupt  # the process is killed between writing the temporary file and the rename
 
-    monkeypatch.setattr(fileio.os, "replace", dies)
+    monkeypatch.setattr(os, "replace", dies)
     code = main(["match", "--no-progress", "--model", str(saved), "--left", str(left), "--out", str(out),
                  "--reasons"])
     assert code == 130
-    monkeypatch.setattr(fileio.os, "replace", real_replace)
+    monkeypatch.setattr(os, "replace", real_replace)
     assert (out / "matches.csv").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["entities.csv", "matches.csv"]
 

@@ -168,6 +168,7 @@ def test_a_tree_of_an_ensemble_reading_more_features_is_refused(saved, tmp_path)
 
 def test_tree_larger_than_the_limit_is_refused(saved, tmp_path, monkeypatch):
     """Sizes are bounded (the real limit, 2**24 nodes a tree, cannot be crafted in a fast test)."""
+    # internal on purpose: the tree-size limits, made small
     import skrisk.matching._validate as v
 
     path = _craft(saved, tmp_path / "ok.skrisk", lambda parts: None)

@@ -20,6 +20,7 @@ from skrisk.matchers import FeatureMatcher
 from skrisk.risk.research import LearnRiskEstimator
 from _paper_strategies import STRATEGIES
 from skrisk.strategies import RiskSampler
+# internal on purpose: the probability check itself
 from skrisk.strategies._selection import checked_proba
 
 CPU = "cpu"

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from skrisk._fileio import FolderInUseError, FolderLock
+from skrisk.utils import FolderInUseError, FolderLock
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError
 from skrisk.experiments import ALTask, read_results, run_active_learning, run_experiment
@@ -65,7 +65,7 @@ def test_second_run_on_the_same_output_folder_is_refused_naming_the_pid(beer, tm
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from skrisk._fileio import FolderLock
+            from skrisk.utils import FolderLock
             lock = FolderLock({str(out)!r}, what="run output").acquire()
             print("locked", flush=True)
             sys.stdin.read()

@@ -103,6 +103,7 @@ def test_match_out_files_are_not_written_through_links(tmp_path):
 
 
 def test_run_records_are_not_appended_through_a_link(tmp_path):
+    # internal on purpose: the run-record writer itself
     from skrisk.experiments._loop import _append
     from skrisk.utils import LinkError
 
@@ -132,8 +133,6 @@ def test_stale_temporary_files_of_killed_writers_are_removed(tmp_path, monkeypat
 
 
 def test_a_full_disk_during_an_export_keeps_the_old_files(tmp_path, monkeypatch, capsys):  # (kept)
-    import skrisk._fileio as fileio
-
     session = _started(tmp_path, monkeypatch, capsys, ["y", "n", "q"])
     before = (session / "labels.csv").read_bytes()
     real_fdopen = os.fdopen
@@ -151,7 +150,7 @@ def test_a_full_disk_during_an_export_keeps_the_old_files(tmp_path, monkeypatch,
         def write(self, data):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(fileio.os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
     rc, cap = label(monkeypatch, capsys, ["--session", str(session), "--export"], [])
     monkeypatch.undo()
     assert rc == 2 and "No space left" in cap.err
@@ -187,6 +186,7 @@ def test_plots_and_reports_are_not_written_through_links(tmp_path):
 
 
 def test_skrisk_match_out_folder_loses_the_temporaries_of_dead_writers_only(tmp_path):
+    # internal on purpose: the stale-file sweep itself
     from skrisk._fileio import remove_stale_temporaries
 
     dead = tmp_path / f".matches.csv.{2**22 + 12345}.ab12cd34.tmp"

@@ -71,8 +71,6 @@ def test_second_label_process_on_one_folder_is_refused(tmp_path):
 
 # --------------------------------------------------------------------------- item 8: failed appends
 def test_failed_append_leaves_no_trace_and_no_duplicate_sequence_number(tmp_path, monkeypatch):
-    import skrisk.labelling._journal as journal_mod
-
     path = tmp_path / "journal.jsonl"
     with Journal(path) as j:
         j.append("answer", left_id="a", right_id="b", answer="yes")
@@ -87,7 +85,7 @@ def test_failed_append_leaves_no_trace_and_no_duplicate_sequence_number(tmp_path
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_fsync(fd)
 
-    monkeypatch.setattr(journal_mod.os, "fsync", fsync_fails_once)
+    monkeypatch.setattr(os, "fsync", fsync_fails_once)
     with Journal(path) as j:
         with pytest.raises(SessionWriteError, match="No space left on device"):
             j.append("answer", left_id="e", right_id="f", answer="yes")  # not acknowledged

@@ -103,7 +103,7 @@ def test_the_three_short_reasons_do_not_repeat_one_attribute(tmp_path, monkeypat
                      "attribute": "zip", "rule": ""}]
         s.state.items[("1", "10")] = {"left_id": "1", "right_id": "10", "probability": 0.6, "prediction": 1,
                                       "risk": 0.4, "reasons": reasons}
-        text = "\n".join(s._render(("1", "10"), (1, 1, "Risk sampling round 1")))
+        text = "\n".join(s.render(("1", "10"), (1, 1, "Risk sampling round 1")))
         shown = [line for line in text.splitlines() if line.startswith("  - ")]
         assert len(shown) == 3 and sum("names differ" in line for line in shown) == 1, text
         assert "[r] shows all 5" in text

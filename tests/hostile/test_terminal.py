@@ -8,6 +8,7 @@ import unicodedata
 
 import pytest
 
+# internal on purpose: the terminal escaping itself
 from skrisk._safetext import display_width, visible, wrap_to_width
 
 from ._session_util import label, write_tables

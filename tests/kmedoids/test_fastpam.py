@@ -349,16 +349,6 @@ def test_cuda_matches_cpu():
         assert gpu.total_deviation == pytest.approx(cpu.total_deviation, rel=1e-4)
 
 
-def test_docstring_examples():
-    import doctest
-
-    import skrisk.kmedoids._estimator as est_mod
-    import skrisk.kmedoids._fastpam as fp_mod
-
-    for mod in (fp_mod, est_mod):
-        assert doctest.testmod(mod).failed == 0
-
-
 @pytest.mark.parametrize("schedule", ["eager", "best"])
 def test_distance_cache_gives_the_same_solution(schedule):
     rng = np.random.default_rng(7)

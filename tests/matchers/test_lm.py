@@ -88,6 +88,7 @@ def test_mc_dropout_is_seeded_and_stochastic(fitted, pairs):
 
 
 def _texts(X):
+    # internal on purpose: the texts the model reads
     from skrisk.matchers._lm_data import pair_texts
 
     return pair_texts(X)
@@ -139,6 +140,7 @@ def test_freeze_layers(tiny, pairs):
     m = LMMatcher(tiny, **{**FAST, "max_epochs": 1, "freeze_layers": 1}).fit(X, y)
     fresh = LMMatcher(tiny, **{**FAST, "max_epochs": 1}).fit(X, y)
     enc, ref = m.module_.encoder, fresh.module_.encoder
+    # internal on purpose: the pretrained weights to compare
     from skrisk.matchers._lm_weights import load_pretrained
 
     _, pre = load_pretrained(tiny)
@@ -193,6 +195,7 @@ def test_refusals(fitted, tiny, tmp_path):
 
 
 def test_hub_name_without_network_says_how_to_use_a_folder():
+    # internal on purpose: the loader's offline message
     from skrisk.matchers._lm_weights import load_pretrained
 
     with pytest.raises(OSError, match="model='FOLDER'"):
@@ -367,6 +370,7 @@ def test_warm_start_with_another_model_starts_afresh(tiny, pairs, tmp_path):
 def test_offline_weights_unpack_once_and_repair_a_partial_folder(tmp_path):
     from importlib import metadata
 
+    # internal on purpose: where the offline model is found
     from skrisk.matchers._lm_weights import offline_model_path
 
     try:

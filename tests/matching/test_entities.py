@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# internal on purpose: the assignment size limit, made small
 import skrisk.matching._entities as entities_mod
 from skrisk.exceptions import DataError
 from skrisk.matching import Entities, cluster_entities, cluster_scores, pairwise_scores

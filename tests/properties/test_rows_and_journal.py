@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skorch.helper import SliceDict
 
+# internal on purpose: the shared row helpers, property-tested
 from skrisk._rows import num_rows, pool_kind, stack_rows, take_rows
 from skrisk.labelling import Journal, read_events, replay
 

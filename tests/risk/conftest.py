@@ -11,10 +11,7 @@ from sklearn.preprocessing import StandardScaler
 
 
 def _risk_data(ds):
-    try:
-        from skrisk.data import SimilarityFeatures
-    except ImportError:  # until the lead re-exports it
-        from skrisk.data import SimilarityFeatures
+    from skrisk.data import SimilarityFeatures
 
     sim = SimilarityFeatures().fit(ds.split("train").to_frame())
     names = list(sim.get_feature_names_out())
@@ -35,9 +32,12 @@ def beer_risk(beer):
 
 
 @pytest.fixture(scope="session")
-def fodors_risk(fodors):
-    """Fodors-Zagats: the matcher makes no mistake on valid/test (nothing to rank)."""
-    return _risk_data(fodors)
+def fodors_risk(data_home):
+    """Fodors-Zagats with its leaked ``class`` attribute kept on purpose: the matcher reads the
+    answer and makes no mistake on valid/test (nothing to rank)."""
+    from skrisk.data import load_deepmatcher
+
+    return _risk_data(load_deepmatcher("fodors_zagats", data_home, drop_leaked=False))
 
 
 def _make_synthetic(n=300, seed=0, n_features=3):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from skrisk.risk import Condition, Reason, RiskExplanation, Rule
+# internal on purpose: the reason texts, feature by feature
 from skrisk.risk._explain import build_reasons, describe_feature, split_feature_name
 
 

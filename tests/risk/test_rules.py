@@ -7,6 +7,7 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier
 
 from skrisk.risk import Condition, Rule, clean_rules, generate_rules, rule_activations
+# internal on purpose: the rule search kernel
 from skrisk.risk._rules import _best_stumps
 
 

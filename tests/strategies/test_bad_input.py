@@ -14,9 +14,10 @@ from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers import FeatureMatcher
 from _paper_strategies import STRATEGIES
-from skrisk.strategies import RiskSampler, lipschitz_weights
+from skrisk.strategies import RiskSampler, lipschitz_weights, min_distances
 from skrisk.risk import DEFAULT_EPOCHS, LearnRisk
-from skrisk.strategies._selection import check_pool_matches, min_distances
+# internal on purpose: the pool/labelled shape check
+from skrisk.strategies._selection import check_pool_matches
 
 
 @pytest.fixture(scope="module")

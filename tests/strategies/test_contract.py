@@ -23,7 +23,6 @@ from skrisk.strategies import (
     random_sampling,
     risk_sampling,
 )
-from skrisk.strategies._selection import proba_function
 
 
 @pytest.fixture(scope="module")
@@ -229,3 +228,37 @@ def test_risk_sampler_feature_names_and_oof(task, beer):
     assert np.abs(oof[:, 1] - y[task["lab"]]).mean() > np.abs(fit[:, 1] - y[task["lab"]]).mean()
     with pytest.raises(ValueError, match="feature_names has"):
         RiskSampler(F[task["valid"]], y[task["valid"]], feature_names=names[:3])(learner, F[task["pool"]], n_instances=2)
+
+
+def test_risk_sampler_cold_start_and_diversity(task):
+    """cold_start="diverse": the first query (labelled set <= the batch) is the unit-weight k-medoids
+    of the whole pool; diversity=d: the risk part as usual, the rest spread over the remaining pool."""
+    F, y, pool = task["F"], task["y"], task["pool"]
+    assert RiskSampler().cold_start == "risk" and RiskSampler().diversity == 0.0
+
+    def query(n=6, **kw):
+        s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0, **kw)
+        pos, _ = s(_learner(task, "ndarray", None, s), F[pool], n_instances=n, random_state=0)
+        return s, pos
+
+    # 38 labelled pairs: a batch of 40 is a first query, a batch of 6 is not
+    s, cold = query(n=40, cold_start="diverse")
+    assert (s.last_query_.weights == 1).all() and len(np.unique(cold)) == 40
+    matcher = _learner(task, "ndarray", None, s).estimator  # the representation the query used
+    reps = [np.asarray(matcher.represent(F[rows]), dtype=np.float32) for rows in (pool, task["lab"])]
+    again = s.select(s.last_query_.risk, *reps, 40, weighting="unit", preselect=None)
+    np.testing.assert_array_equal(np.sort(cold), np.sort(again.positions))
+    _, hot = query(n=40)
+    assert set(hot) != set(cold)
+    _, later = query(cold_start="diverse")
+    _, default = query()
+    np.testing.assert_array_equal(np.sort(later), np.sort(default))
+    # half of a batch of 6 by risk (the 3 of a risk-only batch of 3, with "batch" still meaning 6)
+    s, mixed = query(diversity=0.5)
+    _, risk3 = query(n=3, preselect_after=6)
+    np.testing.assert_array_equal(np.sort(mixed[:3]), np.sort(risk3))
+    assert len(np.unique(mixed)) == 6 and not set(mixed[3:]) & set(risk3)
+    with pytest.raises(ValueError, match="diversity"):
+        query(diversity=1.0)
+    with pytest.raises(TypeError, match="unknown selection parameter"):
+        s.select(s.last_query_.risk, None, None, 2, weighting_typo="unit")

@@ -20,6 +20,7 @@ import sklearn
 import torch
 from sklearn.base import clone
 
+# internal on purpose: the shared row helpers
 from skrisk._rows import num_rows, stack_rows, take_rows
 from skrisk.active import ActiveLearner, unpack_query
 from skrisk.data import PairEncoder, SimilarityFeatures

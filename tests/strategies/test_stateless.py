@@ -13,6 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+# internal on purpose: no sampler kept in the module
 import skrisk.strategies._risk as risk_module
 from skrisk import ActiveLearner, RiskSampler, coreset_sampling, risk_sampling
 from skrisk.data import SimilarityFeatures
@@ -135,6 +136,7 @@ def test_coreset_ties_follow_the_seed():
 
 
 def test_overlapping_thread_limits_restore_torchs_setting():
+    # internal on purpose: the thread-limit context
     from skrisk._device import torch_threads
 
     before = torch.get_num_threads()

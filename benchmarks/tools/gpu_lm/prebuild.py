@@ -17,11 +17,15 @@ task = None
 tasks = {}
 for name, s in sets.items():
     t = time.time()
-    task = build_task(s["dataset"], matcher="lm", cache_dir=W / name / "cache", max_pool=s.get("max_pool"),
+    kind = s.get("matcher", "lm")
+    built = build_task(s["dataset"], matcher=kind, cache_dir=W / name / "cache", max_pool=s.get("max_pool"),
                       max_valid=s.get("max_valid"), max_test=s.get("max_test"))
-    print(name, "pool", len(task.pool), "valid", len(task.valid), "test", len(task.test),
+    print(name, kind, "pool", len(built.pool), "valid", len(built.valid), "test", len(built.test),
           f"{time.time() - t:.1f}s", flush=True)
-    tasks[name] = task
+    tasks[name] = built
+    task = built if kind == "lm" else task
+if task is None:
+    print("prebuild done (no LM task)", flush=True); sys.exit(0)
 # sanity: a CUDA fit + scoring on a few dozen pairs of the last task
 rng = np.random.default_rng(0)
 y = np.asarray(task.y)
