@@ -129,7 +129,6 @@ def test_resume_rebuilds_the_stopping_rules_from_the_journal(audited, fz_tables,
     A, B, _ = fz_tables
     s2, text2, _ = _oracle_session(copy, A, B, gold, 6)
     n_risk = sum(1 for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk")
-    # internal on purpose: the stopping rules rebuilt from the journal
     from skrisk.labelling._status import _rules
 
     stab, plateau = _rules(s2)
@@ -205,7 +204,6 @@ def test_bad_audit_option_is_refused(tmp_path):
 
 
 def test_current_threshold_is_the_last_rounds_choice(audited):
-    # internal on purpose: the last round's threshold as the status module reads it
     from skrisk.labelling._status import current_threshold
 
     folder, s, *_ = audited
@@ -214,11 +212,11 @@ def test_current_threshold_is_the_last_rounds_choice(audited):
 
 
 def test_saved_model_carries_the_chosen_threshold(audited):
+    from skrisk.labelling._status import current_threshold
     from skrisk.matching import MODEL_FILE, load_model
 
     folder, s, *_ = audited
-    last = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"][-1]
-    assert load_model(folder / MODEL_FILE).threshold == pytest.approx(last["threshold"])
+    assert load_model(folder / MODEL_FILE).threshold == pytest.approx(current_threshold(s))
 
 
 def test_an_audited_pair_picked_later_trains_with_its_audit_answer(fz_tables, tmp_path):
@@ -283,7 +281,6 @@ def test_resumed_session_whose_rounds_predate_the_gain_check(audited, fz_tables,
 
 
 def test_measures_too_uncertain_are_said_so_in_plain_words():
-    # internal on purpose: the wording of one measure
     from skrisk.labelling._status import _measure_words, more_answers
 
     est = {"n_audit": 40, "recall": 0.7, "recall_interval": [0.3, 1.0], "precision": 0.9,
@@ -294,3 +291,29 @@ def test_measures_too_uncertain_are_said_so_in_plain_words():
     assert _measure_words(est, "f1", "F1") == "F1 0.80 (0.60-0.90, 50 more would narrow it to about ±0.1)"
     assert more_answers(100, (0.4, 0.6)) == 0 and more_answers(10, (0.0, 1.0)) == 240
     assert _measure_words({**est, "recall": None}, "recall", "recall") == "recall: not estimable yet"
+
+
+def test_estimates_are_model_assisted_once_the_audit_has_ten_matches(fz_tables, tmp_path):
+    """From 10 audited matches on, the round's estimate uses the matcher's probability of every
+    candidate (skrisk.quality.estimate_quality(proba_all=...)); before, the plain ratio estimate."""
+    A, B, gold = fz_tables
+    cfg = SessionConfig(n_instances=3, n_initial=4, audit=15, epochs=20, seed=3)
+    _oracle_session(tmp_path / "s", A, B, gold, 80, config=cfg)
+    ests = [e["status"]["estimate"] for e in read_events(tmp_path / "s" / "journal.jsonl")
+            if e.get("phase") == "risk" and e["status"]["estimate"] is not None]
+    assert ests
+    for est in ests:
+        assert est["assisted"] == (est["n_matches"] >= 10)
+    assert any(est["assisted"] for est in ests), [est["n_matches"] for est in ests]
+    # a journal written before (no "assisted" in its estimates) resumes, and its audit draws of
+    # the old design give the new round a model-assisted estimate
+    def forget(ev):
+        ((ev.get("status") or {}).get("estimate") or {}).pop("assisted", None)
+        return False
+
+    copy = _edited_copy(tmp_path / "s", tmp_path / "old", forget)
+    n_before = len(ests)
+    _oracle_session(copy, A, B, gold, 10)
+    new = [e["status"]["estimate"] for e in read_events(copy / "journal.jsonl")
+           if e.get("phase") == "risk" and e["status"]["estimate"] is not None][n_before:]
+    assert new and all(est["assisted"] for est in new)
