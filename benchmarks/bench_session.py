@@ -11,8 +11,9 @@ threshold it chose and its stopping advice; this benchmark scores the round's sa
 With ``--save-paths DIR`` each session also saves every round's match probabilities and risks of
 all candidates; ``--replay DIR`` then replays the audit, the estimates, the threshold and the
 stopping advice of those sessions with other audit draws (``--audit-seeds``) and with each
-variant of :data:`VARIANTS` (the advice before and after issue #30, and draws weighted by the
-mixture of all rounds' designs). The matchers of a session do not depend on its audit draws
+variant of :data:`VARIANTS` (the advice before and after issue #30, draws weighted by the
+mixture of all rounds' designs, and model-assisted estimates); the report also checks the audit
+size the session prints (``skrisk.quality.more_answers``) against the round where F1 reached it. The matchers of a session do not depend on its audit draws
 (audited pairs stay in the training pool), so a replay is the session those audit draws would
 have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
 issue #30.
@@ -152,8 +153,9 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
     }
 
 
-#: The advice compared by --replay: how each draw is weighted, how the threshold is chosen, and
-#: whether the stopping rules' advice needs the audit's confirmation that the recent gain is small.
+#: The advice compared by --replay: how each draw is weighted, how the threshold is chosen,
+#: whether the stopping rules' advice needs the audit's confirmation that the recent gain is small,
+#: and whether the estimates are model-assisted (``estimate_quality(proba_all=...)``).
 VARIANTS = {
     "before": {"weights": "own", "rule": "one-se", "confirm": False},
     "after": {"weights": "own", "rule": "no-harm", "confirm": True},
