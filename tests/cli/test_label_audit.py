@@ -129,6 +129,7 @@ def test_resume_rebuilds_the_stopping_rules_from_the_journal(audited, fz_tables,
     A, B, _ = fz_tables
     s2, text2, _ = _oracle_session(copy, A, B, gold, 6)
     n_risk = sum(1 for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk")
+    # internal on purpose: the stopping rules rebuilt from the journal
     from skrisk.labelling._status import _rules
 
     stab, plateau = _rules(s2)
@@ -204,6 +205,7 @@ def test_bad_audit_option_is_refused(tmp_path):
 
 
 def test_current_threshold_is_the_last_rounds_choice(audited):
+    # internal on purpose: the last round's threshold as the status module reads it
     from skrisk.labelling._status import current_threshold
 
     folder, s, *_ = audited
@@ -212,11 +214,11 @@ def test_current_threshold_is_the_last_rounds_choice(audited):
 
 
 def test_saved_model_carries_the_chosen_threshold(audited):
-    from skrisk.labelling._status import current_threshold
     from skrisk.matching import MODEL_FILE, load_model
 
     folder, s, *_ = audited
-    assert load_model(folder / MODEL_FILE).threshold == pytest.approx(current_threshold(s))
+    last = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"][-1]
+    assert load_model(folder / MODEL_FILE).threshold == pytest.approx(last["threshold"])
 
 
 def test_an_audited_pair_picked_later_trains_with_its_audit_answer(fz_tables, tmp_path):
@@ -281,6 +283,7 @@ def test_resumed_session_whose_rounds_predate_the_gain_check(audited, fz_tables,
 
 
 def test_measures_too_uncertain_are_said_so_in_plain_words():
+    # internal on purpose: the wording of one measure
     from skrisk.labelling._status import _measure_words, more_answers
 
     est = {"n_audit": 40, "recall": 0.7, "recall_interval": [0.3, 1.0], "precision": 0.9,
