@@ -212,8 +212,8 @@ def train_fasttext(
 
     Notes
     -----
-    Cost: about 13 s for DBLP-Scholar (13k records) at ``dim=100, epochs=5`` on 2 cores (see
-    ``benchmarks/results/matcher``).
+    Cost: linear in the records' tokens times ``epochs``; the time for DBLP-Scholar is in
+    ``benchmarks/results/matcher.md``.
 
     Examples
     --------

@@ -139,14 +139,12 @@ _REGISTRY: dict[str, StrategyFactory] = {
     # the sample of benchmarks/bench_scale.py costs in label efficiency on a pool that fits)
     "risk_cap2k": _risk("the default with the k-medoids stage on a 2,000-pair weight-stratified sample "
                         "of the pool (max_kmedoids_pool=2000)", max_kmedoids_pool=2000),
-    # issue #27: the first query of a neural matcher
+    # issue #27: candidates for neural matchers, measured and not adopted
     "risk_cold": _risk("the default with a diverse first query for every matcher (cold_start='diverse': "
                        "unit-weight k-medoids of the whole pool while at most n_instances pairs are labelled)",
                        cold_start="diverse"),
     "risk_mix": _risk("the default with half of each batch spread over the whole pool (diversity=0.5: "
                       "unit-weight k-medoids with the labelled pairs and the risk half fixed)", diversity=0.5),
-    "risk_hot": _risk("the default with risk sampling from the first query for every matcher "
-                      "(cold_start='risk')", cold_start="risk"),
     "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
                                preselect=2, preselect_after="batch", weighting="risk"),
 }

@@ -179,20 +179,21 @@ class RiskSampler(BaseEstimator):
         learning curves are in ``benchmarks/RESULTS.md``). Preselection waits for the first
         batch because, from a seed set, the 2n riskiest pairs are mostly mispredicted ones, a
         poor batch to learn from.
-    cold_start : {"auto", "risk", "diverse"}, default="risk"
+    cold_start : {"risk", "diverse"}, default="risk"
         The first query's rule, while the labelled set holds at most ``preselect_after`` pairs
-        (``"batch"``: ``n``). ``"risk"``: risk sampling as at every later query. ``"diverse"``:
+        (``"batch"``: ``n``). ``"risk"``: risk sampling, as at every later query. ``"diverse"``:
         the k-medoids of the whole pool with unit weights, a batch spread evenly over the
-        matcher's representation (as core-set), for the risk of a matcher trained on a seed set
-        says mostly where it errs, not what it would learn from. ``"auto"``: ``"diverse"`` for
-        neural matchers (those holding a torch ``module_``, as for ``labelled_proba``), ``"risk"``
-        for the others. The measurements behind the rule are in ``benchmarks/RESULTS.md``.
+        matcher's representation (as core-set). Tried for neural matchers, whose first risk
+        batches are mostly pairs they mispredict; it lowered the area under the learning curve
+        of the language-model matcher (the active-learning page of ``benchmarks/RESULTS.md``),
+        so it is an option, not the default.
     diversity : float in [0, 1), default=0.0
         With ``selection="kmedoids"``: the share of each batch spread over the whole pool
         instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
         as usual; the rest is the unit-weight k-medoids of the remaining pool with the labelled
         pairs and the risk part fixed as medoids, so it covers what neither covers. 0: risk
-        sampling alone.
+        sampling alone (the default; 0.5 did not help the language-model matcher, measured on
+        the active-learning page of ``benchmarks/RESULTS.md``).
     max_kmedoids_pool : int or None, default=20000
         The most pool pairs the k-medoids problem is solved over (the first query, before
         preselection starts, or every query with ``preselect=None``). A larger set of candidates
@@ -275,7 +276,7 @@ class RiskSampler(BaseEstimator):
         "selection": [Options(str, {"kmedoids", "topk"})],
         "preselect": [None, Interval(numbers.Real, 1, None)],
         "preselect_after": [Options(str, {"batch"}), Interval(numbers.Integral, 0, None)],
-        "cold_start": [Options(str, {"auto", "risk", "diverse"})],
+        "cold_start": [Options(str, {"risk", "diverse"})],
         "diversity": [Interval(numbers.Real, 0, 1, closed="left")],
         "max_kmedoids_pool": [None, Interval(numbers.Integral, 1, None)],
         "risk_params": [None, Mapping],
@@ -525,9 +526,8 @@ class RiskSampler(BaseEstimator):
 
         # 3-5. eq. 6 weights and the batch (the one selection core, shared with skrisk.pools); a
         # cold start spreads the first batch over the whole pool with unit weights
-        cold = self.cold_start == "diverse" or (self.cold_start == "auto" and hasattr(est, "module_"))
         after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
-        cold = cold and self.selection == "kmedoids" and len(y_lab) <= after
+        cold = self.cold_start == "diverse" and self.selection == "kmedoids" and len(y_lab) <= after
         chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed,
                              **({"weighting": "unit", "preselect": None} if cold else {}))
         timings.update(chosen.timings)
