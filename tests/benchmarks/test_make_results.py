@@ -46,7 +46,7 @@ def test_summary_aulc_equals_bench_al_tables(mr):
     for stems in mr.SETTINGS.values():
         stem = stems[-1]
         s = mr.setting_summary([stem])
-        table = (mr.AL / f"{stem}.md").read_text().split("Share of the batch")[0]
+        table = mr.stem_file(stem, ".md").read_text().split("Share of the batch")[0]
         printed = {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| (\w+) \|.*\| ([\d.]+) \|$", table, re.M)}
         for strat, value in printed.items():
             assert s["aulc"][strat] == pytest.approx(value, abs=5e-4), (stem, strat)
