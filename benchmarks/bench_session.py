@@ -11,8 +11,9 @@ threshold it chose and its stopping advice; this benchmark scores the round's sa
 With ``--save-paths DIR`` each session also saves every round's match probabilities and risks of
 all candidates; ``--replay DIR`` then replays the audit, the estimates, the threshold and the
 stopping advice of those sessions with other audit draws (``--audit-seeds``) and with each
-variant of :data:`VARIANTS` (the advice before and after issue #30, and draws weighted by the
-mixture of all rounds' designs). The matchers of a session do not depend on its audit draws
+variant of :data:`VARIANTS` (the advice before and after issue #30, draws weighted by the
+mixture of all rounds' designs, and model-assisted estimates); the report also checks the audit
+size the session prints (``skrisk.quality.more_answers``) against the round where F1 reached it. The matchers of a session do not depend on its audit draws
 (audited pairs stay in the training pool), so a replay is the session those audit draws would
 have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
 issue #30.
@@ -57,6 +58,7 @@ from skrisk.quality import (
     compare_f1,
     confirm_stop,
     estimate_quality,
+    more_answers,
 )
 
 MEASURES = ("precision", "recall", "f1")
@@ -151,14 +153,16 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
     }
 
 
-#: The advice compared by --replay: how each draw is weighted, how the threshold is chosen, and
-#: whether the stopping rules' advice needs the audit's confirmation that the recent gain is small.
+#: The advice compared by --replay: how each draw is weighted, how the threshold is chosen,
+#: whether the stopping rules' advice needs the audit's confirmation that the recent gain is small,
+#: and whether the estimates are model-assisted (``estimate_quality(proba_all=...)``).
 VARIANTS = {
     "before": {"weights": "own", "rule": "one-se", "confirm": False},
     "after": {"weights": "own", "rule": "no-harm", "confirm": True},
     "after_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True},
+    "assisted": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True},
+    "assisted_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True, "assisted": True},
 }
-GAIN_ROUNDS = 3  # the recent gain: the current matcher against the one 3 rounds before
 
 
 def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
@@ -171,12 +175,13 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
     answer from the gold labels.
     """
     z = np.load(npz)
+    variants = {k: VARIANTS[k] for k in (args.variants or VARIANTS)}
     y, proba, risk = z["y"].astype(np.float64), z["proba"], z["risk"]
     n_rounds, N = proba.shape
     size = int(z["stop_set_size"])
     rules = {v: (StabilizingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
-             for v in VARIANTS}
-    designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in VARIANTS.values()}
+             for v in variants}
+    designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in variants.values()}
     drawn: dict = {d: ([], []) for d in designs}  # each design's draws and its design over all pairs, by round
     rounds = []
     for r in range(n_rounds):
@@ -184,7 +189,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
         rec: dict = {"round": r, "n_labels": int(z["n_labels"][r]), "n_audit": r * args.audit,
                      "truth": _truth(p_r, y, 0.5)}
         bits = np.unpackbits(np.frombuffer(bytes.fromhex(str(z["stop_predictions"][r])), dtype=np.uint8))[:size]
-        for name, v in VARIANTS.items():
+        for name, v in variants.items():
             pos_all, q_rounds = drawn[(v.get("method", "risk"), v.get("floor", 0.1))]
             pos = np.concatenate(pos_all) if pos_all else np.zeros(0, dtype=np.intp)
             stab, plateau = rules[name]
@@ -198,16 +203,17 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                      else np.mean([qr[pos] for qr in q_rounds], axis=0))
                 w = 1.0 / (N * q)
                 ya, pa = y[pos], p_r[pos]
-                out["estimate"] = estimate_quality(ya, pa, w).to_dict()
+                out["estimate"] = estimate_quality(ya, pa, w, proba_all=p_r if v.get("assisted") else None).to_dict()
                 if ya.sum() > 0:
                     out["threshold"] = choose_threshold(ya, pa, w, rule=v["rule"]).threshold
-                if v["confirm"] and r >= GAIN_ROUNDS:
-                    old = int(sum(len(x) for x in pos_all[: r - GAIN_ROUNDS + 1]))  # draws the older round knew
-                    gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - GAIN_ROUNDS][pos[:old]].astype(np.float64),
+                g = args.gain_rounds
+                if v["confirm"] and r >= g:
+                    old = int(sum(len(x) for x in pos_all[: r - g + 1]))  # draws the older round knew
+                    gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - g][pos[:old]].astype(np.float64),
                                            w[:old]) if old >= 10 else (None, None))
                     e = out["estimate"]
                     out["stop"], out["stop_text"] = confirm_stop(
-                        fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - GAIN_ROUNDS]),
+                        fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - g]),
                         f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None,
                         n_matches=e["n_matches"])
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
@@ -220,7 +226,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             q_rounds.append(q_r)
     return {"dataset": npz.stem.split("_k")[0], "path": npz.name, "seed": int(z["seed"]), "audit_seed": audit_seed,
             "n_candidates": N, "candidate_matches": int(y.sum()), "rounds": rounds,
-            "settings": {"audit": args.audit}, "env": machine_line(1), "load": os.getloadavg(),
+            "settings": {"audit": args.audit, "gain_rounds": args.gain_rounds}, "env": machine_line(1), "load": os.getloadavg(),
             "date": date.today().isoformat()}
 
 
@@ -228,7 +234,7 @@ def _compact(res: dict) -> str:
     """A replay record as compact JSON: the stopping check's text only where it advised stopping."""
     for x in res["rounds"]:
         for name in VARIANTS:
-            if not x[name].get("stop"):
+            if name in x and not x[name].get("stop"):
                 x[name].pop("stop_text", None)
     return json.dumps(res, separators=(",", ":"))
 
@@ -252,9 +258,12 @@ def report_replay(out: Path) -> str:
              f"{r0['settings']['audit']} pairs after each round; {r0['env']}; {r0['date']}; 1-minute load "
              f"{min(loads):.1f}-{max(loads):.1f}.", ""]
     for variant, v in VARIANTS.items():
+        if variant not in r0["rounds"][0]:
+            continue
         weights = "its own round's design" if v["weights"] == "own" else "the mixture of all rounds' designs"
         stop = "confirmed by the recent gain" if v["confirm"] else "of the rules alone"
-        words = f"each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
+        est = "model-assisted estimates" if v.get("assisted") else "ratio estimates"
+        words = f"{est}, each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
         lines += [f"**Variant `{variant}`**: {words}.", ""]
         lines.append(_tables([{**r, "rounds": _variant_rounds(r, variant)} for r in runs]))
         lines.append("")
@@ -279,7 +288,7 @@ def _tables(runs: list[dict]) -> str:
              "| K audit answers | sessions | cover P | cover R | cover F1 | width P | width R | width F1 "
              "| median width F1 | mean abs error F1 |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for k in (10, 30, 60, 100, 150):
+    for k in (10, 30, 60, 100, 150, 250, 400):
         cov = {m: [] for m in MEASURES}
         wid = {m: [] for m in MEASURES}
         err = []
@@ -300,6 +309,7 @@ def _tables(runs: list[dict]) -> str:
             lines.append(f"| {k} | {len(cov['f1'])} | " + " | ".join(_f(_mean(cov[m]), 3) for m in MEASURES)
                          + " | " + " | ".join(_f(_mean(wid[m])) for m in MEASURES)
                          + f" | {_f(np.median(wid['f1']))} | {_f(np.mean(err), 3)} |")
+    lines += _sizing(runs)
     lines += ["", "#### Chosen threshold and stopping advice", "",
               "True F1 at the last round at 0.5 and at the chosen threshold; the round where stopping was first "
               "advised, and whether its true F1 was within 0.01 of the session's last round.", "",
@@ -319,6 +329,40 @@ def _tables(runs: list[dict]) -> str:
     lines.append(f"| {len(runs)} | {last[0]['n_labels']} | {last[0]['n_audit']} | {f05.mean():.3f} | {fth.mean():.3f} "
                  f"| {int((fth > f05 + 1e-9).sum())} / {int((fth < f05 - 1e-9).sum())} | {at} | {lost} | {ok} |")
     return "\n".join(lines)
+
+
+def _sizing(runs: list[dict], aim: float = 0.1) -> list[str]:
+    """Does the audit size the session prints ("N more would narrow it to about ±0.1") hold?
+
+    At the first round with at least K answers, the F1 interval's answers needed in all
+    (:func:`skrisk.quality.more_answers`) against the first round of the same session whose
+    F1 interval is within ± ``aim``.
+    """
+    lines = ["", "#### Audit sizing: the answers the session says F1 needs to reach ±0.1, against when it did", "",
+             "At the first round with at least K audit answers: the F1 interval's answers needed in all "
+             "(`skrisk.quality.more_answers`); then, in the same session, the first round whose F1 interval "
+             "was within ±0.1 (if any within the session).", "",
+             "| K audit answers | sessions | needed in all, median | reached within the session | "
+             "reached at, median | reached by 1.25x the size said |",
+             "|---|---|---|---|---|---|"]
+    for k in (50, 100, 150, 250):
+        said, got, ok = [], [], 0
+        for r in runs:
+            est_rounds = [x for x in r["rounds"] if x["estimate"] is not None and x["estimate"].get("f1") is not None]
+            x = next((x for x in est_rounds if x["n_audit"] >= k), None)
+            if x is None:
+                continue
+            need = x["n_audit"] + more_answers(x["n_audit"], tuple(x["estimate"]["f1_interval"]), aim)
+            said.append(need)
+            hit = next((y["n_audit"] for y in est_rounds if y["n_audit"] >= x["n_audit"]
+                        and (y["estimate"]["f1_interval"][1] - y["estimate"]["f1_interval"][0]) / 2 <= aim), None)
+            if hit is not None:
+                got.append(hit)
+                ok += hit <= 1.25 * need
+        if said:
+            lines.append(f"| {k} | {len(said)} | {np.median(said):.0f} | {len(got)} of {len(said)} | "
+                         f"{_f(np.median(got) if got else None, 0)} | {ok} of {len(said)} |")
+    return lines
 
 
 def report(out: Path) -> str:
@@ -348,6 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", default=None, metavar="DIR",
                    help="replay the audits of the session paths saved in DIR (--save-paths) with --audit-seeds")
     p.add_argument("--audit-seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--gain-rounds", type=int, default=3,
+                   help="the stopping check's recent gain: against the matcher this many rounds before (the session's: 3)")
+    p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=None,
+                   help="the advice variants to replay (default: all)")
     p.add_argument("--out", default="benchmarks/results/quality/sessions")
     p.add_argument("--report", action="store_true", help="only print the tables of the records under --out")
     args = p.parse_args(argv)

@@ -24,7 +24,10 @@ its old rounds give no gain, so the advice waits for new ones.
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
 ``q``, so draws of every round combine into one unbiased estimate for the current matcher (see
-:mod:`skrisk.quality`). Draws answered "unsure" are left out of the estimate.
+:mod:`skrisk.quality`). From 10 audited matches on, the estimate is model-assisted (the
+matcher's probability of every candidate, calibrated on the audit, plus the audit's residuals);
+it needs nothing more in the journal, so old sessions resume with it. Draws answered "unsure"
+are left out of the estimate.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from ..quality import (
     compare_f1,
     confirm_stop,
     estimate_quality,
+    more_answers,
 )
 from ._config import SessionConfig, parse_target
 from ._journal import Journal, SessionState
@@ -267,7 +271,9 @@ def round_status(
     status: dict[str, Any] = {"n_audit": int(len(y)), "n_draws": n_draws, "estimate": None,
                               "threshold": MATCH_THRESHOLD, "threshold_estimate": None}
     if len(y) >= MIN_AUDIT:
-        status["estimate"] = estimate_quality(y, p, w).to_dict()
+        # model-assisted from 10 audited matches on: the matcher's probability of every candidate
+        # narrows the intervals (skrisk.quality.estimate_quality; issue #30)
+        status["estimate"] = estimate_quality(y, p, w, proba_all=proba).to_dict()
         if y.sum() > 0:
             choice = choose_threshold(y, p, w, target=_target(session))
             status["threshold"] = round(choice.threshold, 4)
@@ -348,20 +354,13 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
 MEASURE_NAMES = (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
 
 
-def more_answers(n_audit: int, interval: tuple[float, float], aim: float = AIM) -> int:
-    """Audit answers to add so that an interval of ``n_audit`` answers narrows to about ``± aim``
-    (its width falls as one over the square root of the answers)."""
-    half = (interval[1] - interval[0]) / 2
-    return 0 if half <= aim else int(np.ceil(n_audit * ((half / aim) ** 2 - 1) - 1e-9))
-
-
 def _measure_words(est: dict, m: str, name: str) -> str:
     """One measure of an estimate in plain words: its value and interval, or that the audit
     cannot say yet, and how many more answers would narrow it to about ± :data:`AIM`."""
     v, (lo, hi) = est[m], est[f"{m}_interval"]
     if v is None:
         return f"{name}: not estimable yet"
-    more = more_answers(est["n_audit"], (lo, hi))
+    more = more_answers(est["n_audit"], (lo, hi), AIM)
     narrow = f", {more} more would narrow it to about ±{AIM:g}" if more else ""
     if (hi - lo) / 2 > UNSURE:
         return f"{name}: not enough audit answers to say ({lo:.2f}-{hi:.2f}){narrow}"

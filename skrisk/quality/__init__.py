@@ -3,7 +3,9 @@
 :func:`audit_sample` draws audit pairs by importance sampling (aimed with LearnRisk's risk or
 with the matcher's score, or uniform, always with a uniform floor that bounds the weights);
 :func:`estimate_quality` turns their answers into estimated precision, recall and F1 of the
-matcher on the whole candidate set, with intervals; :func:`choose_threshold` picks the match
+matcher on the whole candidate set, with intervals (model-assisted when given the matcher's
+probability of every candidate), and :func:`more_answers` says how many more answers an interval
+needs to narrow to a given width; :func:`choose_threshold` picks the match
 threshold for a target (F1: 0.5 unless the audit shows another is better; a precision or a recall);
 :func:`compare_f1` estimates the F1 difference of two decisions on the same audit draws (two
 thresholds, or two rounds' matchers). :class:`StabilizingPredictions` and :class:`RiskPlateau`
@@ -33,6 +35,7 @@ from ._estimate import (
     choose_threshold,
     compare_f1,
     estimate_quality,
+    more_answers,
 )
 from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa, confirm_stop
 
@@ -49,4 +52,5 @@ __all__ = [
     "compare_f1",
     "confirm_stop",
     "estimate_quality",
+    "more_answers",
 ]

@@ -32,6 +32,13 @@ and the interval is the hull of both; the effect fades as the audit grows. The s
 chosen on simulated sessions (DBLP-Scholar, Abt-Buy) and checked on fresh audit draws and on two
 held-out datasets; ``benchmarks/bench_quality.py`` measures the coverage.
 
+Given the matcher's probability of every candidate (``proba_all``), :func:`estimate_quality` is
+model-assisted: the number of predicted matches is then known, and TP and FN are each the
+calibrated model's total over its domain plus the audit's Hansen-Hurwitz estimate of the residuals
+there (a difference estimator, the idea of prediction-powered inference [3]_). The residual term
+keeps it consistent whatever the model; the model narrows the intervals where it predicts the
+answers (how much, on which candidate sets: ``benchmarks/RESULTS.md``).
+
 Two decisions audited on the same draws (two thresholds of one matcher, or the matchers of two
 rounds) are compared by :func:`compare_f1`: the paired difference of their F1 ratio estimates,
 with a delta-method interval and one imagined draw where they differ. :func:`choose_threshold`
@@ -46,6 +53,9 @@ References
    asymmetric sampling for evaluation", PVLDB 10(11), 2017.
 .. [2] Hansen, M. H. and Hurwitz, W. N. "On the theory of sampling from finite populations",
    Ann. Math. Statist. 14(4), 1943.
+.. [3] Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I. and Zrnic, T.
+   "Prediction-powered inference", Science 382(6671), 2023; Angelopoulos, A. N., Duchi, J. C.
+   and Zrnic, T. "PPI++: efficient prediction-powered inference", arXiv:2311.01453, 2023.
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ from typing import Any, Mapping, Union
 
 import numpy as np
 import numpy.typing as npt
+from scipy.special import expit
 from scipy.stats import norm
 from sklearn.utils import check_random_state
 
@@ -71,6 +82,7 @@ __all__ = [
     "choose_threshold",
     "compare_f1",
     "estimate_quality",
+    "more_answers",
 ]
 
 METHODS = ("risk", "score", "uniform")
@@ -79,6 +91,10 @@ RULES = ("no-harm", "one-se")
 #: Weight of the imagined extra draw at each end of an interval, as a share of the mean weight of
 #: the audited pairs of its kind (see the module notes).
 PSEUDO_DRAW = 0.3
+#: The same for the model-assisted estimate (see :func:`estimate_quality`).
+ASSISTED_PSEUDO_DRAW = 0.1
+#: The fewest audited true matches for a model-assisted estimate (with fewer, the plain one).
+ASSISTED_MIN_MATCHES = 10
 Target = Union[str, Mapping[str, float]]
 
 
@@ -134,6 +150,9 @@ class QualityEstimate:
     threshold : float
         The decision ``p > threshold``.
     confidence : float
+    assisted : bool
+        Whether the estimate is model-assisted (:func:`estimate_quality` with ``proba_all``
+        and at least :data:`ASSISTED_MIN_MATCHES` audited matches).
     """
 
     precision: float
@@ -146,6 +165,7 @@ class QualityEstimate:
     n_matches: int
     threshold: float
     confidence: float
+    assisted: bool = False
 
     def interval(self, measure: str) -> tuple[float, float]:
         """The interval of ``"precision"``, ``"recall"`` or ``"f1"``."""
@@ -160,7 +180,8 @@ class QualityEstimate:
             return None if not np.isfinite(v) else round(float(v), 4)
 
         out: dict[str, Any] = {"n_audit": self.n_audit, "n_matches": self.n_matches,
-                               "threshold": round(float(self.threshold), 4), "confidence": self.confidence}
+                               "threshold": round(float(self.threshold), 4), "confidence": self.confidence,
+                               "assisted": self.assisted}
         for m in ("precision", "recall", "f1"):
             out[m] = num(getattr(self, m))
             out[f"{m}_interval"] = [num(v) for v in self.interval(m)]
@@ -175,7 +196,8 @@ class QualityEstimate:
             return f"{m} ?" if not np.isfinite(v) else f"{m} {v:.2f} ({lo:.2f}-{hi:.2f})"
 
         return (f"{one('precision')}, {one('recall')}, {one('f1').replace('f1', 'F1')} "
-                f"({self.confidence:.0%} intervals, {self.n_audit} audit answers)")
+                f"({self.confidence:.0%} intervals, {self.n_audit} audit answers"
+                f"{', model-assisted' if self.assisted else ''})")
 
 
 @dataclass(frozen=True)
@@ -455,6 +477,130 @@ def _estimate(y: FloatArray, d: FloatArray, w: FloatArray, threshold: float, con
     )
 
 
+def _calibration(y: FloatArray, p: FloatArray, w: FloatArray, prior: float = 1.0) -> tuple[float, float]:
+    """Platt scaling ``m = sigmoid(a + b logit p)`` fitted to the weighted audit draws.
+
+    A ridge of strength ``prior`` (in draws) pulls ``(a, b)`` towards ``(0, 1)``, the matcher's own
+    probabilities, so that an audit of one class keeps a finite, gentle calibration.
+    """
+    x = np.log(np.clip(p, 1e-4, 1 - 1e-4) / (1 - np.clip(p, 1e-4, 1 - 1e-4)))
+    v = w * (len(w) / w.sum()) if len(w) else w
+    a, b = 0.0, 1.0
+    for _ in range(50):
+        m = expit(a + b * x)
+        r = v * (m - y)
+        g = np.array([r.sum() + prior * a, (r * x).sum() + prior * (b - 1)])
+        h = v * m * (1 - m)
+        H = np.array([[h.sum() + prior, (h * x).sum()], [(h * x).sum(), (h * x * x).sum() + prior]])
+        step = np.linalg.solve(H, g)
+        a, b = a - float(step[0]), b - float(step[1])
+        if abs(step).max() < 1e-8:
+            break
+    return a, b
+
+
+def _calibrate(p: FloatArray, ab: tuple[float, float]) -> FloatArray:
+    x = np.log(np.clip(p, 1e-4, 1 - 1e-4) / (1 - np.clip(p, 1e-4, 1 - 1e-4)))
+    return expit(ab[0] + ab[1] * x)
+
+
+def _assisted(
+    y: FloatArray, d: FloatArray, m: FloatArray, w: FloatArray, N: int, D: float, M: tuple[float, float],
+    lam: tuple[float, float], z: float,
+) -> dict[str, tuple[float, float, float]]:
+    """The difference estimates of TP and FN, and precision, recall and F1 with their variances.
+
+    ``M`` is the calibrated model's total over the candidates predicted a match and over the
+    rest, ``lam`` the share of it used in each (see :func:`estimate_quality`).
+    """
+    n = len(y)
+    zt = N * w * d * (y - lam[0] * m)  # each draw's Hansen-Hurwitz term of TP's residual
+    zf = N * w * (1 - d) * (y - lam[1] * m)
+    tp = min(max(lam[0] * M[0] + float(zt.mean()), 0.0), D)
+    fn = max(lam[1] * M[1] + float(zf.mean()), 0.0)
+    out = {}
+    y_tot = tp + fn
+    s = D + tp + fn
+    grads = {
+        "precision": ((1 / D, 0.0) if D > 0 else None, tp / D if D > 0 else float("nan")),
+        "recall": ((fn / y_tot**2, -tp / y_tot**2) if y_tot > 0 else None, tp / y_tot if y_tot > 0 else float("nan")),
+        "f1": ((2 * (D + fn) / s**2, -2 * tp / s**2) if s > 0 else None, 2 * tp / s if s > 0 else float("nan")),
+    }
+    for k, (g, est) in grads.items():
+        if g is None:
+            out[k] = (float("nan"), float("inf"), n)
+            continue
+        psi = g[0] * zt + g[1] * zf
+        var = float(psi.var(ddof=1)) / n if n > 1 else float("inf")
+        out[k] = (float(est), var, n)
+    return out
+
+
+def _assisted_estimate(
+    y: FloatArray, p: FloatArray, w: FloatArray, proba_all: FloatArray, threshold: float, confidence: float
+) -> QualityEstimate:
+    z = float(norm.ppf(0.5 + confidence / 2))
+    N = len(proba_all)
+    d = (p > threshold).astype(np.float64)
+    d_all = proba_all > threshold
+    D = float(d_all.sum())
+    ab = _calibration(y, p, w)
+    m, m_all = _calibrate(p, ab), _calibrate(proba_all, ab)
+    M = (float(m_all[d_all].sum()), float(m_all[~d_all].sum()))
+    lam = []
+    for dom in (d, 1 - d):  # the share of the model's total that minimises the variance (PPI++)
+        a, b = N * w * dom * y, N * w * dom * m
+        vb = float(b.var())
+        lam.append(float(np.clip(np.cov(a, b, bias=True)[0, 1] / vb, 0.0, 1.0)) if vb > 0 and len(y) > 1 else 0.0)
+    lam_t = (lam[0], lam[1])
+    base = _assisted(y, d, m, w, N, D, M, lam_t, z)
+
+    def mean_w(mask: npt.NDArray[np.bool_]) -> float:
+        return float(w[mask].mean()) if mask.any() else float(w.max(initial=1.0))
+
+    def mean_m(mask: npt.NDArray[np.bool_]) -> float:
+        return float(m[mask].mean()) if mask.any() else 0.0
+
+    pred, rest = d == 1, d == 0
+    x_pred, x_rest = ASSISTED_PSEUDO_DRAW * mean_w(pred), ASSISTED_PSEUDO_DRAW * mean_w(rest)
+    # imagined draws (y, d, m, w): a true or false match among the predicted ones, a missed match
+    extra = {"found": (1.0, 1.0, mean_m(pred), x_pred), "false": (0.0, 1.0, mean_m(pred), x_pred),
+             "missed": (1.0, 0.0, mean_m(rest), x_rest)}
+    pulls = {"precision": (("false",), ("found",)), "recall": (("missed",), ("found",)),
+             "f1": (("missed", "false"), ("found",))}
+    alt = {k: _assisted(np.append(y, e[0]), np.append(d, e[1]), np.append(m, e[2]), np.append(w, e[3]), N, D, M,
+                        lam_t, z) for k, e in extra.items()}
+
+    def interval(k: str, est: float, var: float) -> tuple[float, float]:
+        if not np.isfinite(est) or not np.isfinite(var):
+            return (0.0, 1.0)
+        if var > 0 and 0 < est < 1:
+            return _wilson(est, est * (1 - est) / var, z)
+        return _wilson(est, float(len(y)), z)
+
+    res = {}
+    plain = _estimate(y, d, w, threshold, confidence)
+    for k in ("precision", "recall", "f1"):
+        est, var, _ = base[k]
+        if not (np.isfinite(est) and np.isfinite(var) and var > 0 and 0 < est < 1):
+            # at a bound (every audited pair of the domain agrees with the model, or TP hit D)
+            # the delta method says nothing: the plain estimate and its interval stand
+            res[k] = (getattr(plain, k), plain.interval(k))
+            continue
+        lo, hi = interval(k, est, var)
+        for name in pulls[k][0]:
+            lo = min(lo, interval(k, alt[name][k][0], alt[name][k][1])[0])
+        for name in pulls[k][1]:
+            hi = max(hi, interval(k, alt[name][k][0], alt[name][k][1])[1])
+        res[k] = (est, (min(lo, est), max(hi, est)))
+    return QualityEstimate(
+        precision=res["precision"][0], recall=res["recall"][0], f1=res["f1"][0],
+        precision_interval=res["precision"][1], recall_interval=res["recall"][1], f1_interval=res["f1"][1],
+        n_audit=int(len(y)), n_matches=int(y.sum()), threshold=float(threshold), confidence=confidence,
+        assisted=True,
+    )
+
+
 def estimate_quality(
     y_audit: npt.ArrayLike,
     proba_audit: npt.ArrayLike,
@@ -462,8 +608,23 @@ def estimate_quality(
     *,
     threshold: float = MATCH_THRESHOLD,
     confidence: float = 0.9,
+    proba_all: npt.ArrayLike | None = None,
 ) -> QualityEstimate:
     """Estimate precision, recall and F1 of the decisions ``p > threshold`` from audit answers.
+
+    Without ``proba_all``, each measure is the ratio estimate of its weighted audit draws (see
+    the module notes). With ``proba_all``, the matcher's probability of every candidate, the
+    estimate is *model-assisted* (a difference estimator; "prediction-powered inference"): the
+    number of predicted matches ``D`` is then known exactly, and TP and FN are each the
+    calibrated model's total over its domain (the candidates predicted a match, and the rest)
+    plus the Hansen-Hurwitz estimate of the audit's residuals ``y - m`` there. ``m`` is the
+    matcher's probability recalibrated on the weighted audit (Platt scaling, pulled towards the
+    identity by one draw's worth of prior), and each domain uses the share ``lambda`` in
+    ``[0, 1]`` of the model's total that minimises the estimate's variance (PPI++; 0 is the
+    plain estimate of the domain), so the model narrows the interval where it predicts the
+    audit's answers and is ignored where it does not. The residual correction keeps the
+    estimate consistent whatever the model; the intervals are delta-method Wilson intervals
+    widened by the same imagined draws as the plain ones.
 
     Parameters
     ----------
@@ -478,6 +639,11 @@ def estimate_quality(
     threshold : float, default=MATCH_THRESHOLD
     confidence : float, default=0.9
         Coverage of the intervals.
+    proba_all : array-like of shape (N,), optional
+        The matcher's probability of every candidate pair (the population the audit was drawn
+        from); ``weights`` must then be the Hansen-Hurwitz weights ``1 / (N q_i)`` with this
+        ``N`` (:attr:`AuditSample.weights`, or the mixture weights of several rounds), not a
+        multiple of them.
 
     Returns
     -------
@@ -488,10 +654,30 @@ def estimate_quality(
     >>> est = estimate_quality([1, 1, 0, 1, 0, 0], [0.9, 0.8, 0.7, 0.3, 0.2, 0.1], [1, 1, 1, 1, 1, 1])
     >>> round(est.precision, 3), round(est.recall, 3), round(est.f1, 3)
     (0.667, 0.667, 0.667)
+
+    Model-assisted, from the matcher's probabilities of all 2000 candidates:
+
+    >>> import numpy as np
+    >>> rng = np.random.RandomState(0)
+    >>> proba = rng.uniform(size=2000)
+    >>> truth = (rng.uniform(size=2000) < proba).astype(int)
+    >>> s = audit_sample(proba, n=100, method="score", random_state=0)
+    >>> plain = estimate_quality(truth[s.positions], proba[s.positions], s.weights)
+    >>> assisted = estimate_quality(truth[s.positions], proba[s.positions], s.weights, proba_all=proba)
+    >>> def width(e):
+    ...     return e.f1_interval[1] - e.f1_interval[0]
+    >>> bool(width(assisted) < width(plain))
+    True
     """
     y, p, w = _audit_arrays(y_audit, proba_audit, weights)
     confidence = _check_confidence(confidence)
     threshold = float(_vector([threshold], "threshold", low=0, high=1)[0])
+    if proba_all is not None:
+        pa = _vector(proba_all, "proba_all", low=0, high=1)
+        if len(pa) == 0:
+            raise DataError("proba_all is empty: give the matcher's probability of every candidate pair.")
+        if y.sum() >= ASSISTED_MIN_MATCHES:
+            return _assisted_estimate(y, p, w, pa, threshold, confidence)
     return _estimate(y, (p > threshold).astype(np.float64), w, threshold, confidence)
 
 
@@ -593,6 +779,22 @@ def compare_f1(
     if len(y) == 0:
         return float("nan"), (-1.0, 1.0)
     return _f1_difference(y, (pa > ta).astype(np.float64), (pb > tb).astype(np.float64), w, z)
+
+
+def more_answers(n_audit: int, interval: tuple[float, float], aim: float = 0.1) -> int:
+    """Audit answers to add so that an interval from ``n_audit`` answers narrows to about ``± aim``.
+
+    The width of an interval falls as one over the square root of the answers, so ``n`` answers
+    giving a half-width ``h`` need about ``n (h / aim) ** 2`` in all (``benchmarks/RESULTS.md``
+    checks this on simulated sessions).
+
+    Examples
+    --------
+    >>> more_answers(100, (0.4, 0.6)), more_answers(10, (0.0, 1.0)), more_answers(150, (0.5, 0.8))
+    (0, 240, 188)
+    """
+    half = (interval[1] - interval[0]) / 2
+    return 0 if half <= aim else int(np.ceil(n_audit * ((half / aim) ** 2 - 1) - 1e-9))
 
 
 def _check_target(target: Any) -> tuple[str, float]:

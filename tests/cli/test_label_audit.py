@@ -294,3 +294,29 @@ def test_measures_too_uncertain_are_said_so_in_plain_words():
     assert _measure_words(est, "f1", "F1") == "F1 0.80 (0.60-0.90, 50 more would narrow it to about ±0.1)"
     assert more_answers(100, (0.4, 0.6)) == 0 and more_answers(10, (0.0, 1.0)) == 240
     assert _measure_words({**est, "recall": None}, "recall", "recall") == "recall: not estimable yet"
+
+
+def test_estimates_are_model_assisted_once_the_audit_has_ten_matches(fz_tables, tmp_path):
+    """From 10 audited matches on, the round's estimate uses the matcher's probability of every
+    candidate (skrisk.quality.estimate_quality(proba_all=...)); before, the plain ratio estimate."""
+    A, B, gold = fz_tables
+    cfg = SessionConfig(n_instances=3, n_initial=4, audit=15, epochs=20, seed=3)
+    _oracle_session(tmp_path / "s", A, B, gold, 80, config=cfg)
+    ests = [e["status"]["estimate"] for e in read_events(tmp_path / "s" / "journal.jsonl")
+            if e.get("phase") == "risk" and e["status"]["estimate"] is not None]
+    assert ests
+    for est in ests:
+        assert est["assisted"] == (est["n_matches"] >= 10)
+    assert any(est["assisted"] for est in ests), [est["n_matches"] for est in ests]
+    # a journal written before (no "assisted" in its estimates) resumes, and its audit draws of
+    # the old design give the new round a model-assisted estimate
+    def forget(ev):
+        ((ev.get("status") or {}).get("estimate") or {}).pop("assisted", None)
+        return False
+
+    copy = _edited_copy(tmp_path / "s", tmp_path / "old", forget)
+    n_before = len(ests)
+    _oracle_session(copy, A, B, gold, 10)
+    new = [e["status"]["estimate"] for e in read_events(copy / "journal.jsonl")
+           if e.get("phase") == "risk" and e["status"]["estimate"] is not None][n_before:]
+    assert new and all(est["assisted"] for est in new)

@@ -280,3 +280,97 @@ def test_audit_design_is_what_audit_sample_draws_from():
     q = audit_design(p, risk=risk, method="risk", floor=0.1)
     s = audit_sample(p, risk=risk, n=50, method="risk", floor=0.1, random_state=0)
     assert q.sum() == pytest.approx(1) and np.allclose(s.probabilities, q[s.positions])
+
+
+# ---------------------------------------------------------------------- model-assisted estimates
+def _rare_population(n=40000, rate=0.005, seed=3):
+    """A large candidate set with few matches and an overconfident, miscalibrated matcher."""
+    rng = np.random.RandomState(seed)
+    y = (rng.uniform(size=n) < rate).astype(int)
+    logit = np.where(y == 1, rng.normal(1.5, 2.0, n), rng.normal(-3.0, 1.5, n))
+    p = 1 / (1 + np.exp(-1.6 * logit))
+    risk = np.clip(2 * np.minimum(p, 1 - p), 0, 1)
+    d = (p > 0.5).astype(int)
+    tp, fp, fn = (d * y).sum(), (d * (1 - y)).sum(), ((1 - d) * y).sum()
+    truth = {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "f1": 2 * tp / (2 * tp + fp + fn)}
+    return p, y, risk, truth
+
+
+def test_assisted_estimates_are_centred_cover_and_are_narrower_at_low_match_rates():
+    p, y, risk, truth = _rare_population()
+    err = {"plain": [], "assisted": []}
+    width = {"plain": [], "assisted": []}
+    covered = {m: 0 for m in truth}
+    runs = 150
+    for seed in range(runs):
+        s = audit_sample(p, risk=risk, n=150, method="risk", random_state=seed)
+        ya, pa = y[s.positions], p[s.positions]
+        for name, e in (("plain", estimate_quality(ya, pa, s.weights)),
+                        ("assisted", estimate_quality(ya, pa, s.weights, proba_all=p))):
+            err[name].append(e.f1 - truth["f1"])
+            width[name].append(e.f1_interval[1] - e.f1_interval[0])
+            if name == "assisted":
+                assert e.assisted == (e.n_matches >= 10) and e.assisted == ("model-assisted" in e.text())
+                for m in truth:
+                    lo, hi = e.interval(m)
+                    covered[m] += lo - 1e-9 <= truth[m] <= hi + 1e-9
+    assert abs(np.mean(err["assisted"])) < 0.02
+    assert np.mean(np.abs(err["assisted"])) < np.mean(np.abs(err["plain"]))
+    assert np.median(width["assisted"]) < 0.9 * np.median(width["plain"])
+    for m in truth:
+        assert 0.85 <= covered[m] / runs <= 0.99, (m, covered[m] / runs)
+
+
+def test_assisted_estimate_falls_back_to_the_plain_one_without_enough_audited_matches():
+    p, y, risk, _ = _rare_population(n=5000)
+    s = audit_sample(p, risk=risk, n=40, method="risk", random_state=0)
+    for ya in (np.zeros(40), y[s.positions]):  # zero matches in the audit; a few (fewer than 10)
+        assert ya.sum() < 10
+        plain = estimate_quality(ya, p[s.positions], s.weights)
+        assisted = estimate_quality(ya, p[s.positions], s.weights, proba_all=p)
+        assert assisted.to_dict() == plain.to_dict() and not assisted.assisted
+
+
+def test_assisted_estimate_when_every_answer_is_one_class_or_probabilities_are_0_and_1():
+    import warnings
+
+    rng = np.random.RandomState(0)
+    p = np.r_[np.ones(300), np.zeros(9700)]  # a matcher that only says 0 or 1
+    pos = np.r_[rng.choice(300, 20), rng.choice(np.arange(300, 10000), 20)]
+    w = np.full(40, 1.0)  # a uniform sample: 1 / (N * (1 / N))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        all_match = estimate_quality(np.ones(40), p[pos], w, proba_all=p)  # every answer a match
+        y = (p[pos] > 0.5).astype(float)
+        exact = estimate_quality(y, p[pos], w, proba_all=p)  # answers exactly as predicted
+    assert all_match.precision == 1.0 and all_match.recall < 0.5
+    for e in (all_match, exact):
+        for m in ("precision", "recall", "f1"):
+            lo, hi = e.interval(m)
+            assert 0.0 <= lo <= getattr(e, m) <= hi <= 1.0
+    assert exact.f1 == 1.0 and exact.f1_interval[0] < 1.0  # 40 answers do not prove perfection
+
+
+@pytest.mark.parametrize("proba_all,words", [
+    ([0.2, float("nan"), 0.9], "proba_all[1]"),
+    ([0.2, 1.5, 0.9], "proba_all[1]"),
+    ([], "proba_all is empty"),
+])
+def test_bad_proba_all_is_named(proba_all, words):
+    with pytest.raises(DataError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        estimate_quality([1] * 10 + [0], [0.9] * 10 + [0.1], [1.0] * 11, proba_all=proba_all)
+
+
+def test_assisted_precision_at_its_bound_keeps_the_plain_interval():
+    """Every audited predicted match is a match: the model-assisted TP reaches D and precision 1;
+    its interval is the plain one (not a zero-variance sliver at 1)."""
+    rng = np.random.RandomState(5)
+    N = 20000
+    p = np.r_[rng.uniform(0.55, 0.99, 400), rng.uniform(0.0, 0.45, N - 400)]
+    pos = np.r_[rng.choice(400, 25), rng.choice(np.arange(400, N), 125)]
+    y = np.r_[np.ones(25), (rng.uniform(size=125) < 0.02).astype(float)]
+    w = np.full(150, 1.0)
+    plain = estimate_quality(y, p[pos], w)
+    assisted = estimate_quality(y, p[pos], w, proba_all=p)
+    assert assisted.assisted and assisted.precision == 1.0
+    assert assisted.precision_interval == plain.precision_interval and plain.precision_interval[0] < 0.95
