@@ -85,7 +85,7 @@ SETTINGS = {
     "DBLP-Scholar x RNN": ["dblp_scholar_rnn_compare", "dblp_scholar_rnn_compare_runs10"],
     "DBLP-Scholar x LM": ["al_lm_gpu/dblp_scholar_lm_compare_gpu"],
     "Abt-Buy x forest": ["abt_buy_feature_compare_all"],
-    "Abt-Buy x RNN": ["abt_buy_rnn_compare"],
+    "Abt-Buy x RNN": ["abt_buy_rnn_compare", "abt_buy_rnn_compare_runs10"],
     "Abt-Buy x LM": ["al_lm_gpu/abt_buy_lm_compare_gpu"],
     "Beer x forest": ["beer_feature_compare"],
     "Beer x RNN": ["beer_rnn_compare"],
