@@ -29,7 +29,7 @@ import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .exceptions import SkriskError
 
@@ -54,6 +54,10 @@ __all__ = [
     "remove_stale_temporaries",
     "write_csv_export",
 ]
+
+# Rows of a CSV export turned into text at a time: the text of a million-row table is never
+# held whole (with its encoded copy, about three times the file)
+_CSV_ROWS = 100_000
 
 
 class FolderInUseError(SkriskError, RuntimeError):
@@ -235,7 +239,7 @@ def open_regular_file(path: str | os.PathLike, *, hint: str = "") -> "io.Buffere
 
 def atomic_write_bytes(
     path: str | os.PathLike,
-    data: bytes,
+    data: bytes | Iterable[bytes],
     *,
     on_error: Callable[[Path, OSError], Exception] | None = None,
 ) -> None:
@@ -245,8 +249,10 @@ def atomic_write_bytes(
     ----------
     path : path-like
         The target file; its folder must exist.
-    data : bytes
-        The new content.
+    data : bytes or iterable of bytes
+        The new content, whole or in parts (written one after the other: a large file never
+        needs to be held in memory). An exception while the parts are made leaves ``path`` as
+        it was.
     on_error : callable, optional
         ``on_error(path, exc)`` builds the exception raised when writing fails (the default
         re-raises the ``OSError``). ``path`` is left as it was and no temporary file is left
@@ -272,7 +278,8 @@ def atomic_write_bytes(
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for part in ([data] if isinstance(data, (bytes, bytearray, memoryview)) else data):
+                fh.write(part)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -335,8 +342,13 @@ def write_csv_export(
     """
     from ._safetext import csv_text
 
+    def parts() -> Iterator[bytes]:  # the text of _CSV_ROWS rows at a time, never the whole file
+        for start in range(0, max(len(frame), 1), _CSV_ROWS):
+            yield csv_text(frame.iloc[start:start + _CSV_ROWS], header=start == 0,
+                           first_row=start).encode("utf-8")
+
     path = Path(path)
-    atomic_write_bytes(path, csv_text(frame).encode("utf-8"), on_error=on_error)
+    atomic_write_bytes(path, parts(), on_error=on_error)
     return path
 
 

@@ -276,13 +276,21 @@ def _unwritable_cell(frame: pd.DataFrame) -> tuple[int, object, str] | None:
     return None
 
 
-def csv_text(frame: pd.DataFrame) -> str:
+def csv_text(frame: pd.DataFrame, *, header: bool = True, first_row: int = 0) -> str:
     """The CSV text of ``frame`` as skrisk writes every CSV file: neutralised and round-trip safe.
 
     * every text cell and column name goes through :func:`spreadsheet_safe`;
     * rows end with CRLF (RFC 4180), so that a cell holding a carriage return or a line feed
       is always quoted: no CSV reader starts a row inside a cell;
     * no index column.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    header : bool, default=True
+        Start with the column names (False: the rows of a later part of a table).
+    first_row : int, default=0
+        The row number of ``frame``'s first row in the whole table, for messages.
 
     Raises
     ------
@@ -297,7 +305,7 @@ def csv_text(frame: pd.DataFrame) -> str:
     """
     from .exceptions import DataError
 
-    text = spreadsheet_safe_frame(frame).to_csv(index=False, lineterminator="\r\n")
+    text = spreadsheet_safe_frame(frame).to_csv(index=False, lineterminator="\r\n", header=header)
     clean = "\x00" not in text  # checked on the whole text; the cell is looked for only when needed
     if clean:
         try:
@@ -306,7 +314,7 @@ def csv_text(frame: pd.DataFrame) -> str:
             clean = False
     if not clean:
         bad = _unwritable_cell(frame)
-        where = "a column name" if bad is None else f"row {bad[0]}, column {bad[1]!r}"
+        where = "a column name" if bad is None else f"row {first_row + bad[0]}, column {bad[1]!r}"
         why = "a NUL character or a lone surrogate" if bad is None else bad[2]
         raise DataError(
             f"Cannot write {where} as CSV: it holds {why}, which no CSV reader gives back. Remove that "

@@ -36,6 +36,7 @@ def _argument(cast: Callable[[str], Any], ok: Callable[[Any], bool], expected: s
 
 
 _positive = _argument(int, lambda v: v >= 1, "a positive integer")
+_n_jobs = _argument(int, lambda v: v != 0, "a non-zero integer (-1: every CPU)")
 _non_negative = _argument(int, lambda v: v >= 0, "an integer >= 0")
 _unit_float = _argument(float, lambda v: 0.0 <= v < 1.0, "a number from 0 (inclusive) to 1 (exclusive)")
 
@@ -266,6 +267,9 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="text encoding of the CSV files (default utf-8); LEFT,RIGHT gives each table its own")
     m.add_argument("--chunk-size", type=_positive, default=50_000,
                    help="candidate pairs scored at a time (bounds the memory; default 50000)")
+    m.add_argument("--n-jobs", type=_n_jobs, default=-1,
+                   help="threads for blocking and scoring (default -1: every CPU; 1: one thread); "
+                        "the results do not depend on it")
     m.add_argument("--no-progress", action="store_true", help="no progress bars")
     _add_blocking_flags(m)
 
@@ -296,7 +300,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
         rules = [(rules[0][0], cols, rules[0][2])]
     result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
                    progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
-                   names=(str(args.left), str(args.right)))
+                   names=(str(args.left), str(args.right)), n_jobs=args.n_jobs)
     from ._safetext import visible
 
     print(visible(result.blocking.report()), flush=True)

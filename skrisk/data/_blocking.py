@@ -26,6 +26,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
+from .._threads import map_in_order, n_threads
 from ..exceptions import DataError
 from ._text import normalize_text
 
@@ -354,7 +355,7 @@ def _best_per_row(r: np.ndarray, c: np.ndarray, score: np.ndarray, k: int, start
 
 def _top_k(
     a: sp.csr_matrix, b: sp.csr_matrix, k: int, min_similarity: float, budget: float, prefix: int,
-    rescore: int, dedup: bool,
+    rescore: int, dedup: bool, threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """For every row of ``a``, the ``k`` rows of ``b`` of highest cosine (above ``min_similarity``)
     among its candidates; ``dedup``: ``a`` is ``b`` and a row is never its own neighbour.
@@ -365,7 +366,8 @@ def _top_k(
     index, in row chunks of about ``_TOKEN_CHUNK_CELLS`` pairs), and each candidate is scored by
     the full cosine over all tokens. Index tokens whose pairs exceed ``2 * budget`` (a frequent
     token in many prefixes) are dropped, so time and memory grow with ``budget`` and the tables,
-    never with ``n_a * n_b``.
+    never with ``n_a * n_b``. The row chunks run on ``threads`` threads (the same chunks for
+    any number of threads, their pairs kept in row order: the same result).
     """
     present_a = a.astype(bool).astype(np.float32)
     present_b = present_a if dedup else b.astype(bool).astype(np.float32)
@@ -391,9 +393,10 @@ def _top_k(
     edges = np.unique(np.r_[0, cuts, a.shape[0]])
     wa = a.multiply(ia).tocsr()  # TF-IDF weights of the index entries: each candidate's partial cosine
     wb_t = (wa if dedup else b.multiply(ib_t.T)).T.tocsr()
-    rows_out, cols_out = [], []
-    for start, stop in zip(edges[:-1], edges[1:]):
-        if per_row[start:stop].sum() * _DENSE_RATIO >= (stop - start) * b.shape[0]:
+
+    def chunk_pairs(part: tuple[int, int, bool]) -> tuple[np.ndarray, np.ndarray] | None:
+        start, stop, dense = part
+        if dense:
             # the candidates are a large share of all pairs (small tables): score all pairs densely
             block = (a[start:stop] @ b.T).toarray()
             if dedup:
@@ -406,9 +409,8 @@ def _top_k(
                 top = np.broadcast_to(np.arange(block.shape[1]), block.shape)
             vals = np.take_along_axis(block, top, axis=1)
             keep = vals > min_similarity
-            rows_out.append(np.repeat(np.arange(start, stop, dtype=np.int32), top.shape[1])[keep.ravel()])
-            cols_out.append(top.ravel()[keep.ravel()].astype(np.int32))
-            continue
+            return (np.repeat(np.arange(start, stop, dtype=np.int32), top.shape[1])[keep.ravel()],
+                    top.ravel()[keep.ravel()].astype(np.int32))
         prod = (wa[start:stop] @ wb_t).tocsr()
         prod.sort_indices()  # candidates of a row by column: ties broken alike in any chunking
         r = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(prod.indptr))
@@ -420,18 +422,35 @@ def _top_k(
         # scored by the full cosine; the k best of those are kept
         r, c = _best_per_row(r, c, part, rescore * k, start)
         if not len(r):
-            continue
+            return None
         score = np.asarray(a[r].multiply(b[c]).sum(axis=1), dtype=np.float32).ravel()
         ok = score > min_similarity
         r, c = _best_per_row(r[ok], c[ok], score[ok], k, start)
-        rows_out.append(r.astype(np.int32))  # positions of a table: int32 halves the pairs' memory
-        cols_out.append(c.astype(np.int32))
+        return r.astype(np.int32), c.astype(np.int32)  # positions of a table: int32 halves the pairs' memory
+
+    rows_out, cols_out = [], []
+    # each chunk scored densely or from the index as decided for the whole chunk, then split into
+    # ``threads`` parts of about equal cells: a row's pairs do not depend on the rows beside it,
+    # and the parts in flight together hold about one chunk's memory
+    parts = []
+    for start, stop in zip(edges[:-1], edges[1:]):
+        dense = bool(per_row[start:stop].sum() * _DENSE_RATIO >= (stop - start) * b.shape[0])
+        cells = np.cumsum(per_row[start:stop]) if not dense else np.arange(1, stop - start + 1, dtype=np.float64)
+        inner = np.searchsorted(cells, cells[-1] * np.arange(1, threads) / threads, side="right")
+        bounds = np.unique(np.r_[start, start + inner, stop])
+        parts += [(int(s), int(e), dense) for s, e in zip(bounds[:-1], bounds[1:]) if e > s]
+    for got in map_in_order(chunk_pairs, parts, threads):
+        if got is not None:
+            rows_out.append(got[0])
+            cols_out.append(got[1])
     if not rows_out:
         return np.empty(0, np.intp), np.empty(0, np.intp)
     return np.concatenate(rows_out), np.concatenate(cols_out)
 
 
-def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _token_pairs(
+    cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame, threads: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     mats = _tfidf_records([left] if right is left else [left, right], cols)
     if mats is None:  # no token at all
         return np.empty(0, np.intp), np.empty(0, np.intp)
@@ -439,11 +458,11 @@ def _token_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.Da
     n_records = sum(m.shape[0] for m in mats)
     how = (float(params["budget"]) * n_records, int(params["prefix"]), int(params["rescore"]))
     if right is left:  # one table: each record's top_k neighbours, itself excluded
-        return _top_k(mats[0], mats[0], k, thr, *how, dedup=True)
+        return _top_k(mats[0], mats[0], k, thr, *how, dedup=True, threads=threads)
     lm, rm = mats
     # left -> right and right -> left
-    lr, lc = _top_k(lm, rm, k, thr, *how, dedup=False)
-    rr, rc = _top_k(rm, lm, k, thr, *how, dedup=False)
+    lr, lc = _top_k(lm, rm, k, thr, *how, dedup=False, threads=threads)
+    rr, rc = _top_k(rm, lm, k, thr, *how, dedup=False, threads=threads)
     return np.concatenate([lr, rc]), np.concatenate([lc, rr])
 
 
@@ -509,6 +528,7 @@ def block(
     rules: BlockingRule | Iterable[BlockingRule] | None = None,
     *,
     true_links: pd.MultiIndex | pd.DataFrame | Iterable[tuple[object, object]] | None = None,
+    n_jobs: int | None = -1,
 ) -> BlockingResult:
     """Candidate pairs between two tables, or within one: the union of the pairs of each rule.
 
@@ -544,6 +564,9 @@ def block(
         The known matching pairs (on one table, in either order). When given, the result
         reports pair completeness and its pairs
         carry a ``label`` column.
+    n_jobs : int or None, default=-1
+        Threads of the ``tokens`` rule's row chunks (-1: every CPU, None: 1). The pairs do not
+        depend on it.
 
     Returns
     -------
@@ -586,6 +609,7 @@ def block(
     ('dedup', [['p3', 'p4'], ['p1', 'p4'], ['p1', 'p3']])
     """
     t0 = time.perf_counter()
+    threads = n_threads(n_jobs)
     left, right = _check_tables(left, right)
     dedup = left is right
     parsed = _normalise_rules(rules, left, right)
@@ -595,7 +619,7 @@ def block(
     codes, sizes = [], {}
     for method, cols, params in parsed:
         if method == "tokens":
-            li, ri = _token_pairs(cols, params, left, right)
+            li, ri = _token_pairs(cols, params, left, right, threads)
         else:
             li, ri = _recordlinkage_pairs(method, cols, params, left, right)
         if dedup:

@@ -26,6 +26,7 @@ from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import SubsetOf, validate_params
+from .._threads import map_in_order, n_threads
 from ._pairs import PairDataset
 from ._text import normalize_text
 
@@ -67,6 +68,9 @@ _NUMERIC_SHARE = 0.9
 _N_HASH = 2**20
 # Token pairs scored per Monge-Elkan chunk: bounds memory at a few tens of MB.
 _ME_CHUNK = 1_000_000
+# Pairs per thread below which transform_encoded stays on one thread (a thread's start-up and
+# the lost sharing of repeated value pairs would cost more than it saves)
+_THREAD_BLOCK = 20_000
 # Distinct values hashed into token sets at a time by ``encode``: bounds the memory of the token
 # lists and sparse temporaries whatever the number of distinct values (a million addresses).
 _ENCODE_CHUNK = 50_000
@@ -407,8 +411,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     attributes : sequence of str, default=None
         Which attributes to use; ``None`` means all attributes of the input.
     n_jobs : int, default=None
-        Threads for rapidfuzz's element-wise scoring. ``None`` means 1, ``-1`` all cores. The
-        values do not depend on it.
+        Threads: :meth:`transform_encoded` scores blocks of pairs on that many threads (every
+        step of the features), :meth:`transform` uses them in rapidfuzz's element-wise scoring.
+        ``None`` means 1, ``-1`` all cores. The values do not depend on it.
 
     Attributes
     ----------
@@ -705,7 +710,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         left_pos, right_pos : array-like of int, shape (n_pairs,)
             Row positions of each pair's records in the two tables.
         n_jobs : int or None, default=None
-            Threads of the pairwise comparisons for this call; None: the ``n_jobs`` parameter.
+            Threads for this call (None: the ``n_jobs`` parameter): blocks of pairs are scored
+            on that many threads, every step of the features in each (the values do not depend
+            on it).
 
         Returns
         -------
@@ -734,6 +741,27 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 raise TypeError(f"{side} must be SimilarityFeatures.encode(table) output.")
             if len(pos) and (pos.min() < 0 or pos.max() >= enc.n_records):
                 raise IndexError(f"{side}_pos holds positions outside 0..{enc.n_records - 1}.")
+        out = np.empty((len(lp), len(self._feature_names)), dtype=np.float32)
+        threads = n_threads(workers)
+        if threads > 1 and len(lp) >= 2 * _THREAD_BLOCK:
+            # blocks of pairs on threads (the native work releases the GIL), rapidfuzz on one
+            # thread each: the whole computation uses the cores, not only the comparisons
+            edges = np.linspace(0, len(lp), min(threads, len(lp) // _THREAD_BLOCK) + 1).astype(np.intp)
+
+            def fill(bounds: tuple[int, int]) -> None:
+                s, e = bounds
+                out[s:e] = self._encoded_block(left, right, lp[s:e], rp[s:e], 1)
+
+            for _ in map_in_order(fill, list(zip(edges[:-1], edges[1:])), threads):
+                pass
+            return out
+        out[:] = self._encoded_block(left, right, lp, rp, workers)
+        return out
+
+    def _encoded_block(
+        self, left: "EncodedRecords", right: "EncodedRecords", lp: np.ndarray, rp: np.ndarray, workers: int
+    ) -> np.ndarray:
+        """:meth:`transform_encoded` of one block of pairs."""
         out = np.empty((len(lp), len(self._feature_names)), dtype=np.float32)
         j = 0
         for a in self.attributes_:

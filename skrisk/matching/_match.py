@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._threads import map_in_order, n_threads
 from ..exceptions import DataError
 from ..risk import matcher_uncertainty
 from ._model import MatchModel
@@ -98,11 +99,13 @@ def _prepare_tables(
     return left, right
 
 
-def _candidates(left: pd.DataFrame, right: pd.DataFrame | None, rules: Any, names: tuple[str, str]) -> Any:
+def _candidates(
+    left: pd.DataFrame, right: pd.DataFrame | None, rules: Any, names: tuple[str, str], n_jobs: int | None
+) -> Any:
     """Blocking of the tables (within ``left`` when ``right`` is None)."""
     from ..data import block
 
-    result = block(left, right, rules)
+    result = block(left, right, rules, n_jobs=n_jobs)
     if len(result.pairs) == 0:
         what = names[0] if right is None else f"{names[0]} against {names[1]}"
         raise DataError(
@@ -172,6 +175,7 @@ def match(
     one_to_one: bool = False,
     blocking: Any = None,
     names: tuple[str, str] = ("the left table", "the right table"),
+    n_jobs: int | None = -1,
 ) -> MatchResult:
     """Block new tables with a saved model, score every candidate pair, group matches into entities.
 
@@ -202,6 +206,10 @@ def match(
         Blocking rules for :func:`skrisk.data.block`; None: the model's own.
     names : (str, str)
         How messages name the two tables (e.g. their file paths).
+    n_jobs : int or None, default=-1
+        Threads for blocking's row chunks and for scoring (chunks of pairs scored side by side;
+        -1: every CPU, None: 1). The matches and entities do not depend on it; memory grows by
+        a chunk per thread.
 
     Returns
     -------
@@ -221,42 +229,50 @@ def match(
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left, right = _prepare_tables(model, left, right, names)
     task = model.task
+    threads = n_threads(n_jobs)
     with _stage("Blocking", progress, timings, "blocking"):
-        blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names)
+        blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
     pairs = blocked.pairs  # the ids of 7.7 million pairs at 1M records: scored without a copy
     with _stage("Encoding the tables", progress, timings, "encoding"):
-        scorer = model.scorer(left, right)  # encodes every distinct value of the tables once
+        # chunks on threads, each on one: no thread waits for another's rapidfuzz workers
+        scorer = model.scorer(left, right, n_jobs=1 if threads > 1 else n_jobs)  # encodes every distinct value once
     n = len(pairs)
     names_f = _feature_names(model) if reasons else []
+    step = int(chunk_size)
+
+    def score_chunk(start: int) -> tuple[int, pd.DataFrame | None]:
+        chunk = pairs.iloc[start:start + step]
+        scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
+        p = scored.proba
+        pos = np.flatnonzero(p > model.threshold)
+        if not len(pos):
+            return len(chunk), None
+        part = scored.pairs.iloc[pos].reset_index(drop=True)
+        part["probability"] = p[pos]
+        part["risk"] = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
+        return len(chunk), part
+
     kept: list[pd.DataFrame] = []
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n, unit="pair", desc="Scoring candidate pairs")
+    tick = time.perf_counter()
     try:
-        for start in range(0, n, int(chunk_size)):
-            chunk = pairs.iloc[start:start + int(chunk_size)]
-            tick = time.perf_counter()
-            scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
-            p = scored.proba
-            pos = np.flatnonzero(p > model.threshold)
-            risk = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
-            timings["scoring"] += time.perf_counter() - tick
-            if len(pos):
-                part = scored.pairs.iloc[pos].reset_index(drop=True)
-                part["probability"] = p[pos]
-                part["risk"] = risk
+        for size, part in map_in_order(score_chunk, range(0, n, step), threads):
+            if part is not None:
                 if reasons:
-                    tick = time.perf_counter()
+                    r_tick = time.perf_counter()
                     part["reasons"] = _reasons(model, scorer, part, names_f)
-                    timings["reasons"] += time.perf_counter() - tick
+                    timings["reasons"] += time.perf_counter() - r_tick
                 kept.append(part)
             if bar is not None:
-                bar.update(len(chunk))
+                bar.update(size)
     finally:
         if bar is not None:
             bar.close()
+    timings["scoring"] += time.perf_counter() - tick - timings["reasons"]
     columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
     matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
         {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})

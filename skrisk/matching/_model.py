@@ -284,7 +284,7 @@ class MatchModel:
             )
 
     # ------------------------------------------------------------------ scoring
-    def scorer(self, left: pd.DataFrame, right: pd.DataFrame | None = None) -> Any:
+    def scorer(self, left: pd.DataFrame, right: pd.DataFrame | None = None, *, n_jobs: int | None = -1) -> Any:
         """A :class:`~skrisk.pools.ChunkScorer` of pairs of these tables with this model.
 
         Parameters
@@ -293,6 +293,8 @@ class MatchModel:
             Records indexed by id, with the model's attributes.
         right : pandas.DataFrame or None, default=None
             The other table (linkage); None: pairs within ``left`` (dedup).
+        n_jobs : int or None, default=-1
+            Threads of the features of each chunk (:class:`~skrisk.pools.ChunkScorer`'s ``n_jobs``).
 
         Returns
         -------
@@ -302,7 +304,7 @@ class MatchModel:
         from ..pools import ChunkScorer
 
         return ChunkScorer(left, right, features=self.features, matcher=self.matcher,
-                           risk_model=self.risk_model, threshold=float(self.threshold))
+                           risk_model=self.risk_model, threshold=float(self.threshold), n_jobs=n_jobs)
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike) -> Path:

@@ -89,6 +89,16 @@ def test_label_table_quit_then_match_new_records(tmp_path, capsys):
                                   "entity_id": entities["record_id"].map(febrl_entity)})
     cs = cluster_scores(entities[["record_id", "entity_id"]], true_clusters)
     assert cs["f1"] >= 0.7 and cs["bcubed_f1"] >= 0.85, cs
+    # one thread writes the very files of the default (every CPU); 0 threads is refused
+    one = tmp_path / "one"
+    assert main(["match", "--no-progress", "--model", str(session), "--left", str(new), "--out", str(one),
+                 "--n-jobs", "1", "--chunk-size", "7"]) == 0
+    for name in ("matches.csv", "entities.csv"):
+        assert (one / name).read_bytes() == (out / name).read_bytes()
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["match", "--model", str(session), "--left", str(new), "--out", str(one), "--n-jobs", "0"])
+    assert "--n-jobs" in capsys.readouterr().err
 
 
 def test_label_two_tables_quit_then_match_new_records(tmp_path, capsys):

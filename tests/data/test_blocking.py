@@ -216,3 +216,18 @@ def test_candidate_path_does_not_depend_on_the_chunking(monkeypatch):
     whole = block(table, None, ("tokens", None, {"top_k": 3}))
     monkeypatch.setattr(bmod, "_TOKEN_CHUNK_CELLS", 5_000)
     pd.testing.assert_frame_equal(whole.pairs, block(table, None, ("tokens", None, {"top_k": 3})).pairs)
+
+
+@pytest.mark.parametrize("task", ["dedup", "link"])
+def test_threads_give_the_same_pairs(task):
+    """Row chunks on threads (n_jobs) give the very pairs of one thread, in the same order."""
+    from skrisk.datasets import make_person_table
+
+    table, links = make_person_table(20_000, random_state=1)
+    left, right = (table, None) if task == "dedup" else (table.iloc[::2], table.iloc[1::2])
+    one = block(left, right, n_jobs=1)
+    assert len(one.pairs) > 50_000
+    for n_jobs in (2, 3, -1):
+        pd.testing.assert_frame_equal(block(left, right, n_jobs=n_jobs).pairs, one.pairs)
+    with pytest.raises(ValueError, match="n_jobs"):
+        block(left, right, n_jobs=0)

@@ -378,14 +378,14 @@ def test_workers_give_the_same_features():
     from skrisk.data import block
     from skrisk.datasets import make_person_table
 
-    table, _ = make_person_table(3000, random_state=0)
+    table, _ = make_person_table(8000, random_state=0)
     table.index = table.index.astype(str)
-    pairs = block(table, None, ("standard", "postcode")).pairs
+    pairs = block(table, None).pairs  # enough pairs for blocks of pairs on threads
     lpos, rpos = table.index.get_indexer(pairs["left_id"]), table.index.get_indexer(pairs["right_id"])
     sf = SimilarityFeatures().fit(pd.DataFrame({**{f"left_{a}": table[a].to_numpy(object) for a in table.columns},
                                                 **{f"right_{a}": table[a].to_numpy(object) for a in table.columns}}))
     enc = sf.encode(table)
     one = sf.transform_encoded(enc, enc, lpos, rpos, n_jobs=1)
-    assert one.shape == (len(pairs), len(sf.get_feature_names_out())) and len(pairs) > 1000
+    assert one.shape == (len(pairs), len(sf.get_feature_names_out())) and len(pairs) > 50_000
     for n_jobs in (2, 3, -1):
         np.testing.assert_array_equal(sf.transform_encoded(enc, enc, lpos, rpos, n_jobs=n_jobs), one)

@@ -129,3 +129,23 @@ def test_a_lone_surrogate_is_refused_naming_row_and_column(tmp_path):
     with pytest.raises(DataError, match=r"row 1.*'name'|'name'.*row 1"):
         write_csv_export(path, pd.DataFrame({"name": ["ok", "\ud800lone"]}))
     assert not path.exists()
+
+
+def test_a_large_export_is_written_in_parts_and_reads_back_whole(tmp_path):
+    """A table larger than one part (the text is made some rows at a time) reads back exactly,
+    with one header; a bad cell in a later part names its row in the whole table and leaves the
+    old file as it was."""
+    from skrisk.exceptions import DataError
+
+    n = 250_001
+    ids = pd.Series([f"=r{i}" if i % 7 == 0 else f"r{i}" for i in range(n)])
+    frame = pd.DataFrame({"left_id": ids, "right_id": ids.iloc[::-1].to_numpy(), "probability": ["0.5"] * n})
+    path = tmp_path / "matches.csv"
+    write_csv_export(path, frame)
+    pd.testing.assert_frame_equal(read_csv_export(path), frame)
+    assert path.read_bytes().count(b"left_id") == 1
+    before = path.read_bytes()
+    frame.loc[n - 2, "right_id"] = "nul\x00here"
+    with pytest.raises(DataError, match=rf"row {n - 2}, column 'right_id'"):
+        write_csv_export(path, frame)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["matches.csv"]

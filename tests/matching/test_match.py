@@ -38,6 +38,17 @@ def test_chunk_size_does_not_change_the_result(dedup_model, febrl_split):
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_threads_do_not_change_the_result(dedup_model, febrl_split):
+    """Chunks scored side by side on threads give the matches and entities of one thread."""
+    _, new, _ = febrl_split
+    one = match(dedup_model, new, chunk_size=17, progress=False, n_jobs=1)
+    for n_jobs in (2, 3):
+        many = match(dedup_model, new, chunk_size=17, progress=False, n_jobs=n_jobs)
+        pd.testing.assert_frame_equal(many.matches, one.matches)
+        pd.testing.assert_frame_equal(many.entities.to_frame(), one.entities.to_frame())
+    assert one.n_candidates > 5 * 17
+
+
 def test_reasons_name_features(dedup_model, febrl_split):
     _, new, _ = febrl_split
     m = match(dedup_model, new.iloc[:120], reasons=True, progress=False).matches
