@@ -8,13 +8,18 @@ the blocks' order, so the output never depends on the number of threads.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
+# Items between two releases of the allocator's free pages (a few milliseconds each)
+_TRIM_EVERY = 16
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -60,14 +65,47 @@ def map_in_order(fn: Callable[[T], R], items: Iterable[T], threads: int) -> Iter
         for item in items:
             yield fn(item)
         return
+    release_free_memory()  # what the main thread freed before, the workers' arenas cannot reuse
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skrisk")
     pending: deque[Future[R]] = deque()
     try:
-        for item in items:
+        for i, item in enumerate(items, 1):
             pending.append(pool.submit(fn, item))
             if len(pending) > threads:
                 yield pending.popleft().result()
+            if i % _TRIM_EVERY == 0:  # the workers' arenas would otherwise grow with fragments
+                release_free_memory()
         while pending:
             yield pending.popleft().result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        release_free_memory()
+
+
+def release_free_memory() -> bool:
+    """Give the free pages of the C allocator's heaps back to the system (glibc's ``malloc_trim``).
+
+    Each worker thread allocates from its own glibc arena; what it frees stays in that arena,
+    where the main thread's later work (entities after scoring) cannot reuse it, and what the
+    main thread freed before (encoding's temporaries) the workers cannot reuse either: without
+    it the process grows by both. :func:`map_in_order` calls it before, during (every
+    ``_TRIM_EVERY`` items) and after its threads.
+    Elsewhere than glibc: nothing.
+
+    Returns
+    -------
+    bool
+        Whether memory was given back.
+
+    Examples
+    --------
+    >>> release_free_memory() in (True, False)
+    True
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return False

@@ -109,6 +109,9 @@ def _set_strings(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     ptr = m.indptr.tolist()
     out = np.empty(m.shape[0], dtype=object)
     out[:] = [buf[a:b] for a, b in zip(ptr[:-1], ptr[1:])]
+    codes, uniq = pd.factorize(out)
+    if len(uniq) < len(out) // 2:  # equal sets share one string (the numbers of addresses repeat)
+        out = np.asarray(uniq, dtype=object)[codes]
     return out, np.diff(m.indptr).astype(np.float64)
 
 
@@ -207,6 +210,7 @@ def _monge_elkan(
     li: np.ndarray,
     ri: np.ndarray,
     workers: int,
+    known: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Symmetric Monge-Elkan similarity with Jaro-Winkler as the inner similarity.
 
@@ -214,7 +218,8 @@ def _monge_elkan(
     ``ME(B, A)``. All token pairs of a chunk of record pairs are scored in one ``cpdist`` call;
     the per-token maxima and per-pair means are ``reduceat``/``bincount`` reductions.
     0 where either side has no token. ``ltok``/``rtok`` are each side's ``(token ids, tokens per
-    value, offset per value, vocabulary)``.
+    value, offset per value, vocabulary)``; ``known``: ``(pairs, values)`` already known (two
+    one-token values: the Jaro-Winkler of their texts), not scored again.
     """
     n = len(li)
     out = np.zeros(n, dtype=np.float64)
@@ -229,6 +234,10 @@ def _monge_elkan(
 
     nl, nr = llen_u[li], rlen_u[ri]
     cost = nl * nr
+    if known is not None and len(known[0]):
+        out[known[0]] = known[1]
+        cost = cost.copy()
+        cost[known[0]] = 0
     valid = np.flatnonzero(cost > 0)
     if len(valid) == 0:
         return out
@@ -320,6 +329,7 @@ class _Encoded:
     sets: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     tfidf: sp.csr_matrix | None = None
     tokens: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    whole_token: np.ndarray | None = None
     numbers: np.ndarray | None = None
 
 
@@ -775,7 +785,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Distinct normalised texts of a column and each row's code into them."""
         inv, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
-        text = np.array([normalize_text(v) for v in uniq], dtype=object)
+        text = np.empty(len(uniq), dtype=object)
+        # a value already in normal form is kept, not held twice (lower() always makes a copy)
+        text[:] = [v if type(v) is str and t == v else t for v, t in zip(uniq, map(normalize_text, uniq))]
         return inv.astype(np.intp, copy=False), text
 
     def _encode(self, attr: str, texts: np.ndarray) -> "_Encoded":
@@ -808,6 +820,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 ids, tok_vocab = pd.factorize(pd.Series([t for ws in words for t in ws] or [""], dtype=object))
                 enc.tokens = (ids.astype(np.int64), lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64),
                               np.asarray(tok_vocab, dtype=object))
+                # values that are one token and nothing else: their Monge-Elkan with another such
+                # value is the Jaro-Winkler of the two texts, which the features compute anyway
+                enc.whole_token = np.array([len(w) == 1 and w[0] == t for w, t in zip(words, texts)], dtype=bool)
         if "jaccard_3gram" in metrics:
             enc.sets["jaccard_3gram"] = _chunked_sets(texts, str.split, _char3)
         if "num_diff" in metrics:
@@ -836,6 +851,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         lmiss, rmiss = L.missing[li], R.missing[ri]
         miss = lmiss | rmiss
         cols: list[np.ndarray] = []
+        jw_col = None  # the texts' Jaro-Winkler, reused by Monge-Elkan for one-token values
         for m in self._metrics:
             if m in ("jaccard", "jaccard_3gram"):
                 (ls, ln), (rs, rn) = L.sets[m], R.sets[m]
@@ -850,10 +866,15 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             elif m == "jaro_winkler":
                 col = process.cpdist(L.text[li], R.text[ri], scorer=JaroWinkler.normalized_similarity,
                                      workers=workers)
+                jw_col = col
             elif m == "tfidf_cosine":
                 col = np.zeros(n) if L.tfidf is None else _row_dot(L.tfidf[li], R.tfidf[ri])
             elif m == "monge_elkan":
-                col = _monge_elkan(L.tokens, R.tokens, li, ri, workers)
+                known = None
+                if jw_col is not None and L.whole_token is not None and R.whole_token is not None:
+                    both = np.flatnonzero(L.whole_token[li] & R.whole_token[ri])
+                    known = (both, jw_col[both])
+                col = _monge_elkan(L.tokens, R.tokens, li, ri, workers, known)
             elif m == "num_delta":
                 if attr not in self.numeric_attributes_:
                     continue

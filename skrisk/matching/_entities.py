@@ -350,8 +350,10 @@ def cluster_entities(
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first)] = np.arange(len(first))
     entity = rank[comp]
-    clusters = pd.DataFrame({"entity_id": entity, "side": sides, "record_id": node_ids})
-    clusters = clusters.sort_values(["entity_id", "side", "record_id"], kind="stable").reset_index(drop=True)
+    # by entity, then side, then record id: the nodes already are in (side, id) order, so a stable
+    # sort by entity alone gives it (no sort of a million id strings)
+    order = np.argsort(entity, kind="stable")
+    clusters = pd.DataFrame({"entity_id": entity[order], "side": sides[order], "record_id": node_ids[order]})
     size = np.bincount(entity)
     suspicious = [] if one_to_one else _suspicious(
         m, li, ri, p, edge, entity, size, node_ids, max_size, float(threshold), score_fn, task, offset,
@@ -427,7 +429,17 @@ def _suspicious(
                 int(size[e]),
             ))
     # chains: diameter >= 3, ends not a match
-    scored = {(a, b): float(q) for a, b, q in zip(m["left_id"], m["right_id"], p)}
+    # the scored pairs by their nodes (one int64 each, not a dict of half a million id tuples)
+    n_nodes = len(node_ids)
+    codes = np.minimum(li, ri).astype(np.int64) * n_nodes + np.maximum(li, ri)
+    by_code = np.argsort(codes, kind="stable")
+    sorted_codes = codes[by_code]
+
+    def scored(u: int, v: int) -> float | None:
+        c = min(u, v) * n_nodes + max(u, v)
+        i = int(np.searchsorted(sorted_codes, c))
+        return float(p[by_code[i]]) if i < len(sorted_codes) and sorted_codes[i] == c else None
+
     if task == "dedup":
         def key(a: str, b: str) -> tuple[str, str]:
             return (a, b) if a < b else (b, a)
@@ -447,7 +459,7 @@ def _suspicious(
         diam = int(dist.max())
         if diam < 3:
             continue
-        ends = []
+        ends, known = [], []
         for i, j in zip(*np.nonzero(np.triu(dist == diam))):
             u, v = nodes[i], nodes[j]
             if task == "link":  # a linkage pair joins a left and a right record
@@ -456,7 +468,9 @@ def _suspicious(
                 if u >= n_left:
                     u, v = v, u
             ends.append(key(str(node_ids[u]), str(node_ids[v])))
-        known = [(pair, scored[pair]) for pair in ends if pair in scored]
+            q = scored(int(u), int(v))
+            if q is not None:
+                known.append((ends[-1], q))
         if known:
             pair, q = min(known, key=lambda t: t[1])
             if q <= threshold:
