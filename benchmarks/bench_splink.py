@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="20000,200000,1000000")
     p.add_argument("--labels", type=int, default=500, help="labelled pairs of the skrisk model (default 500)")
-    p.add_argument("--chunk-size", type=int, default=100_000)
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="skrisk match --chunk-size (default: none given, skrisk match's own default)")
     p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--keep", default=None, help="folder to keep the tables and outputs in (default: temporary)")
     args = p.parse_args(argv)
@@ -191,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         # skrisk match, as a user runs it
         wall, peak, text, rc = _child([sys.executable, "-m", "skrisk.cli", "match", "--model", str(model_path),
                                        "--left", str(folder / "table.csv"), "--out", str(folder / "skrisk"),
-                                       "--no-progress", "--chunk-size", str(args.chunk_size)], env)
+                                       "--no-progress",
+                                       *(["--chunk-size", str(args.chunk_size)] if args.chunk_size else [])], env)
         row["skrisk"] = {"wall_s": round(wall, 2), "peak_gb": round(peak, 3), "rc": rc}
         for line in text.splitlines():
             if line.startswith("Timings (s):"):
