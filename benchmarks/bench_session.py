@@ -162,6 +162,10 @@ VARIANTS = {
     "after_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True},
     "assisted": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True},
     "assisted_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True, "assisted": True},
+    # the session's since issue #30's fourth part: the gain over the last 10 rounds, model-assisted
+    # (both matchers' decisions on every candidate), at most 0.01 per 50 labels
+    "paced": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
+              "gain_rounds": 10, "per_labels": 50},
 }
 
 
@@ -206,16 +210,20 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                 out["estimate"] = estimate_quality(ya, pa, w, proba_all=p_r if v.get("assisted") else None).to_dict()
                 if ya.sum() > 0:
                     out["threshold"] = choose_threshold(ya, pa, w, rule=v["rule"]).threshold
-                g = args.gain_rounds
+                g = v.get("gain_rounds", args.gain_rounds)
                 if v["confirm"] and r >= g:
-                    old = int(sum(len(x) for x in pos_all[: r - g + 1]))  # draws the older round knew
-                    gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - g][pos[:old]].astype(np.float64),
-                                           w[:old]) if old >= 10 else (None, None))
+                    p_old = proba[r - g].astype(np.float64)
+                    if v.get("gain") == "assisted":  # the older decisions on every candidate are known
+                        gain, iv = compare_f1(ya, pa, p_old[pos], w, proba_all_a=p_r, proba_all_b=p_old)
+                    else:
+                        old = int(sum(len(x) for x in pos_all[: r - g + 1]))  # draws the older round knew
+                        gain, iv = (compare_f1(ya[:old], pa[:old], p_old[pos[:old]], w[:old]) if old >= 10
+                                    else (None, None))
                     e = out["estimate"]
                     out["stop"], out["stop_text"] = confirm_stop(
                         fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - g]),
                         f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None,
-                        n_matches=e["n_matches"])
+                        n_matches=e["n_matches"], per_labels=v.get("per_labels"))
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
             rec[name] = out
         rounds.append(rec)
@@ -262,6 +270,9 @@ def report_replay(out: Path) -> str:
             continue
         weights = "its own round's design" if v["weights"] == "own" else "the mixture of all rounds' designs"
         stop = "confirmed by the recent gain" if v["confirm"] else "of the rules alone"
+        if v.get("gain") == "assisted":
+            stop = (f"confirmed by the model-assisted gain over the last {v['gain_rounds']} rounds, at most 0.01 "
+                    f"per {v['per_labels']} labels")
         est = "model-assisted estimates" if v.get("assisted") else "ratio estimates"
         words = f"{est}, each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
         lines += [f"**Variant `{variant}`**: {words}.", ""]

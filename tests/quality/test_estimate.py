@@ -275,6 +275,54 @@ def test_compare_f1_intervals_cover_the_true_difference():
     assert 0.85 <= np.mean(cover) <= 1.0
 
 
+def test_compare_f1_model_assisted_covers_the_true_gain_where_the_audit_cannot_see_it():
+    """Issue #30: two rounds' matchers differ on few pairs, which a small audit rarely draws. Given
+    both decisions on every candidate, the comparison knows those pairs: its interval covers the
+    true F1 gain and is narrower than the audit alone's, whose gain of 0 is luck."""
+    p, y, risk, _ = _rare_population()
+    # an older matcher: the same, but it predicted no match among the 175 candidates of probability
+    # 0.5 to 0.55 (most of them non-matches: it was better)
+    p_old = np.where((p > 0.5) & (p < 0.55), 0.3, p)
+
+    def f1(d):
+        return 2 * (d & (y == 1)).sum() / (d.sum() + y.sum())
+
+    truth = f1(p > 0.5) - f1(p_old > 0.5)
+    q = audit_design(p, risk=risk, method="risk", floor=0.1)
+    rng = np.random.RandomState(5)
+    cover, wide, plain_wide, upper = [], [], [], []
+    for _ in range(100):
+        pos = rng.choice(len(p), size=150, p=q)
+        args = (y[pos], p[pos], p_old[pos], 1 / (len(p) * q[pos]))
+        if y[pos].sum() < 10:
+            continue
+        g, (lo, hi) = compare_f1(*args, proba_all_a=p, proba_all_b=(p_old > 0.5).astype(float))
+        _, (plo, phi) = compare_f1(*args)
+        cover.append(lo <= truth <= hi)
+        upper.append(truth <= hi)
+        wide.append(hi - lo)
+        plain_wide.append(phi - plo)
+    assert len(cover) >= 50
+    assert np.mean(cover) >= 0.85 and np.mean(upper) >= 0.95, (np.mean(cover), truth)
+    assert truth < -0.01 and np.median(wide) < 0.8 * np.median(plain_wide)
+
+
+def test_compare_f1_model_assisted_edges():
+    p, y, risk, _ = _rare_population(n=4000, rate=0.05)
+    s = audit_sample(p, risk=risk, n=100, method="risk", floor=0.1, random_state=0)
+    args = (y[s.positions], p[s.positions], p[s.positions], s.weights)
+    # the same decisions on every candidate: exactly no difference
+    assert compare_f1(*args, proba_all_a=p, proba_all_b=p) == (0.0, (0.0, 0.0))
+    # fewer than 10 audited matches: the audit-only comparison (its imagined draw: an interval)
+    few = (np.zeros(100), p[s.positions], p[s.positions], s.weights)
+    d, (lo, hi) = compare_f1(*few, proba_all_a=p, proba_all_b=p)
+    assert d == 0 and lo < 0 < hi
+    with pytest.raises(DataError, match="both proba_all_a and proba_all_b"):
+        compare_f1(*args, proba_all_a=p)
+    with pytest.raises(DataError, match="proba_all_a has 4000 values and proba_all_b 3999"):
+        compare_f1(*args, proba_all_a=p, proba_all_b=p[:-1])
+
+
 def test_audit_design_is_what_audit_sample_draws_from():
     p, y, risk, _ = _population()
     q = audit_design(p, risk=risk, method="risk", floor=0.1)
