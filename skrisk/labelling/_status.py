@@ -308,7 +308,7 @@ def round_status(
         # narrows the intervals (skrisk.quality.estimate_quality; issue #30)
         status["estimate"] = estimate_quality(y, p, w, proba_all=proba).to_dict()
         if y.sum() > 0:
-            choice = choose_threshold(y, p, w, target=_target(session))
+            choice = choose_threshold(y, p, w, target=_target(session), proba_all=proba)
             status["threshold"] = round(choice.threshold, 4)
             status["threshold_estimate"] = choice.estimate.to_dict()
             status["threshold_met"] = bool(choice.met)
@@ -435,7 +435,7 @@ def export_threshold(session: AuditSource, proba: np.ndarray) -> tuple[float, st
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: the audit draws are unreadable: {exc}"
     if len(y) < MIN_AUDIT or y.sum() == 0:
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: too few audit answers to choose one"
-    c = choose_threshold(y, p, w, target=_target(session))
+    c = choose_threshold(y, p, w, target=_target(session), proba_all=np.asarray(proba, dtype=float))
     met = "" if c.met else " (not reached: the closest threshold)"
     words = _target_words(session).removeprefix("estimated ")
     return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for {words}{met}, from "

@@ -823,20 +823,31 @@ def compare_f1(
             raise DataError(f"proba_all_a has {len(all_a)} values and proba_all_b {len(all_b)}: give both "
                             "decisions on every candidate pair, in the same order.")
         if y.sum() >= ASSISTED_MIN_MATCHES:
-            return _assisted_difference(y, pa, da, db, w, all_a, all_a > ta, all_b > tb, z)
+            ab = _calibration(y, pa, w)
+            m_all = _calibrate(all_a, ab)
+            return _assisted_difference(y, _calibrate(pa, ab), da, db, w, _totals(m_all, all_a > ta, all_b > tb), z)
     return _f1_difference(y, da, db, w, z)
 
 
+def _region(m: FloatArray) -> tuple[float, float, float]:
+    """Count, model total and model (Bernoulli) variance of a set of candidates."""
+    return float(len(m)), float(m.sum()), float((m * (1 - m)).sum())
+
+
+def _totals(m_all: FloatArray, dec_a: npt.NDArray[np.bool_], dec_b: npt.NDArray[np.bool_]) -> dict:
+    """What :func:`_assisted_difference` needs of all candidates: the numbers of predicted matches,
+    the model's totals over them and over all, and over the pairs only ``a`` or only ``b`` predicts."""
+    return {"N": len(m_all), "D": (float(dec_a.sum()), float(dec_b.sum())),
+            "M": (float(m_all[dec_a].sum()), float(m_all[dec_b].sum()), float(m_all.sum())),
+            "only": (_region(m_all[dec_a & ~dec_b]), _region(m_all[dec_b & ~dec_a]))}
+
+
 def _assisted_difference(
-    y: FloatArray, pa: FloatArray, da: FloatArray, db: FloatArray, w: FloatArray, all_a: FloatArray,
-    dec_a: npt.NDArray[np.bool_], dec_b: npt.NDArray[np.bool_], z: float,
+    y: FloatArray, m: FloatArray, da: FloatArray, db: FloatArray, w: FloatArray, agg: dict, z: float,
 ) -> tuple[float, tuple[float, float]]:
-    """The model-assisted ``F1(a) - F1(b)`` and its interval (see :func:`compare_f1`)."""
-    N = len(all_a)
-    ab = _calibration(y, pa, w)
-    m, m_all = _calibrate(pa, ab), _calibrate(all_a, ab)
-    D_a, D_b = float(dec_a.sum()), float(dec_b.sum())
-    M = (float(m_all[dec_a].sum()), float(m_all[dec_b].sum()), float(m_all.sum()))
+    """The model-assisted ``F1(a) - F1(b)`` and its interval (see :func:`compare_f1`), from the
+    audit (``m`` the calibrated model at the draws) and the totals over all candidates (:func:`_totals`)."""
+    N, (D_a, D_b), M = agg["N"], agg["D"], agg["M"]
 
     def core(y: FloatArray, da: FloatArray, db: FloatArray, r: FloatArray, w: FloatArray) -> tuple[float, float]:
         # TP_a, TP_b and the number of matches: the model's totals plus the residuals' estimates
@@ -848,27 +859,24 @@ def _assisted_difference(
         psi = N * w * r * (2 * da / (D_a + p) - 2 * db / (D_b + p) + g3)
         return f_a - f_b, float(psi.var(ddof=1)) / len(y) if len(y) > 1 else float("inf")
 
-    est, var = core(y, da, db, y - m, w)
-    var_audit = var
+    est, var_audit = core(y, da, db, y - m, w)
     # the audit rarely draws a pair where the decisions differ, so the residuals' variance there
     # is mostly unseen: add the model's own (Bernoulli) variance of the matches among those pairs
     p_hat = max(M[2] + float((N * w * (y - m)).mean()), 1e-12)
-    only_a, only_b = dec_a & ~dec_b, dec_b & ~dec_a
-    var += float((m_all[only_a] * (1 - m_all[only_a])).sum()) * (2 / (D_a + p_hat)) ** 2
-    var += float((m_all[only_b] * (1 - m_all[only_b])).sum()) * (2 / (D_b + p_hat)) ** 2
+    (n_a, m_a, v_a), (n_b, m_b, v_b) = agg["only"]
+    var = var_audit + v_a * (2 / (D_a + p_hat)) ** 2 + v_b * (2 / (D_b + p_hat)) ** 2
     diff = da != db
     either = (da + db) > 0
     wx = ASSISTED_PSEUDO_DRAW * float(w[diff].mean() if diff.any() else w[either].mean() if either.any() else w.mean())
     lo, hi = est - z * np.sqrt(var), est + z * np.sqrt(var)
     # one imagined draw among the (known) pairs where the decisions differ, if any: a match only a
     # predicts pulls the high end up, a non-match only a predicts (or a match only b predicts) down
-    for only, n_dec in ((only_a, (1.0, 0.0)), (only_b, (0.0, 1.0))):
-        if not only.any():
+    for count, total, n_dec in ((n_a, m_a, (1.0, 0.0)), (n_b, m_b, (0.0, 1.0))):
+        if count == 0:
             continue
-        mx = float(m_all[only].mean())
         for yx in (0.0, 1.0):
             e, v = core(np.append(y, yx), np.append(da, n_dec[0]), np.append(db, n_dec[1]),
-                        np.append(y - m, yx - mx), np.append(w, wx))
+                        np.append(y - m, yx - total / count), np.append(w, wx))
             v += var - var_audit
             if (yx == 1.0) == (n_dec[0] == 1.0):  # favours a: the high end
                 hi = max(hi, e + z * np.sqrt(v))
@@ -907,6 +915,43 @@ def _check_target(target: Any) -> tuple[str, float]:
     )
 
 
+def _assisted_gains(y: FloatArray, p: FloatArray, w: FloatArray, proba_all: Any, base: int, z: float) -> Any:
+    """For the no-harm rule: a function giving the low end of the model-assisted F1 gain of a
+    threshold ``t`` over :data:`~skrisk.MATCH_THRESHOLD` (one matcher, so the pairs where they
+    differ are those between the two thresholds: sums over them from cumulative sums); None below
+    :data:`ASSISTED_MIN_MATCHES` audited matches."""
+    pa = _vector(proba_all, "proba_all", low=0, high=1)
+    if len(pa) == 0:
+        raise DataError("proba_all is empty: give the matcher's probability of every candidate pair.")
+    if y.sum() < ASSISTED_MIN_MATCHES:
+        return None
+    ab = _calibration(y, p, w)
+    m = _calibrate(p, ab)
+    order = np.argsort(pa, kind="stable")
+    sp, sm = pa[order], _calibrate(pa[order], ab)
+    cm = np.concatenate([[0.0], np.cumsum(sm)])
+    cv = np.concatenate([[0.0], np.cumsum(sm * (1 - sm))])
+    N = len(pa)
+
+    def at(t: float) -> int:  # candidates at or below t come first
+        return int(np.searchsorted(sp, t, side="right"))
+
+    def between(k1: int, k2: int) -> tuple[float, float, float]:
+        return float(k2 - k1), float(cm[k2] - cm[k1]), float(cv[k2] - cv[k1])
+
+    k0 = at(MATCH_THRESHOLD)
+
+    def low(t: float, da: FloatArray, db: FloatArray) -> float:
+        k = at(t)
+        if k == k0:  # decides every candidate as 0.5 does
+            return -np.inf
+        agg = {"N": N, "D": (float(N - k), float(N - k0)), "M": (float(cm[-1] - cm[k]), float(cm[-1] - cm[k0]),
+               float(cm[-1])), "only": (between(k, k0), (0.0, 0.0, 0.0)) if k < k0 else ((0.0, 0.0, 0.0), between(k0, k))}
+        return _assisted_difference(y, m, da, db, w, agg, z)[1][0]
+
+    return low
+
+
 def choose_threshold(
     y_audit: npt.ArrayLike,
     proba_audit: npt.ArrayLike,
@@ -916,6 +961,7 @@ def choose_threshold(
     confidence: float = 0.9,
     se_tolerance: float = 1.0,
     rule: str = "no-harm",
+    proba_all: npt.ArrayLike | None = None,
 ) -> ThresholdChoice:
     """Choose the match threshold that meets a target on the audit's estimates.
 
@@ -927,6 +973,12 @@ def choose_threshold(
     candidate whose interval's low end is highest, if that end is above 0 (at
     ``confidence=0.9``, a one-sided 95 % bound; on large candidate sets with few matches the
     highest estimate was usually luck, and moving to it lowered the true F1 in simulation).
+    Given the matcher's probability of every candidate (``proba_all``) and at least
+    :data:`ASSISTED_MIN_MATCHES` audited matches, that gain is model-assisted
+    (:func:`compare_f1` with ``proba_all_a`` and ``proba_all_b``): the candidates between the two
+    thresholds are then all known, not only the audited ones (from the audit alone, a lower
+    threshold whose many extra non-matches the audit missed looked better and cost 0.16 F1 in a
+    simulated session).
     ``rule="one-se"`` takes, among the candidates whose estimated F1 is within ``se_tolerance``
     standard errors of the highest, the one nearest :data:`~skrisk.MATCH_THRESHOLD` (the
     one-standard-error rule of Breiman et al., 1984); ``se_tolerance=0`` then takes the highest
@@ -950,6 +1002,9 @@ def choose_threshold(
         :data:`~skrisk.MATCH_THRESHOLD` may be; 0 takes the best estimate.
     rule : {"no-harm", "one-se"}, default="no-harm"
         How ``"f1"`` moves the threshold away from :data:`~skrisk.MATCH_THRESHOLD` (see above).
+    proba_all : array-like of shape (N,), optional
+        The matcher's probability of every candidate pair, for the model-assisted no-harm rule;
+        ``weights`` must then be the Hansen-Hurwitz weights ``1 / (N q_i)`` with this ``N``.
 
     Returns
     -------
@@ -994,8 +1049,11 @@ def choose_threshold(
         z = float(norm.ppf(0.5 + confidence / 2))
         base = int(np.flatnonzero(cands == MATCH_THRESHOLD)[0])
         low = np.full(len(cands), -np.inf)
+        gain_low = _assisted_gains(y, p, w, proba_all, base, z) if proba_all is not None else None
         for c in np.flatnonzero(D.any(axis=1) & (cands != MATCH_THRESHOLD)):
-            if (D[c] != D[base]).any():  # a candidate that decides no audited draw differently gains nothing seen
+            if gain_low is not None:
+                low[c] = gain_low(float(cands[c]), D[c], D[base])
+            elif (D[c] != D[base]).any():  # a candidate that decides no audited draw differently gains nothing seen
                 low[c] = _f1_difference(y, D[c], D[base], w, z)[1][0]
         best = int(np.argmax(low)) if low.max() > 0 else base
     elif kind == "f1":

@@ -239,6 +239,42 @@ def test_no_harm_threshold_costs_little_true_f1_at_low_match_rates():
     assert np.mean(lost["no-harm"]) <= 0.005 and np.mean(moved["no-harm"]) <= 0.1
 
 
+def test_no_harm_threshold_model_assisted_sees_the_pairs_the_audit_missed():
+    """Issue #30, a long Abt-Buy session: from the audit alone, a threshold of 0.22 looked better
+    than 0.5 and cost 0.16 true F1 (the many non-matches between them were barely audited). With
+    the matcher's probability of every candidate, those pairs are all counted; the gain of each
+    threshold is what compare_f1 gives with both decisions on every candidate."""
+    y, p = _rare_matches()
+    # many non-matches at 0.2-0.5 (the matcher's uncertain middle), which a small audit rarely draws
+    p = np.where((y == 0) & (np.random.RandomState(2).uniform(size=len(p)) < 0.03),
+                 np.random.RandomState(3).uniform(0.2, 0.5, size=len(p)), p)
+
+    def f1(t):
+        d = p > t
+        return 2 * (d & (y == 1)).sum() / (d.sum() + y.sum())
+
+    q = audit_design(p, method="score", floor=0.1)
+    rng = np.random.RandomState(1)
+    lost, moved, checked = [], [], 0
+    for _ in range(30):
+        pos = rng.choice(len(p), size=150, p=q)
+        ya, pa, w = y[pos], p[pos], 1 / (len(p) * q[pos])
+        if ya.sum() < 10:
+            continue
+        c = choose_threshold(ya, pa, w, proba_all=p)
+        lost.append(f1(0.5) - f1(c.threshold))
+        moved.append(c.threshold != 0.5)
+        if c.threshold != 0.5 and checked < 3:  # the same low end as compare_f1 on all candidates
+            _, (lo, _) = compare_f1(ya, pa, pa, w, threshold_a=c.threshold, proba_all_a=p, proba_all_b=p)
+            assert lo > 0
+            checked += 1
+        for t in (0.3, 0.7):
+            g, (lo, hi) = compare_f1(ya, pa, pa, w, threshold_a=t, proba_all_a=p, proba_all_b=p)
+            assert lo <= g <= hi
+    assert len(lost) >= 20
+    assert np.mean(lost) <= 0.005, (np.mean(lost), np.mean(moved))
+
+
 def test_compare_f1_on_a_hand_computed_case_and_edges():
     y = [1, 1, 1, 0, 0, 0]
     d, (lo, hi) = compare_f1(y, [0.9, 0.8, 0.7, 0.2, 0.1, 0.1], [0.9, 0.2, 0.2, 0.2, 0.1, 0.1], [1] * 6)
