@@ -217,8 +217,8 @@ def _gain(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
     on all audit draws (that round's ``decisions`` on every candidate); or None and why not."""
     risk = [b for b in session.state.batches if b.get("phase") == "risk" and isinstance(b.get("status"), dict)]
     if len(risk) < GAIN_ROUNDS:
-        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known before round {GAIN_ROUNDS + 1} "
-                      f"(this is round {len(risk) + 1})")
+        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known until {GAIN_ROUNDS} risk sampling "
+                      f"rounds have passed ({len(risk)} so far)")
     then = risk[-GAIN_ROUNDS]
     old = _decode_decisions(then["status"].get("decisions"), len(session.keys))
     if old is None:

@@ -80,7 +80,7 @@ def test_session_prints_estimate_threshold_and_stopping_state(audited):
     assert "Estimated on all candidate pairs from" in text and "(90 % intervals)" in text
     assert "Threshold for F1 (0.5 unless the audit shows another is better): p > " in text
     # a short session: the matcher of 10 rounds before is not there yet to compare with
-    assert "Stopping check, F1 gained over the last 10 rounds: not known before round 11 (this is round 2): go on." in text
+    assert "Stopping check, F1 gained over the last 10 rounds: not known until 10 risk sampling rounds have passed (1 so far): go on." in text
     status = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
     assert not any(st["stop"] for st in status)
     last = status[-1]
