@@ -299,6 +299,7 @@ def test_stopping_check_waits_while_the_matcher_still_improves(improving):
 
 def test_each_round_keeps_its_decisions_on_every_candidate(improving):
     """The journal keeps each round's decisions compactly; the last are the saved model's."""
+    # internal on purpose: the journal's compressed decisions
     from skrisk.labelling._status import _decode_decisions
     from skrisk.matching import MODEL_FILE, load_model
 
@@ -343,6 +344,7 @@ def test_damaged_decisions_are_not_read(bad):
     import base64
     import zlib
 
+    # internal on purpose: the journal's compressed decisions, read back from hostile text
     from skrisk.labelling._status import _decode_decisions, _encode_decisions
 
     if bad == "big":  # 100 MB of zeros, compressed to about 100 kB: read no further than 13 bytes
