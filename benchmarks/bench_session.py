@@ -12,7 +12,8 @@ With ``--save-paths DIR`` each session also saves every round's match probabilit
 all candidates; ``--replay DIR`` then replays the audit, the estimates, the threshold and the
 stopping advice of those sessions with other audit draws (``--audit-seeds``) and with each
 variant of :data:`VARIANTS` (the advice before and after issue #30, draws weighted by the
-mixture of all rounds' designs, and model-assisted estimates); the report also checks the audit
+mixture of all rounds' designs, model-assisted estimates, and the session's stopping check that
+compares with the matcher of 10 rounds before, model-assisted: ``paced``); the report also checks the audit
 size the session prints (``skrisk.quality.more_answers``) against the round where F1 reached it. The matchers of a session do not depend on its audit draws
 (audited pairs stay in the training pool), so a replay is the session those audit draws would
 have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
@@ -162,6 +163,11 @@ VARIANTS = {
     "after_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True},
     "assisted": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True},
     "assisted_mixture": {"weights": "mixture", "rule": "no-harm", "confirm": True, "assisted": True},
+    # the session's since issue #30's fourth part: the gain over the last 10 rounds, model-assisted
+    # (both matchers' decisions on every candidate), at most 0.01 per 50 labels; and the no-harm
+    # threshold model-assisted (choose_threshold(proba_all=...))
+    "paced": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
+              "gain_rounds": 10, "per_labels": 50},
 }
 
 
@@ -205,17 +211,22 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                 ya, pa = y[pos], p_r[pos]
                 out["estimate"] = estimate_quality(ya, pa, w, proba_all=p_r if v.get("assisted") else None).to_dict()
                 if ya.sum() > 0:
-                    out["threshold"] = choose_threshold(ya, pa, w, rule=v["rule"]).threshold
-                g = args.gain_rounds
+                    out["threshold"] = choose_threshold(ya, pa, w, rule=v["rule"],
+                                                        proba_all=p_r if v.get("gain") == "assisted" else None).threshold
+                g = v.get("gain_rounds", args.gain_rounds)
                 if v["confirm"] and r >= g:
-                    old = int(sum(len(x) for x in pos_all[: r - g + 1]))  # draws the older round knew
-                    gain, iv = (compare_f1(ya[:old], pa[:old], proba[r - g][pos[:old]].astype(np.float64),
-                                           w[:old]) if old >= 10 else (None, None))
+                    p_old = proba[r - g].astype(np.float64)
+                    if v.get("gain") == "assisted":  # the older decisions on every candidate are known
+                        gain, iv = compare_f1(ya, pa, p_old[pos], w, proba_all_a=p_r, proba_all_b=p_old)
+                    else:
+                        old = int(sum(len(x) for x in pos_all[: r - g + 1]))  # draws the older round knew
+                        gain, iv = (compare_f1(ya[:old], pa[:old], p_old[pos[:old]], w[:old]) if old >= 10
+                                    else (None, None))
                     e = out["estimate"]
                     out["stop"], out["stop_text"] = confirm_stop(
                         fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - g]),
                         f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None,
-                        n_matches=e["n_matches"])
+                        n_matches=e["n_matches"], per_labels=v.get("per_labels"))
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
             rec[name] = out
         rounds.append(rec)
@@ -262,6 +273,10 @@ def report_replay(out: Path) -> str:
             continue
         weights = "its own round's design" if v["weights"] == "own" else "the mixture of all rounds' designs"
         stop = "confirmed by the recent gain" if v["confirm"] else "of the rules alone"
+        if v.get("gain") == "assisted":
+            stop = (f"confirmed by the model-assisted gain over the last {v['gain_rounds']} rounds, at most 0.01 "
+                    f"per {v['per_labels']} labels")
+            v = {**v, "rule": "no-harm (model-assisted)"}
         est = "model-assisted estimates" if v.get("assisted") else "ratio estimates"
         words = f"{est}, each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
         lines += [f"**Variant `{variant}`**: {words}.", ""]
@@ -314,8 +329,9 @@ def _tables(runs: list[dict]) -> str:
               "True F1 at the last round at 0.5 and at the chosen threshold; the round where stopping was first "
               "advised, and whether its true F1 was within 0.01 of the session's last round.", "",
               "| sessions | labels | audit answers | true F1 at 0.5 | at the chosen threshold | chosen better / worse "
-              "| stop first advised at labels (sessions) | true F1 then vs at the end | lost <= 0.01 |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| stop first advised at labels (sessions) | true F1 then vs at the end | F1 lost, median / largest "
+              "| lost <= 0.01 |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     last = [r["rounds"][-1] for r in runs]
     f05 = np.array([x["truth"]["f1"] for x in last])
     fth = np.array([x["threshold_truth"]["f1"] for x in last])
@@ -326,8 +342,10 @@ def _tables(runs: list[dict]) -> str:
     lost = (f"{np.mean([a['truth']['f1'] for a, _ in fired]):.3f} vs {np.mean([b['truth']['f1'] for _, b in fired]):.3f}"
             if fired else "-")
     ok = (f"{sum(b['truth']['f1'] - a['truth']['f1'] <= 0.01 for a, b in fired)} of {len(fired)}" if fired else "-")
+    losses = [b["truth"]["f1"] - a["truth"]["f1"] for a, b in fired]
+    spread = f"{np.median(losses):.3f} / {max(losses):.3f}" if fired else "-"
     lines.append(f"| {len(runs)} | {last[0]['n_labels']} | {last[0]['n_audit']} | {f05.mean():.3f} | {fth.mean():.3f} "
-                 f"| {int((fth > f05 + 1e-9).sum())} / {int((fth < f05 - 1e-9).sum())} | {at} | {lost} | {ok} |")
+                 f"| {int((fth > f05 + 1e-9).sum())} / {int((fth < f05 - 1e-9).sum())} | {at} | {lost} | {spread} | {ok} |")
     return "\n".join(lines)
 
 
@@ -393,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="replay the audits of the session paths saved in DIR (--save-paths) with --audit-seeds")
     p.add_argument("--audit-seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--gain-rounds", type=int, default=3,
-                   help="the stopping check's recent gain: against the matcher this many rounds before (the session's: 3)")
+                   help="the audit-only stopping checks' recent gain: against the matcher this many rounds before "
+                        "(the variant paced, the session's, uses 10)")
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=None,
                    help="the advice variants to replay (default: all)")
     p.add_argument("--out", default="benchmarks/results/quality/sessions")

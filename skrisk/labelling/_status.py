@@ -16,10 +16,13 @@ The session calls this module from few places:
   :func:`current_threshold` is the one chosen at the last round (for a saved model).
 
 The stopping advice of the two rules stands only when :func:`skrisk.quality.confirm_stop` agrees:
-each round keeps its matcher's probability of every audit draw so far (``audit_proba``), and a
-round compares its F1 with the matcher of :data:`GAIN_ROUNDS` rounds before on those draws
-(:func:`skrisk.quality.compare_f1`). A journal written before ``audit_proba`` was kept resumes;
-its old rounds give no gain, so the advice waits for new ones.
+each round keeps its matcher's decisions on every candidate (``decisions``: the bits of
+``p > 0.5``, compressed), and a round compares its F1 with the matcher of :data:`GAIN_ROUNDS`
+rounds (about 100 labels) before, model-assisted, on all the audit draws
+(:func:`skrisk.quality.compare_f1` with ``proba_all_a`` and ``proba_all_b``): the high end of the
+gain's interval must be at most :data:`MAX_GAIN` per :data:`GAIN_PACE` labels. A journal written
+before ``decisions`` were kept resumes; its old rounds give no gain, so the advice waits until
+the session has :data:`GAIN_ROUNDS` new rounds, and says so.
 
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
@@ -32,6 +35,8 @@ are left out of the estimate.
 
 from __future__ import annotations
 
+import base64
+import zlib
 from typing import Any, Protocol
 
 import numpy as np
@@ -70,9 +75,14 @@ STOP_SET = 1000
 #: Uniform share of every audit draw (bounds each importance weight by 10).
 FLOOR = 0.1
 #: The stopping advice needs the audit to show that the matcher of this many risk rounds before
-#: was at most :data:`MAX_GAIN` F1 worse (:func:`skrisk.quality.confirm_stop`).
-GAIN_ROUNDS = 3
+#: was at most :data:`MAX_GAIN` F1 per :data:`GAIN_PACE` labels worse (the high end of the
+#: model-assisted gain's interval; :func:`skrisk.quality.confirm_stop`): if the next labels gain
+#: no more than the last did, the next 50 gain at most 0.01. Chosen on simulated sessions
+#: (issue #30; benchmarks/RESULTS.md): with 3 rounds and the audit alone it fired while the F1
+#: still rose.
+GAIN_ROUNDS = 10
 MAX_GAIN = 0.01
+GAIN_PACE = 50
 #: The half-width of a 90 % interval the audit aims at (and the widest F1 interval at which
 #: stopping is advised); wider than :data:`UNSURE`, a measure is shown as "not enough audit
 #: answers to say".
@@ -179,30 +189,52 @@ def _audit_data(session: AuditSource, proba: np.ndarray) -> tuple[np.ndarray, np
     return y, np.asarray(proba, dtype=float)[pos], w, n
 
 
-def _gain(session: AuditSource, proba: np.ndarray) -> dict | None:
-    """The F1 gained since the matcher of :data:`GAIN_ROUNDS` risk rounds before, on the audit
-    draws whose probability that round recorded (``audit_proba``); None when it cannot be told
-    (too few rounds, too few answers, or rounds journaled before ``audit_proba`` was kept)."""
+def _encode_decisions(proba: np.ndarray) -> str:
+    """The decisions ``p > 0.5`` on every candidate, as text for the journal: their number, then
+    the packed bits, zlib, base64 (a few kB for 100,000 candidates with few predicted matches)."""
+    bits = np.packbits(np.asarray(proba) > MATCH_THRESHOLD).tobytes()
+    return f"{len(proba)}:" + base64.b64encode(zlib.compress(bits, 9)).decode("ascii")
+
+
+def _decode_decisions(text: Any, n: int) -> np.ndarray | None:
+    """:func:`_encode_decisions` read back for ``n`` candidates; None when unreadable or of
+    another size (never more than ``n / 8`` bytes are inflated)."""
+    if not isinstance(text, str) or text.partition(":")[0] != str(n):
+        return None
+    size = (n + 7) // 8
+    try:
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.b64decode(text.partition(":")[2].encode("ascii"), validate=True), size + 1)
+    except (ValueError, zlib.error):
+        return None
+    if len(raw) != size or not inflate.eof:
+        return None
+    return np.unpackbits(np.frombuffer(raw, dtype=np.uint8))[:n].astype(bool)
+
+
+def _gain(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
+    """The F1 gained since the matcher of :data:`GAIN_ROUNDS` risk rounds before, model-assisted
+    on all audit draws (that round's ``decisions`` on every candidate); or None and why not."""
     risk = [b for b in session.state.batches if b.get("phase") == "risk" and isinstance(b.get("status"), dict)]
     if len(risk) < GAIN_ROUNDS:
-        return None
+        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known until {GAIN_ROUNDS} risk sampling "
+                      f"rounds have passed ({len(risk)} so far)")
     then = risk[-GAIN_ROUNDS]
-    p_then = then["status"].get("audit_proba")
-    if not isinstance(p_then, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in p_then
-    ):
-        return None
-    idx, pos, y, w, _ = _known_draws(session)
-    keep = idx < len(p_then)
-    if keep.sum() < MIN_AUDIT:
-        return None
-    old = np.asarray(p_then, dtype=float)[idx[keep]]
-    g, (lo, hi) = compare_f1(y[keep], np.asarray(proba, dtype=float)[pos[keep]], old, w[keep])
+    old = _decode_decisions(then["status"].get("decisions"), len(session.keys))
+    if old is None:
+        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known, the matcher of {GAIN_ROUNDS} "
+                      f"rounds before (journal seq {then.get('seq')}) has no decisions kept (a journal "
+                      f"written before they were, or damaged); the check starts {GAIN_ROUNDS} rounds after it")
+    _, pos, y, w, _ = _known_draws(session)
+    proba = np.asarray(proba, dtype=float)
+    g, (lo, hi) = compare_f1(y, proba[pos], old[pos].astype(float), w, proba_all_a=proba,
+                             proba_all_b=old.astype(float)) if len(y) else (float("nan"), (-1.0, 1.0))
     if not np.isfinite(g):
-        return None
+        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not enough audit answers to say "
+                      f"({int(y.sum())} audited matches)")
     labels = len(session.labels()) - int(then.get("n_labels", 0))
     return {"labels": labels, "gain": round(g, 4), "interval": [round(lo, 4), round(hi, 4)],
-            "n_audit": int(keep.sum())}
+            "n_audit": int(len(y)), "rounds": GAIN_ROUNDS}, ""
 
 
 def _stop_set(session: AuditSource) -> np.ndarray:
@@ -260,10 +292,11 @@ def round_status(
     -------
     status : dict
         JSON-ready: ``estimate`` (or None), ``threshold``, ``threshold_estimate``, ``n_audit``,
-        ``gain`` (the F1 gained since :data:`GAIN_ROUNDS` rounds before, on the audit, or None),
-        ``audit_proba`` (this matcher's probability of every audit draw so far),
-        ``stop_predictions`` (hex bits), ``expected_errors``; :func:`status_lines` adds
-        ``stabilizing``, ``plateau`` and ``confirm`` (texts), ``rules_fire`` and ``stop`` (bool).
+        ``gain`` (the F1 gained since :data:`GAIN_ROUNDS` rounds before, on the audit, or None,
+        and ``gain_note``, why not), ``decisions`` (this matcher's decisions on every candidate,
+        :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``;
+        :func:`status_lines` adds ``stabilizing``, ``plateau`` and ``confirm`` (texts),
+        ``rules_fire`` and ``stop`` (bool).
     draws : list of dict
         ``left_id``, ``right_id``, ``q`` and ``n`` of every audit draw (empty with ``audit=0``).
     """
@@ -275,11 +308,12 @@ def round_status(
         # narrows the intervals (skrisk.quality.estimate_quality; issue #30)
         status["estimate"] = estimate_quality(y, p, w, proba_all=proba).to_dict()
         if y.sum() > 0:
-            choice = choose_threshold(y, p, w, target=_target(session))
+            choice = choose_threshold(y, p, w, target=_target(session), proba_all=proba)
             status["threshold"] = round(choice.threshold, 4)
             status["threshold_estimate"] = choice.estimate.to_dict()
             status["threshold_met"] = bool(choice.met)
-    status["gain"] = _gain(session, proba)
+    status["gain"], status["gain_note"] = _gain(session, proba)
+    status["decisions"] = _encode_decisions(proba)
     pred = (proba[_stop_set(session)] > MATCH_THRESHOLD).astype(np.uint8)
     status["stop_predictions"] = np.packbits(pred).tobytes().hex()
     status["expected_errors"] = round(float(np.mean(pool_risk)) * n_free, 3) if len(pool_risk) else 0.0
@@ -289,10 +323,6 @@ def round_status(
         s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)
         draws = [{"left_id": session.keys[i][0], "right_id": session.keys[i][1], "q": float(q), "n": len(proba)}
                  for i, q in zip(s.positions.tolist(), s.probabilities.tolist())]
-    # this matcher's probability of every draw so far (this round's too), in journal order: a
-    # later round compares its F1 with this one's on the same draws (the stopping check)
-    drawn = [i for i, _ in _draws(session)] + [session.position[(d["left_id"], d["right_id"])] for d in draws]
-    status["audit_proba"] = [round(float(proba[i]), 6) for i in drawn]
     return status, draws
 
 
@@ -304,13 +334,16 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
     plateau.update([status["expected_errors"]])
     status["stabilizing"], status["plateau"] = stab.state_text(), plateau.state_text()
     status["rules_fire"] = bool(stab.should_stop or plateau.should_stop)
-    g = status.get("gain") or {}
+    g = status.get("gain")
     est = status.get("estimate") or {}
     f1_iv = est.get("f1_interval") if est.get("f1") is not None else None
-    status["stop"], status["confirm"] = confirm_stop(
-        status["rules_fire"], g.get("gain"), g.get("interval"), labels=g.get("labels", 0),
-        f1_interval=tuple(f1_iv) if f1_iv else None, n_matches=int(est.get("n_matches", 0)), max_gain=MAX_GAIN,
-        max_half_width=AIM)
+    if g is None:
+        status["stop"], status["confirm"] = False, f"{status.get('gain_note') or 'F1 gained: not known'}: go on."
+    else:
+        status["stop"], status["confirm"] = confirm_stop(
+            status["rules_fire"], g["gain"], tuple(g["interval"]), labels=g["labels"],
+            f1_interval=tuple(f1_iv) if f1_iv else None, n_matches=int(est.get("n_matches", 0)),
+            max_gain=MAX_GAIN, max_half_width=AIM, per_labels=GAIN_PACE)
     lines = []
     est = status.get("estimate")
     k = int(getattr(session.config, "audit", 0))
@@ -402,7 +435,7 @@ def export_threshold(session: AuditSource, proba: np.ndarray) -> tuple[float, st
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: the audit draws are unreadable: {exc}"
     if len(y) < MIN_AUDIT or y.sum() == 0:
         return MATCH_THRESHOLD, f"threshold p > {MATCH_THRESHOLD}: too few audit answers to choose one"
-    c = choose_threshold(y, p, w, target=_target(session))
+    c = choose_threshold(y, p, w, target=_target(session), proba_all=np.asarray(proba, dtype=float))
     met = "" if c.met else " (not reached: the closest threshold)"
     words = _target_words(session).removeprefix("estimated ")
     return c.threshold, (f"threshold p > {c.threshold:.2f}, chosen for {words}{met}, from "

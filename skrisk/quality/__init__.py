@@ -26,14 +26,13 @@ Examples
 True
 """
 
+from ._compare import choose_threshold, compare_f1
 from ._estimate import (
     AuditSample,
     QualityEstimate,
     ThresholdChoice,
     audit_design,
     audit_sample,
-    choose_threshold,
-    compare_f1,
     estimate_quality,
     more_answers,
 )

@@ -283,6 +283,7 @@ def confirm_stop(
     max_gain: float = 0.01,
     max_half_width: float = 0.1,
     min_matches: int = 10,
+    per_labels: int | None = None,
 ) -> tuple[bool, str]:
     """Whether to advise stopping: a rule fires *and* the audit shows the recent F1 gain is small.
 
@@ -295,6 +296,12 @@ def confirm_stop(
     ``min_matches`` audited true matches (with fewer, one heavily weighted missed match can put a
     narrow F1 interval far from the truth). An interval too wide to tell, or no estimate, keeps
     the advice to go on.
+
+    With ``per_labels``, ``max_gain`` is a pace: the high end of the gain over ``labels`` labels
+    may be at most ``max_gain * labels / per_labels``, so that, if the next labels gain no more
+    than the last did, the next ``per_labels`` gain at most ``max_gain``. The session compares
+    with the matcher of about 100 labels before at 0.01 per 50 labels (issue #30:
+    ``benchmarks/RESULTS.md`` measures it).
 
     Parameters
     ----------
@@ -316,6 +323,8 @@ def confirm_stop(
         The widest F1 interval (half its width) at which stopping is advised.
     min_matches : int, default=10
         The fewest audited true matches at which stopping is advised.
+    per_labels : int, optional
+        Read ``max_gain`` as a gain per this many labels (None: over the ``labels`` of the gain).
 
     Returns
     -------
@@ -330,18 +339,30 @@ def confirm_stop(
     >>> stop, text = confirm_stop(True, 0.01, (-0.05, 0.09), labels=30, f1_interval=(0.85, 0.93), n_matches=40)
     >>> stop, text.endswith("go on.")
     (False, True)
+
+    As a pace: 100 labels that gained at most 0.015 gain at most 0.0075 per 50:
+
+    >>> confirm_stop(True, 0.001, (-0.01, 0.015), labels=100, f1_interval=(0.85, 0.93), n_matches=40,
+    ...              per_labels=50)[1]
+    'F1 gained by the last 100 labels, on the audit: +0.001 (-0.010 to +0.015): at most 0.01 per 50 labels, and a stopping rule fires: recommends stopping.'
     """
     for name, v in (("max_gain", max_gain), ("max_half_width", max_half_width)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v <= 1:
             raise ValueError(f"{name} must be a number in [0, 1], got {v!r}.")
+    if per_labels is not None:
+        per_labels = _check_int(per_labels, "per_labels", 1)
     head = f"F1 gained by the last {labels} labels, on the audit"
     if gain is None or gain_interval is None or not np.isfinite(gain) or f1_interval is None:
         return False, f"{head}: not enough audit answers to say: go on."
+    if per_labels is not None and labels <= 0:
+        return False, f"{head}: no labels since that matcher, so no pace to know: go on."
     lo, hi = gain_interval
     what = f"{head}: {gain:+.3f} ({lo:+.3f} to {hi:+.3f})"
-    if hi > max_gain:
-        more = "possibly more" if gain <= max_gain else "more"
-        return False, f"{what}: {more} than {max_gain:g}: go on."
+    allowed = max_gain if per_labels is None else max_gain * labels / per_labels
+    pace = f"{max_gain:g}" if per_labels is None else f"{max_gain:g} per {per_labels} labels"
+    if hi > allowed:
+        more = "possibly more" if gain <= allowed else "more"
+        return False, f"{what}: {more} than {pace}: go on."
     if n_matches < min_matches:
         return False, f"{what}, but only {n_matches} audited matches (fewer than {min_matches}): too few to know: go on."
     f_lo, f_hi = f1_interval
@@ -349,5 +370,5 @@ def confirm_stop(
         return False, (f"{what}, but the F1 estimate ({f_lo:.2f}-{f_hi:.2f}) is wider than ±{max_half_width:g}: "
                        "too uncertain to know: go on.")
     if not rule_fires:
-        return False, f"{what}: at most {max_gain:g}, but no stopping rule fires: go on."
-    return True, f"{what}: at most {max_gain:g}, and a stopping rule fires: recommends stopping."
+        return False, f"{what}: at most {pace}, but no stopping rule fires: go on."
+    return True, f"{what}: at most {pace}, and a stopping rule fires: recommends stopping."

@@ -239,6 +239,42 @@ def test_no_harm_threshold_costs_little_true_f1_at_low_match_rates():
     assert np.mean(lost["no-harm"]) <= 0.005 and np.mean(moved["no-harm"]) <= 0.1
 
 
+def test_no_harm_threshold_model_assisted_sees_the_pairs_the_audit_missed():
+    """Issue #30, a long Abt-Buy session: from the audit alone, a threshold of 0.22 looked better
+    than 0.5 and cost 0.16 true F1 (the many non-matches between them were barely audited). With
+    the matcher's probability of every candidate, those pairs are all counted; the gain of each
+    threshold is what compare_f1 gives with both decisions on every candidate."""
+    y, p = _rare_matches()
+    # many non-matches at 0.2-0.5 (the matcher's uncertain middle), which a small audit rarely draws
+    p = np.where((y == 0) & (np.random.RandomState(2).uniform(size=len(p)) < 0.03),
+                 np.random.RandomState(3).uniform(0.2, 0.5, size=len(p)), p)
+
+    def f1(t):
+        d = p > t
+        return 2 * (d & (y == 1)).sum() / (d.sum() + y.sum())
+
+    q = audit_design(p, method="score", floor=0.1)
+    rng = np.random.RandomState(1)
+    lost, moved, checked = [], [], 0
+    for _ in range(30):
+        pos = rng.choice(len(p), size=150, p=q)
+        ya, pa, w = y[pos], p[pos], 1 / (len(p) * q[pos])
+        if ya.sum() < 10:
+            continue
+        c = choose_threshold(ya, pa, w, proba_all=p)
+        lost.append(f1(0.5) - f1(c.threshold))
+        moved.append(c.threshold != 0.5)
+        if c.threshold != 0.5 and checked < 3:  # the same low end as compare_f1 on all candidates
+            _, (lo, _) = compare_f1(ya, pa, pa, w, threshold_a=c.threshold, proba_all_a=p, proba_all_b=p)
+            assert lo > 0
+            checked += 1
+        for t in (0.3, 0.7):
+            g, (lo, hi) = compare_f1(ya, pa, pa, w, threshold_a=t, proba_all_a=p, proba_all_b=p)
+            assert lo <= g <= hi
+    assert len(lost) >= 20
+    assert np.mean(lost) <= 0.005, (np.mean(lost), np.mean(moved))
+
+
 def test_compare_f1_on_a_hand_computed_case_and_edges():
     y = [1, 1, 1, 0, 0, 0]
     d, (lo, hi) = compare_f1(y, [0.9, 0.8, 0.7, 0.2, 0.1, 0.1], [0.9, 0.2, 0.2, 0.2, 0.1, 0.1], [1] * 6)
@@ -273,6 +309,54 @@ def test_compare_f1_intervals_cover_the_true_difference():
         _, (lo, hi) = compare_f1(y[pos], p[pos], p_old[pos], 1 / (len(p) * q[pos]))
         cover.append(lo <= truth <= hi)
     assert 0.85 <= np.mean(cover) <= 1.0
+
+
+def test_compare_f1_model_assisted_covers_the_true_gain_where_the_audit_cannot_see_it():
+    """Issue #30: two rounds' matchers differ on few pairs, which a small audit rarely draws. Given
+    both decisions on every candidate, the comparison knows those pairs: its interval covers the
+    true F1 gain and is narrower than the audit alone's, whose gain of 0 is luck."""
+    p, y, risk, _ = _rare_population()
+    # an older matcher: the same, but it predicted no match among the 175 candidates of probability
+    # 0.5 to 0.55 (most of them non-matches: it was better)
+    p_old = np.where((p > 0.5) & (p < 0.55), 0.3, p)
+
+    def f1(d):
+        return 2 * (d & (y == 1)).sum() / (d.sum() + y.sum())
+
+    truth = f1(p > 0.5) - f1(p_old > 0.5)
+    q = audit_design(p, risk=risk, method="risk", floor=0.1)
+    rng = np.random.RandomState(5)
+    cover, wide, plain_wide, upper = [], [], [], []
+    for _ in range(100):
+        pos = rng.choice(len(p), size=150, p=q)
+        args = (y[pos], p[pos], p_old[pos], 1 / (len(p) * q[pos]))
+        if y[pos].sum() < 10:
+            continue
+        g, (lo, hi) = compare_f1(*args, proba_all_a=p, proba_all_b=(p_old > 0.5).astype(float))
+        _, (plo, phi) = compare_f1(*args)
+        cover.append(lo <= truth <= hi)
+        upper.append(truth <= hi)
+        wide.append(hi - lo)
+        plain_wide.append(phi - plo)
+    assert len(cover) >= 50
+    assert np.mean(cover) >= 0.85 and np.mean(upper) >= 0.95, (np.mean(cover), truth)
+    assert truth < -0.01 and np.median(wide) < 0.8 * np.median(plain_wide)
+
+
+def test_compare_f1_model_assisted_edges():
+    p, y, risk, _ = _rare_population(n=4000, rate=0.05)
+    s = audit_sample(p, risk=risk, n=100, method="risk", floor=0.1, random_state=0)
+    args = (y[s.positions], p[s.positions], p[s.positions], s.weights)
+    # the same decisions on every candidate: exactly no difference
+    assert compare_f1(*args, proba_all_a=p, proba_all_b=p) == (0.0, (0.0, 0.0))
+    # fewer than 10 audited matches: the audit-only comparison (its imagined draw: an interval)
+    few = (np.zeros(100), p[s.positions], p[s.positions], s.weights)
+    d, (lo, hi) = compare_f1(*few, proba_all_a=p, proba_all_b=p)
+    assert d == 0 and lo < 0 < hi
+    with pytest.raises(DataError, match="both proba_all_a and proba_all_b"):
+        compare_f1(*args, proba_all_a=p)
+    with pytest.raises(DataError, match="proba_all_a has 4000 values and proba_all_b 3999"):
+        compare_f1(*args, proba_all_a=p, proba_all_b=p[:-1])
 
 
 def test_audit_design_is_what_audit_sample_draws_from():

@@ -84,3 +84,21 @@ def test_confirm_stop_needs_a_rule_and_a_small_precise_gain():
         assert not stop and "not enough audit answers to say: go on." in text
     with pytest.raises(ValueError, match="max_gain"):
         confirm_stop(True, 0.0, (0.0, 0.0), labels=30, f1_interval=f1, n_matches=40, max_gain=2)
+
+
+def test_confirm_stop_reads_max_gain_as_a_pace_per_labels():
+    """The session's check: the gain over the last ~100 labels, at most 0.01 per 50 labels."""
+    from skrisk.quality import confirm_stop
+
+    f1 = (0.85, 0.93)
+    stop, text = confirm_stop(True, 0.005, (-0.01, 0.019), labels=100, f1_interval=f1, n_matches=40, per_labels=50)
+    assert stop and "at most 0.01 per 50 labels, and a stopping rule fires" in text
+    stop, text = confirm_stop(True, 0.005, (-0.01, 0.019), labels=30, f1_interval=f1, n_matches=40, per_labels=50)
+    assert not stop and text.endswith("possibly more than 0.01 per 50 labels: go on.")  # 0.019 in 30 labels is fast
+    stop, text = confirm_stop(True, 0.03, (0.021, 0.04), labels=100, f1_interval=f1, n_matches=40, per_labels=50)
+    assert not stop and text.endswith(": more than 0.01 per 50 labels: go on.")
+    stop, _ = confirm_stop(True, 0.0, (0.0, 0.0), labels=0, f1_interval=f1, n_matches=40, per_labels=50)
+    assert not stop  # no labels since: no pace to know
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="per_labels"):
+            confirm_stop(True, 0.0, (0.0, 0.0), labels=30, f1_interval=f1, n_matches=40, per_labels=bad)
