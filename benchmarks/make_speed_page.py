@@ -400,7 +400,7 @@ and twice `--workers 2`; `bench_match_memory.py --n 1000000` and `--n 200000`;
   Monge-Elkan now reuses the Jaro-Winkler of the same texts, values unchanged, checksums equal):
   the 200,000 target is reached in 2 of 4 runs, **not reliably met**. DBLP-Scholar: 60,657 pairs/s
   with 2 threads (46,587 with 1): met. The labelling session's first question at 200k: 39.1 s
-  (met; 34.2 s before: its features ran at rapidfuzz's two threads then, on blocks of pairs now).
+  (met; 34.2 s in the third session's quiet run: one run each, the difference not investigated).
 """
 
 
