@@ -852,6 +852,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         miss = lmiss | rmiss
         cols: list[np.ndarray] = []
         jw_col = None  # the texts' Jaro-Winkler, reused by Monge-Elkan for one-token values
+        texts: tuple[np.ndarray, np.ndarray] | None = None  # the pairs' texts, gathered once
         for m in self._metrics:
             if m in ("jaccard", "jaccard_3gram"):
                 (ls, ln), (rs, rn) = L.sets[m], R.sets[m]
@@ -861,11 +862,11 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 empty = np.flatnonzero(union <= 0)  # both sets empty: 1 when the texts are equal
                 col[empty] = (L.text[li[empty]] == R.text[ri[empty]]).astype(np.float64)
             elif m == "levenshtein":
-                col = process.cpdist(L.text[li], R.text[ri], scorer=Levenshtein.normalized_similarity,
-                                     workers=workers)
+                texts = texts or (L.text[li], R.text[ri])
+                col = process.cpdist(*texts, scorer=Levenshtein.normalized_similarity, workers=workers)
             elif m == "jaro_winkler":
-                col = process.cpdist(L.text[li], R.text[ri], scorer=JaroWinkler.normalized_similarity,
-                                     workers=workers)
+                texts = texts or (L.text[li], R.text[ri])
+                col = process.cpdist(*texts, scorer=JaroWinkler.normalized_similarity, workers=workers)
                 jw_col = col
             elif m == "tfidf_cosine":
                 col = np.zeros(n) if L.tfidf is None else _row_dot(L.tfidf[li], R.tfidf[ri])
