@@ -26,27 +26,26 @@ R = TypeVar("R")
 
 def n_threads(n_jobs: object) -> int:
     """Threads for ``n_jobs`` as scikit-learn reads it: None means 1, -1 every CPU of the
-    process, -2 all but one, and so on (at least 1).
+    process, -2 all but one, and so on; never fewer than 1 nor more than the CPUs (each thread
+    holds a block of work in memory, and more threads than cores only wait for each other).
 
     Examples
     --------
-    >>> n_threads(None), n_threads(3)
-    (1, 3)
-    >>> n_threads(-1) >= 1
+    >>> n_threads(None), n_threads(1)
+    (1, 1)
+    >>> 1 <= n_threads(-1) == n_threads(10_000) <= (os.cpu_count() or 1)
     True
     """
     if n_jobs is None:
         return 1
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}.")
-    n_jobs = int(n_jobs)
-    if n_jobs > 0:
-        return n_jobs
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cpus = os.cpu_count() or 1
-    return max(1, cpus + 1 + n_jobs)
+    n_jobs = int(n_jobs)
+    return max(1, min(cpus, n_jobs if n_jobs > 0 else cpus + 1 + n_jobs))
 
 
 def map_in_order(fn: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:

@@ -565,8 +565,8 @@ def block(
         reports pair completeness and its pairs
         carry a ``label`` column.
     n_jobs : int or None, default=-1
-        Threads of the ``tokens`` rule's row chunks (-1: every CPU, None: 1). The pairs do not
-        depend on it.
+        Threads of the ``tokens`` rule's row chunks (-1: every CPU, None: 1; never more than the
+        CPUs). The pairs do not depend on it.
 
     Returns
     -------

@@ -208,8 +208,8 @@ def match(
         How messages name the two tables (e.g. their file paths).
     n_jobs : int or None, default=-1
         Threads for blocking's row chunks and for scoring (chunks of pairs scored side by side;
-        -1: every CPU, None: 1). The matches and entities do not depend on it; memory grows by
-        a chunk per thread.
+        -1: every CPU, None: 1; never more threads than CPUs). The matches and entities do not
+        depend on it; memory grows by a chunk per thread.
 
     Returns
     -------
