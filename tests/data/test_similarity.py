@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -372,12 +374,15 @@ def test_encode_and_transform_encoded_refuse_bad_input():
     np.testing.assert_array_equal(sf.transform_encoded(enc, enc, [1], [1]), [[1.0]])
 
 
-def test_workers_give_the_same_features():
+def test_workers_give_the_same_features(monkeypatch):
     """Any n_jobs gives the very same numbers as one thread (issue #26), on person records (names,
     dates, addresses with numbers, missing values)."""
     from skrisk.data import block
     from skrisk.datasets import make_person_table
 
+    # threads are capped at the CPUs: 2 and 3 threads even on a small machine
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
     table, _ = make_person_table(8000, random_state=0)
     table.index = table.index.astype(str)
     pairs = block(table, None).pairs  # enough pairs for blocks of pairs on threads

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,8 +40,10 @@ def test_chunk_size_does_not_change_the_result(dedup_model, febrl_split):
     pd.testing.assert_frame_equal(a, b)
 
 
-def test_threads_do_not_change_the_result(dedup_model, febrl_split):
+def test_threads_do_not_change_the_result(dedup_model, febrl_split, monkeypatch):
     """Chunks scored side by side on threads give the matches and entities of one thread."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)  # threads are capped at the CPUs: test 2 and 3
     _, new, _ = febrl_split
     one = match(dedup_model, new, chunk_size=17, progress=False, n_jobs=1)
     for n_jobs in (2, 3):
