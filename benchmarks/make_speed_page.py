@@ -388,7 +388,8 @@ and twice `--workers 2`; `bench_match_memory.py --n 1000000` and `--n 200000`;
   copy, about three times the file), and entities no longer build a dict of every match or sort a
   million id strings (peak of `cluster_entities` on the 1M matches 0.69 -> 0.63 GB, 3.9 -> 2.9 s,
   the same entities.csv byte for byte).
-- *Figures.* 1M records: **158.4 s** (quiet; 197.5 s before in the same conditions), stages
+- *Figures.* 1M records: **158.4 s** (quiet; 197.5 s before in the same conditions; 139.1 s and
+  1.979 GB in a second quiet run at 10:1x on 9c9ffb4, scoring 71.8 s), stages
   blocking 34.2 s (29,000 records/s; was 55.5), encoding 12.4, scoring 84.4 (89,600 pairs/s; was
   104.9), entities 4.3; peak **1.974 GB** (here GiB: 2.12 decimal GB; was 2.023): both targets met
   in this page's unit, the decimal 2 GB missed by 6 %. The same 509,048 matches, matches.csv and
