@@ -35,6 +35,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -250,13 +251,27 @@ def _compact(res: dict) -> str:
     return json.dumps(res, separators=(",", ":"))
 
 
+def write_record(path: Path, text: str) -> Path:
+    """Write one record as gzip-compressed JSON (``<path>.gz``; no time stamp inside, so the same
+    record gives the same bytes): per-round records repeat their keys, and compress about tenfold."""
+    gz = path.with_name(path.name + ".gz")
+    gz.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    return gz
+
+
+def read_records(out: Path, pattern: str) -> list[dict]:
+    """The records under ``out`` matching ``pattern`` (``*.json``), compressed or not, in name order."""
+    paths = sorted(list(out.glob(pattern)) + list(out.glob(pattern + ".gz")), key=lambda q: q.name.removesuffix(".gz"))
+    return [json.loads(gzip.decompress(q.read_bytes()) if q.suffix == ".gz" else q.read_text()) for q in paths]
+
+
 def _variant_rounds(run: dict, variant: str) -> list[dict]:
     """A replayed run's rounds as a session's records: the variant's fields beside the shared ones."""
     return [{**{k: x[k] for k in ("round", "n_labels", "n_audit", "truth")}, **x[variant]} for x in run["rounds"]]
 
 
 def report_replay(out: Path) -> str:
-    runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_replay_*.json"))]
+    runs = read_records(out, "*_replay_*.json")
     if not runs:
         return f"No replay records under {out}."
     r0 = runs[0]
@@ -384,7 +399,7 @@ def _sizing(runs: list[dict], aim: float = 0.1) -> list[str]:
 
 
 def report(out: Path) -> str:
-    runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_session_seed*.json"))]
+    runs = read_records(out, "*_session_seed*.json")
     if not runs:
         return f"No records under {out}."
     r0 = runs[0]
@@ -425,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             for npz in sorted(Path(args.replay).glob("*.npz")):
                 for a in args.audit_seeds:
                     res = replay_path(npz, a, args)
-                    (out / f"{npz.stem}_replay_audit{a}.json").write_text(_compact(res) + "\n")
+                    write_record(out / f"{npz.stem}_replay_audit{a}.json", _compact(res) + "\n")
         print(report_replay(out))
         return 0
     if not args.report:
@@ -437,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             res = run_session(folder, seed, args)
             k = "" if args.block_top_k is None else f"_k{args.block_top_k}"
-            (out / f"{args.dataset}{k}_session_seed{seed}.json").write_text(json.dumps(res) + "\n")
+            write_record(out / f"{args.dataset}{k}_session_seed{seed}.json", json.dumps(res) + "\n")
             last = res["rounds"][-1]
             print(f"{args.dataset} session seed {seed}: {res['seconds']:.0f} s, {last['n_labels']} labels, "
                   f"{last['n_audit']} audit answers, true F1 {last['truth']['f1']:.3f}", flush=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 
@@ -13,7 +11,7 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
     paths = tmp_path / "paths"
     assert bench.main(["--dataset", "fodors_zagats", "--seeds", "0", "1", "--labels", "40", "--out", str(tmp_path),
                        "--save-paths", str(paths)]) == 0
-    first, second = (json.loads((tmp_path / f"fodors_zagats_session_seed{s}.json").read_text()) for s in (0, 1))
+    first, second = bench.read_records(tmp_path, "*_session_seed*.json")
     assert first["candidate_matches"] > 0 and first["n_candidates"] > first["candidate_matches"]
     rounds = first["rounds"]
     assert rounds and rounds[-1]["n_labels"] >= 40
@@ -29,7 +27,7 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
     # the saved paths replay the audit and the advice of each variant with other audit draws
     out = tmp_path / "replay"
     assert bench.main(["--replay", str(paths), "--audit-seeds", "3", "--out", str(out)]) == 0
-    runs = [json.loads(p.read_text()) for p in sorted(out.glob("*_replay_audit3.json"))]
+    runs = bench.read_records(out, "*_replay_audit3.json")
     assert len(runs) == 2 and runs[0]["n_candidates"] == first["n_candidates"]
     for run in runs:
         assert [x["n_audit"] for x in run["rounds"]] == [5 * i for i in range(len(run["rounds"]))]
