@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from ._threads import process_cpus
+
 __all__ = ["CELLS_PER_THREAD", "GPU_MIN_WORK", "cpu_threads", "idle_cpus", "resolve_device", "torch_threads"]
 
 #: Smallest work per launch (elements, e.g. distance cells of one block) for which ``"auto"``
@@ -116,10 +118,7 @@ def idle_cpus() -> int:
     >>> 1 <= idle_cpus() <= (os.cpu_count() or 1)
     True
     """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cpus = os.cpu_count() or 1
+    cpus = process_cpus()
     try:
         with open("/proc/loadavg", "rb") as fh:
             running = int(fh.read().split()[3].split(b"/")[0])

@@ -40,12 +40,17 @@ def n_threads(n_jobs: object) -> int:
         return 1
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}.")
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cpus = os.cpu_count() or 1
+    cpus = process_cpus()
     n_jobs = int(n_jobs)
     return max(1, min(cpus, n_jobs if n_jobs > 0 else cpus + 1 + n_jobs))
+
+
+def process_cpus() -> int:
+    """The CPUs this process may run on (its affinity on Linux, else every CPU; at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def map_in_order(fn: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:

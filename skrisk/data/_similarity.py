@@ -540,12 +540,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         return [m for m in SIMILARITY_METRICS if m in self.metrics]
 
     def _workers(self, n_jobs: object = None) -> int:
-        n_jobs = self.n_jobs if n_jobs is None else n_jobs
-        if n_jobs is None:
-            return 1
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-            raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}.")
-        return int(n_jobs)
+        return n_threads(self.n_jobs if n_jobs is None else n_jobs)
 
     # ------------------------------------------------------------------ fit / transform
     def fit(self, X: object, y: object = None) -> "SimilarityFeatures":
@@ -752,7 +747,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             if len(pos) and (pos.min() < 0 or pos.max() >= enc.n_records):
                 raise IndexError(f"{side}_pos holds positions outside 0..{enc.n_records - 1}.")
         out = np.empty((len(lp), len(self._feature_names)), dtype=np.float32)
-        threads = n_threads(workers)
+        threads = workers
         if threads > 1 and len(lp) >= 2 * _THREAD_BLOCK:
             # blocks of pairs on threads (the native work releases the GIL), rapidfuzz on one
             # thread each: the whole computation uses the cores, not only the comparisons

@@ -14,6 +14,7 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.pipeline import Pipeline
 
+from .._threads import n_threads
 from ..data import normalize_text
 from ..exceptions import DataError, NotFittedError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
@@ -241,9 +242,7 @@ class ChunkScorer:
         # matcher on features never need one)
         self._text: dict[str, dict[str, np.ndarray]] | None = None
         self._matcher_input = self._resolve_matcher_input(matcher_input)
-        if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral)
-                                   or n_jobs == 0):
-            raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}.")
+        n_threads(n_jobs)  # checks it: a non-zero int or None
         self.n_jobs = n_jobs
         # features that encode each table once (SimilarityFeatures) score a chunk by the pairwise
         # comparisons alone; the attributes must be named like the tables' columns
