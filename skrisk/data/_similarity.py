@@ -2,8 +2,9 @@
 
 The features feed LearnRisk's rules and the fast sklearn baseline matcher. Every computation is
 vectorised: string similarities run element-wise over the pairs in rapidfuzz's C code
-(:func:`rapidfuzz.process.cpdist`), set similarities are sparse-matrix products over hashed
-token sets, and text is tokenised once per distinct value, not once per pair.
+(:func:`rapidfuzz.process.cpdist`), set similarities are overlaps of hashed token sets
+(vectorised row comparisons in numpy, rapidfuzz's ``LCSseq`` for wide sets), and text is
+tokenised once per distinct value, not once per pair.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ _NUMBER_RE = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 _NUMERIC_SHARE = 0.9
 # Columns of the hashed token sets (HashingVectorizer's n_features)
 _N_HASH = 2**20
+# Widest hashed token set held as a row of codes (compared with numpy); wider sets are strings
+# of code points compared by rapidfuzz
+_SET_WIDTH = 24
+# Pairs of narrow sets compared at a time (bounds the pairs x width x width temporary)
+_OVERLAP_BLOCK = 4096
 # Token pairs scored per Monge-Elkan chunk: bounds memory at a few tens of MB.
 _ME_CHUNK = 1_000_000
 # Pairs per thread below which transform_encoded stays on one thread (a thread's start-up and
@@ -92,27 +98,85 @@ def _row_dot(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
     return np.asarray(a.multiply(b).sum(axis=1), dtype=np.float64).ravel()
 
 
-def _set_strings(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's set of column indices as one string of code points, in increasing order, and
-    the sets' sizes.
+def _code_points(rows: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Each set of hashed indices (``rows[ptr[i]:ptr[i+1]]``, increasing) as one string of code
+    points.
 
     A hashed token index ``h < 2**20`` becomes the character ``h`` (shifted past the surrogate
     range). Two such strings share exactly the characters of the sets' intersection, in the same
-    order, so their longest common subsequence is the intersection's size: set overlaps become
-    rapidfuzz's native, multi-threaded ``LCSseq`` over the pairs (:func:`_set_overlap`).
+    order, so their longest common subsequence is the intersection's size (rapidfuzz's native
+    ``LCSseq``): the overlap of wide sets (:func:`_set_overlap`).
     """
-    m = sp.csr_matrix(m)
-    m.sum_duplicates()  # sorted, unique indices per row
-    cp = m.indices.astype(np.uint32)
+    cp = rows.astype(np.uint32)
     cp += (cp >= 0xD800).astype(np.uint32) * 2048
     buf = cp.astype("<u4").tobytes().decode("utf-32-le")
-    ptr = m.indptr.tolist()
-    out = np.empty(m.shape[0], dtype=object)
-    out[:] = [buf[a:b] for a, b in zip(ptr[:-1], ptr[1:])]
+    bounds = ptr.tolist()
+    out = np.empty(len(ptr) - 1, dtype=object)
+    out[:] = [buf[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     codes, uniq = pd.factorize(out)
-    if len(uniq) < len(out) // 2:  # equal sets share one string (the numbers of addresses repeat)
+    if len(uniq) < len(out) // 2:  # equal sets share one string
         out = np.asarray(uniq, dtype=object)[codes]
-    return out, np.diff(m.indptr).astype(np.float64)
+    return out
+
+
+@dataclass
+class _Sets:
+    """The hashed token sets of the distinct values of one attribute (one side).
+
+    A set of at most ``_SET_WIDTH`` elements is a row of ``codes`` (its hashed indices in
+    increasing order, then -1): the overlap of two such sets is a vectorised comparison of their
+    rows (numpy, free of the GIL, so threads share the work). A wider set (long titles' 3-grams)
+    is a string of code points (:func:`_code_points`) compared by rapidfuzz.
+    """
+
+    codes: np.ndarray  # (n, width) int32
+    sizes: np.ndarray  # float64
+    wide: np.ndarray  # bool: the set is in ``strings``, not in ``codes``
+    strings: np.ndarray  # object: code-point strings of the wide sets ("" elsewhere)
+
+    @classmethod
+    def of(cls, m: sp.csr_matrix) -> "_Sets":
+        """The sets of the rows of a 0/1 matrix (values x hashed columns)."""
+        m = sp.csr_matrix(m)
+        m.sum_duplicates()  # sorted, unique indices per row
+        n = m.shape[0]
+        sizes = np.diff(m.indptr)
+        wide = sizes > _SET_WIDTH
+        if 2 * int(wide.sum()) > n:  # mostly wide (long texts): rows would be wasted memory
+            wide[:] = sizes > 0
+        narrow = ~wide
+        width = int(sizes[narrow].max()) if narrow.any() else 0
+        codes = np.full((n, width), -1, dtype=np.int32)
+        row = np.repeat(np.arange(n), sizes)
+        keep = narrow[row]
+        col = np.arange(len(row)) - m.indptr[row]
+        codes[row[keep], col[keep]] = m.indices[keep]
+        strings = np.full(n, "", dtype=object)
+        if wide.any():
+            sub = m[np.flatnonzero(wide)]
+            strings[wide] = _code_points(sub.indices, sub.indptr)
+        return cls(codes, sizes.astype(np.float64), wide, strings)
+
+    @classmethod
+    def concat(cls, parts: list["_Sets"]) -> "_Sets":
+        width = max(p.codes.shape[1] for p in parts)
+        codes = np.full((sum(len(p.sizes) for p in parts), width), -1, dtype=np.int32)
+        s = 0
+        for p in parts:
+            codes[s:s + len(p.sizes), :p.codes.shape[1]] = p.codes
+            s += len(p.sizes)
+        return cls(codes, np.concatenate([p.sizes for p in parts]), np.concatenate([p.wide for p in parts]),
+                   np.concatenate([p.strings for p in parts]))
+
+    def strings_of(self, idx: np.ndarray) -> np.ndarray:
+        """The code-point strings of the sets ``idx`` (narrow ones built from their rows)."""
+        out = self.strings[idx]
+        narrow = np.flatnonzero(~self.wide[idx])
+        if len(narrow):
+            rows = self.codes[idx[narrow]]
+            ptr = np.concatenate(([0], np.cumsum(self.sizes[idx[narrow]].astype(np.int64))))
+            out[narrow] = _code_points(rows[rows >= 0], ptr)
+        return out
 
 
 def _incidence(token_lists: list[list[str]]) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -141,8 +205,8 @@ def _char3(word: str) -> list[str]:
 
 def _hashed_sets(
     token_lists: list[list[str]], grams: Callable[[str], list[str]] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_set_strings` of each value's set of hashed features, and the sets' sizes.
+) -> "_Sets":
+    """:class:`_Sets` of each value's set of hashed features.
 
     The features of a value are its tokens (``grams=None``) or the union of ``grams(token)``
     over its tokens; each distinct token and gram is hashed once, into the columns
@@ -152,7 +216,7 @@ def _hashed_sets(
     lens = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=n)
     flat = [t for ts in token_lists for t in ts]
     if not flat:
-        return np.full(n, "", dtype=object), np.zeros(n)
+        return _Sets.of(sp.csr_matrix((n, _N_HASH), dtype=np.int32))
     codes, vocab = pd.factorize(pd.Series(flat, dtype=object))
     if grams is None:
         tok_ptr, tok_idx = np.arange(len(vocab) + 1), _hash_index(vocab)
@@ -166,21 +230,19 @@ def _hashed_sets(
     pos = np.repeat(tok_ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
     rows = np.repeat(np.repeat(np.arange(n), lens), cnt)
     m = sp.csr_matrix((np.ones(total, np.int32), (rows, tok_idx[pos])), shape=(n, _N_HASH))
-    return _set_strings(m)
+    return _Sets.of(m)
 
 
 def _chunked_sets(
     items: Sequence[Any], tokenize: Callable[[Any], list[str]] | None, grams: Callable[[str], list[str]] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+) -> "_Sets":
     """:func:`_hashed_sets` of ``tokenize(item)`` (None: the items are token lists) for every
     item, ``_ENCODE_CHUNK`` items at a time (the same sets: each item's set depends on its own
     tokens only)."""
     parts = [_hashed_sets(list(items[i:i + _ENCODE_CHUNK]) if tokenize is None
                           else [tokenize(t) for t in items[i:i + _ENCODE_CHUNK]], grams)
              for i in range(0, max(len(items), 1), _ENCODE_CHUNK)]
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    return parts[0] if len(parts) == 1 else _Sets.concat(parts)
 
 
 def _tfidf_rows(inc: sp.csr_matrix, vocab: np.ndarray, vec: TfidfVectorizer) -> sp.csr_matrix:
@@ -199,14 +261,54 @@ def _tfidf_rows(inc: sp.csr_matrix, vocab: np.ndarray, vec: TfidfVectorizer) -> 
     return normalize(counts, norm=vec.norm, copy=False)
 
 
-def _set_overlap(a: np.ndarray, b: np.ndarray, workers: int) -> np.ndarray:
-    """Sizes of the intersections of the code-point sets ``a[i]`` and ``b[i]`` (:func:`_set_strings`)."""
-    return process.cpdist(a, b, scorer=LCSseq.similarity, workers=workers, dtype=np.int32).astype(np.float64)
+def _set_overlap(a: _Sets, b: _Sets, li: np.ndarray, ri: np.ndarray, workers: int) -> np.ndarray:
+    """Sizes of the intersections of the sets ``a[li[i]]`` and ``b[ri[i]]``.
+
+    Two narrow sets: the pairs are grouped by the sizes of their two sets, and in each group
+    every element of one row is compared with every element of the other (the rows hold
+    distinct indices, so each match is one shared element), ``_OVERLAP_BLOCK`` pairs at a time.
+    A pair with a wide set: ``LCSseq`` of the two code-point strings.
+    """
+    n = len(li)
+    out = np.zeros(n, dtype=np.float64)
+    wide = a.wide[li] | b.wide[ri]
+    narrow = np.flatnonzero(~wide)
+    sa, sb = a.sizes[li[narrow]].astype(np.intp), b.sizes[ri[narrow]].astype(np.intp)
+    key = sa * (b.codes.shape[1] + 1) + sb
+    order = np.argsort(key, kind="stable")
+    key, narrow = key[order], narrow[order]
+    starts = np.flatnonzero(np.diff(key, prepend=-1))
+    for s, e in zip(starts, np.append(starts[1:], len(key))):
+        wa, wb = int(sa[order[s]]), int(sb[order[s]])
+        if wa == 0 or wb == 0:
+            continue
+        for t in range(s, e, _OVERLAP_BLOCK):
+            at = narrow[t:min(e, t + _OVERLAP_BLOCK)]
+            eq = np.equal(a.codes[li[at], :wa][:, :, None], b.codes[ri[at], :wb][:, None, :])
+            out[at] = eq.reshape(len(at), -1).view(np.uint8).sum(axis=1, dtype=np.int64)
+    at = np.flatnonzero(wide)
+    if len(at):
+        out[at] = process.cpdist(a.strings_of(li[at]), b.strings_of(ri[at]), scorer=LCSseq.similarity,
+                                 workers=workers, dtype=np.int32)
+    return out
+
+
+def _char_masks(tokens: np.ndarray) -> np.ndarray:
+    """A 64-bit mask of the characters of each token (character code modulo 64): two tokens
+    whose masks share no bit share no character, so their Jaro-Winkler similarity is 0."""
+    lens = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    cp = np.frombuffer("".join(tokens).encode("utf-32-le"), dtype="<u4")
+    bits = np.left_shift(np.uint64(1), (cp % 64).astype(np.uint64))
+    out = np.zeros(len(tokens), dtype=np.uint64)
+    filled = np.flatnonzero(lens > 0)
+    if len(filled):
+        out[filled] = np.bitwise_or.reduceat(bits, (np.cumsum(lens) - lens)[filled])
+    return out
 
 
 def _monge_elkan(
-    ltok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    rtok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ltok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    rtok: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     li: np.ndarray,
     ri: np.ndarray,
     workers: int,
@@ -215,23 +317,18 @@ def _monge_elkan(
     """Symmetric Monge-Elkan similarity with Jaro-Winkler as the inner similarity.
 
     ``ME(A, B) = mean_{a in A} max_{b in B} jw(a, b)``; the result is the mean of ``ME(A, B)`` and
-    ``ME(B, A)``. All token pairs of a chunk of record pairs are scored in one ``cpdist`` call;
-    the per-token maxima and per-pair means are ``reduceat``/``bincount`` reductions.
-    0 where either side has no token. ``ltok``/``rtok`` are each side's ``(token ids, tokens per
-    value, offset per value, vocabulary)``; ``known``: ``(pairs, values)`` already known (two
-    one-token values: the Jaro-Winkler of their texts), not scored again.
+    ``ME(B, A)``. The pairs are grouped by their numbers of tokens ``(|A|, |B|)``: in a group,
+    the token pairs of each record pair form a ``|A| x |B|`` block, and the two maxima and means
+    are reductions over its axes. Each distinct pair of tokens of a chunk (about ``_ME_CHUNK``
+    token pairs) that shares a character is scored once, in one ``cpdist`` call (the others
+    score 0: "12" against "street"). 0 where either side has no token.
+    ``ltok``/``rtok`` are each side's ``(token ids, tokens per value, offset per value,
+    vocabulary, character masks)`` (:func:`_char_masks`); ``known``: ``(pairs, values)`` already known (two one-token values: the
+    Jaro-Winkler of their texts), not scored again.
     """
-    n = len(li)
-    out = np.zeros(n, dtype=np.float64)
-    lflat, llen_u, loff_u, lvocab = ltok
-    rflat, rlen_u, roff_u, rvocab = rtok
-
-    def jw(lt: np.ndarray, rt: np.ndarray) -> np.ndarray:
-        """Jaro-Winkler of token pairs (ids), each distinct pair of tokens scored once."""
-        inv, uniq = pd.factorize(lt * len(rvocab) + rt)
-        return process.cpdist(lvocab[uniq // len(rvocab)], rvocab[uniq % len(rvocab)],
-                              scorer=JaroWinkler.normalized_similarity, workers=workers)[inv]
-
+    out = np.zeros(len(li), dtype=np.float64)
+    lflat, llen_u, loff_u, lvocab, lmask = ltok
+    rflat, rlen_u, roff_u, rvocab, rmask = rtok
     nl, nr = llen_u[li], rlen_u[ri]
     cost = nl * nr
     if known is not None and len(known[0]):
@@ -241,45 +338,35 @@ def _monge_elkan(
     valid = np.flatnonzero(cost > 0)
     if len(valid) == 0:
         return out
-    # one token on each side (names, dates, codes): Monge-Elkan is their Jaro-Winkler
-    single = (cost[valid] == 1)
-    if single.any():
-        one = valid[single]
-        out[one] = jw(lflat[loff_u[li[one]]], rflat[roff_u[ri[one]]])
-        valid = valid[~single]
-        if len(valid) == 0:
-            return out
-    # chunk boundaries over the valid pairs, each holding about _ME_CHUNK token pairs
+    nv = len(rvocab)
     csum = np.cumsum(cost[valid])
     bounds = np.searchsorted(csum, np.arange(_ME_CHUNK, csum[-1], _ME_CHUNK), side="right")
     for chunk in np.split(valid, np.unique(bounds)):
         if len(chunk) == 0:
             continue
-        cl, cr, cc = nl[chunk], nr[chunk], cost[chunk]
-        m = len(chunk)
-        total = int(cc.sum())
-        start = np.concatenate(([0], np.cumsum(cc)[:-1]))
-        pair = np.repeat(np.arange(m), cc)
-        t = np.arange(total) - start[pair]
-        k = t // cr[pair]  # left token within the pair
-        j = t - k * cr[pair]  # right token within the pair
-        lidx = loff_u[li[chunk]][pair] + k
-        ridx = roff_u[ri[chunk]][pair] + j
-        scores = jw(lflat[lidx], rflat[ridx]).astype(np.float64)
-        # left -> right: max over j within each (pair, k) row (contiguous runs of length cr)
-        lrows = np.repeat(np.arange(m), cl)
-        krow = np.arange(len(lrows)) - np.repeat(np.cumsum(cl) - cl, cl)
-        lrow_start = start[lrows] + krow * cr[lrows]
-        lmax = np.maximum.reduceat(scores, lrow_start)
-        me_lr = np.bincount(lrows, weights=lmax, minlength=m) / cl
-        # right -> left: max over k for each (pair, j)
-        col_off = np.concatenate(([0], np.cumsum(cr)[:-1]))
-        col_key = col_off[pair] + j
-        rmax = np.zeros(int(cr.sum()), dtype=np.float64)
-        np.maximum.at(rmax, col_key, scores)
-        rcols = np.repeat(np.arange(m), cr)
-        me_rl = np.bincount(rcols, weights=rmax, minlength=m) / cr
-        out[chunk] = 0.5 * (me_lr + me_rl)
+        shape = nl[chunk] * (int(nr[chunk].max()) + 1) + nr[chunk]
+        order = np.argsort(shape, kind="stable")
+        shape, chunk = shape[order], chunk[order]
+        starts = np.flatnonzero(np.diff(shape, prepend=-1))
+        groups, keys, share = [], [], []
+        for s, e in zip(starts, np.append(starts[1:], len(chunk))):
+            at = chunk[s:e]
+            a, b = int(nl[at[0]]), int(nr[at[0]])
+            lt = lflat[loff_u[li[at]][:, None] + np.arange(a)]
+            rt = rflat[roff_u[ri[at]][:, None] + np.arange(b)]
+            keys.append((lt[:, :, None] * nv + rt[:, None, :]).ravel())
+            share.append(np.bitwise_and(lmask[lt][:, :, None], rmask[rt][:, None, :]).ravel() != 0)
+            groups.append((at, a, b))
+        scored = np.flatnonzero(np.concatenate(share))
+        inv, uniq = pd.factorize(np.concatenate(keys)[scored])
+        scores = np.zeros(sum(map(len, share)), dtype=np.float64)
+        scores[scored] = process.cpdist(lvocab[uniq // nv], rvocab[uniq % nv],
+                                        scorer=JaroWinkler.normalized_similarity, workers=workers)[inv]
+        p = 0
+        for at, a, b in groups:
+            block = scores[p:p + len(at) * a * b].reshape(len(at), a, b)
+            p += len(at) * a * b
+            out[at] = 0.5 * (block.max(axis=2).mean(axis=1) + block.max(axis=1).mean(axis=1))
     return out
 
 
@@ -326,9 +413,9 @@ class _Encoded:
 
     text: np.ndarray
     missing: np.ndarray
-    sets: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    sets: dict[str, _Sets] = field(default_factory=dict)
     tfidf: sp.csr_matrix | None = None
-    tokens: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    tokens: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     whole_token: np.ndarray | None = None
     numbers: np.ndarray | None = None
 
@@ -370,8 +457,8 @@ class EncodedRecords:
     codes : dict of str to ndarray of intp
         Per attribute, each record's index into the attribute's distinct values.
     values : dict
-        Per attribute, the encoded distinct values (normalised text, hashed token sets as
-        code-point strings, TF-IDF rows, tokens, numbers), as the fitted metrics need them.
+        Per attribute, the encoded distinct values (normalised text, hashed token sets,
+        TF-IDF rows, tokens, numbers), as the fitted metrics need them.
     """
 
     n_records: int
@@ -452,8 +539,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
 
     Every distinct value is normalised, tokenised and hashed once (:meth:`encode` does it once
     per table); each distinct pair of values is then compared once, in rapidfuzz's native code
-    on ``n_jobs`` threads (set overlaps too: sorted hashed tokens written as code points share
-    exactly their intersection as longest common subsequence). Cost is linear in the number of
+    on ``n_jobs`` threads (set overlaps as vectorised comparisons of the sets' hashed tokens).
+    Cost is linear in the number of
     pairs, except Monge-Elkan, which scores ``n_tokens_left * n_tokens_right`` token pairs per
     record pair (each distinct token pair once, in bounded-memory chunks); leave it out of
     ``metrics`` for long free-text attributes if time matters.
@@ -813,8 +900,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             if "monge_elkan" in metrics:
                 lens = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
                 ids, tok_vocab = pd.factorize(pd.Series([t for ws in words for t in ws] or [""], dtype=object))
+                tok_vocab = np.asarray(tok_vocab, dtype=object)
                 enc.tokens = (ids.astype(np.int64), lens, np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64),
-                              np.asarray(tok_vocab, dtype=object))
+                              tok_vocab, _char_masks(tok_vocab))
                 # values that are one token and nothing else: their Monge-Elkan with another such
                 # value is the Jaro-Winkler of the two texts, which the features compute anyway
                 enc.whole_token = np.array([len(w) == 1 and w[0] == t for w, t in zip(words, texts)], dtype=bool)
@@ -850,9 +938,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         texts: tuple[np.ndarray, np.ndarray] | None = None  # the pairs' texts, gathered once
         for m in self._metrics:
             if m in ("jaccard", "jaccard_3gram"):
-                (ls, ln), (rs, rn) = L.sets[m], R.sets[m]
-                inter = _set_overlap(ls[li], rs[ri], workers)
-                union = ln[li] + rn[ri] - inter
+                ls, rs = L.sets[m], R.sets[m]
+                inter = _set_overlap(ls, rs, li, ri, workers)
+                union = ls.sizes[li] + rs.sizes[ri] - inter
                 col = np.divide(inter, union, out=np.zeros(n), where=union > 0)
                 empty = np.flatnonzero(union <= 0)  # both sets empty: 1 when the texts are equal
                 col[empty] = (L.text[li[empty]] == R.text[ri[empty]]).astype(np.float64)
@@ -876,13 +964,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                     continue
                 col = _num_delta(L.numbers[li], R.numbers[ri])
             elif m == "num_diff":
-                (ls, ln), (rs, rn) = L.sets[m], R.sets[m]
-                nl, nr = ln[li], rn[ri]
+                ls, rs = L.sets[m], R.sets[m]
+                nl, nr = ls.sizes[li], rs.sizes[ri]
                 both = (nl > 0) & (nr > 0)
                 at = np.flatnonzero(both)  # the overlap matters only where both hold numbers
                 inter = np.zeros(n)
                 if len(at):
-                    inter[at] = _set_overlap(ls[li[at]], rs[ri[at]], workers)
+                    inter[at] = _set_overlap(ls, rs, li[at], ri[at], workers)
                 # conflict: both hold numbers and neither set contains the other
                 cols.append((both & (inter < nl) & (inter < nr)).astype(np.float64))
                 continue

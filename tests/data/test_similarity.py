@@ -7,6 +7,8 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rapidfuzz.distance import JaroWinkler
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -63,6 +65,18 @@ def _me_reference(a: str, b: str) -> float:
     ab = np.mean([max(JaroWinkler.normalized_similarity(x, y) for y in tb) for x in ta])
     ba = np.mean([max(JaroWinkler.normalized_similarity(y, x) for x in ta) for y in tb])
     return 0.5 * (ab + ba)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(*[st.lists(st.text("ab1é9 ", min_size=1, max_size=6).map(str.strip).filter(bool),
+                                     max_size=4).map(" ".join)] * 2), min_size=1, max_size=12))
+def test_monge_elkan_of_any_tokens_matches_brute_force(pairs):
+    """Token pairs that share no character are not scored (their Jaro-Winkler is 0): letters,
+    digits and accents mixed, any numbers of tokens per side, the same values as a double loop."""
+    left, right = [p[0] for p in pairs], [p[1] for p in pairs]
+    got = _one("monge_elkan", left, right)
+    want = [(_me_reference(a, b) if a and b else -1.0) for a, b in zip(left, right)]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("chunk", [7, 1_000_000])
@@ -323,7 +337,7 @@ def test_fit_transform_of_a_pair_dataset_equals_its_pair_frame(data_home, name):
     tables encoded once (a labelling session's candidates): the fitted state and the features
     of the pair frame path, to 1e-6, on the shared data and on one table (dedup)."""
     from skrisk.data import PairDataset
-    from skrisk.datasets import load_deepmatcher
+    from skrisk.data import load_deepmatcher
 
     ds = load_deepmatcher(name, data_home)
     ids = ds.left.index.astype(str)
@@ -349,11 +363,39 @@ def test_encode_in_chunks_gives_the_same_sets_and_features(monkeypatch):
     whole = sf.encode(table)
     monkeypatch.setattr(simmod, "_ENCODE_CHUNK", 2)
     parts = sf.encode(table)
-    for m, (sets, sizes) in whole.values["a"].sets.items():
-        assert parts.values["a"].sets[m][0].tolist() == sets.tolist(), m
-        np.testing.assert_array_equal(parts.values["a"].sets[m][1], sizes)
+    for m, sets in whole.values["a"].sets.items():
+        got = parts.values["a"].sets[m]
+        np.testing.assert_array_equal(got.sizes, sets.sizes)
+        everything = np.arange(len(values))
+        assert got.strings_of(everything).tolist() == sets.strings_of(everything).tolist(), m
     lp, rp = np.repeat(np.arange(len(values)), len(values)), np.tile(np.arange(len(values)), len(values))
     np.testing.assert_array_equal(sf.transform_encoded(parts, parts, lp, rp), sf.transform_encoded(whole, whole, lp, rp))
+
+
+@pytest.mark.parametrize("name", ["abt_buy", "dblp_scholar"])
+def test_narrow_and_wide_token_sets_give_the_same_overlaps(data_home, name, monkeypatch):
+    """Token sets of up to _SET_WIDTH elements are compared as rows of codes (numpy), wider ones
+    as code-point strings (rapidfuzz LCSseq): with every set wide, with some and with none, the
+    features of real pairs (titles of 3 to 100+ 3-grams, mixed narrow/wide pairs) are equal."""
+    from skrisk.data import load_deepmatcher
+
+    ds = load_deepmatcher(name, data_home)
+    sample = ds.subset(np.random.default_rng(1).choice(len(ds), 400, replace=False))
+    lpos = ds.left.index.astype(str).get_indexer(sample.pairs["left_id"].astype(str))
+    rpos = ds.right.index.astype(str).get_indexer(sample.pairs["right_id"].astype(str))
+    sf = SimilarityFeatures(metrics=["jaccard", "jaccard_3gram", "num_diff"]).fit(sample.to_frame())
+    runs = {}
+    for width in (0, 6, 1000):
+        monkeypatch.setattr(simmod, "_SET_WIDTH", width)
+        monkeypatch.setattr(simmod, "_OVERLAP_BLOCK", 7)
+        enc_l, enc_r = sf.encode(ds.left), sf.encode(ds.right)
+        kinds = {m: v.wide.mean() for a in sf.attributes_ for m, v in enc_l.values[a].sets.items()}
+        runs[width] = (sf.transform_encoded(enc_l, enc_r, lpos, rpos), kinds)
+    assert max(runs[0][1].values()) > 0.5 and min(runs[1000][1].values()) == 0  # all wide / all narrow
+    assert 0 < runs[6][1]["jaccard_3gram"] < 1 or name != "abt_buy"  # a mix on product titles
+    np.testing.assert_array_equal(runs[6][0], runs[0][0])
+    np.testing.assert_array_equal(runs[1000][0], runs[0][0])
+    np.testing.assert_allclose(runs[0][0], sf.transform(sample.to_frame()), atol=1e-6)
 
 
 def test_encode_and_transform_encoded_refuse_bad_input():
