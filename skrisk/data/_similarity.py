@@ -293,6 +293,14 @@ def _set_overlap(a: _Sets, b: _Sets, li: np.ndarray, ri: np.ndarray, workers: in
     return out
 
 
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _char_masks(tokens: np.ndarray) -> np.ndarray:
     """A 64-bit mask of the characters of each token (character code modulo 64): two tokens
     whose masks share no bit share no character, so their Jaro-Winkler similarity is 0."""
@@ -667,7 +675,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         self.numeric_attributes_ = []
         self.tfidf_ = {}
         for a, lc, rc in zip(attrs, lpos, rpos):
-            values = np.unique(np.concatenate([self._codes(arr[:, lc])[1], self._codes(arr[:, rc])[1]]))
+            values = np.unique(np.concatenate([self._codes(arr[:, lc], a)[1], self._codes(arr[:, rc], a)[1]]))
             values = values[values != ""]
             if "num_delta" in metrics and _looks_numeric(values):
                 self.numeric_attributes_.append(a)
@@ -742,8 +750,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         out = np.empty((arr.shape[0], len(self._feature_names)), dtype=np.float32)
         j = 0
         for a, lc, rc in zip(self.attributes_, self._lpos, self._rpos):
-            li, lu = self._codes(arr[:, lc])
-            ri, ru = self._codes(arr[:, rc])
+            li, lu = self._codes(arr[:, lc], a)
+            ri, ru = self._codes(arr[:, rc], a)
             block = self._pair_block(a, self._encode(a, lu), self._encode(a, ru), li, ri, workers)
             out[:, j:j + block.shape[1]] = block
             j += block.shape[1]
@@ -778,7 +786,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             )
         codes, values = {}, {}
         for a in self.attributes_:
-            codes[a], uniq = self._codes(table[cols[a]].to_numpy(dtype=object))
+            codes[a], uniq = self._codes(table[cols[a]].to_numpy(dtype=object), a)
             values[a] = self._encode(a, uniq)
         return EncodedRecords(n_records=len(table), codes=codes, values=values)
 
@@ -864,8 +872,26 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         return out
 
     @staticmethod
-    def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct normalised texts of a column and each row's code into them."""
+    def _codes(values: np.ndarray, attr: str) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct normalised texts of a column and each row's code into them.
+
+        Raises ValueError for a text holding a lone surrogate (half of a UTF-16 pair; only the
+        Python API gives one, no CSV reader does): pandas' hashing of such strings can merge
+        distinct values silently (pandas GH 34550), and no tokenizer can hash it.
+        """
+        try:
+            try:
+                joined = "".join(values)  # every cell a str: one pass in C
+            except TypeError:  # missing values (NaN, None) or numbers among them
+                joined = "".join(v for v in values if type(v) is str)
+            joined.encode("utf-8")
+        except UnicodeEncodeError:
+            bad = next(v for v in values if type(v) is str and _has_lone_surrogate(v))
+            raise ValueError(
+                f"Attribute {attr!r} holds a text with a lone surrogate (half of a UTF-16 pair): "
+                f"{bad!r}. Such text cannot be compared reliably; decode the source properly, or "
+                "replace the surrogates, e.g. text.encode('utf-8', 'replace').decode('utf-8')."
+            ) from None
         inv, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
         text = np.empty(len(uniq), dtype=object)
         # a value already in normal form is kept, not held twice (lower() always makes a copy)

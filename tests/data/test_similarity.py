@@ -398,6 +398,24 @@ def test_narrow_and_wide_token_sets_give_the_same_overlaps(data_home, name, monk
     np.testing.assert_allclose(runs[0][0], sf.transform(sample.to_frame()), atol=1e-6)
 
 
+def test_astral_characters_are_compared_and_lone_surrogates_refused_by_name():
+    """A character beyond the BMP is text like any other (both paths agree). A lone surrogate
+    (only the Python API gives one) is refused with the attribute and the fix: pandas' hashing
+    merges distinct such strings silently (pd.factorize(["\\ud800", "\\udfff"]) -> one value)."""
+    left, right = ["caf\u00e9 \U0001F600x", "plain"], ["cafe \U0001F600x", "\U0001F600"]
+    sf = SimilarityFeatures()
+    got = sf.fit_transform(_frame(left, right))
+    assert np.isfinite(got).all() and got[0, sf.get_feature_names_out().tolist().index("a_monge_elkan")] > 0.5
+    enc = sf.encode(pd.DataFrame({"a": left + right}))
+    np.testing.assert_allclose(sf.transform_encoded(enc, enc, [0, 1], [2, 3]), got, atol=1e-6)
+    bad = _frame(["ab\udc80c street", "x"], ["\ud800", "\udfff"], attr="name")
+    for call in (lambda: SimilarityFeatures().fit(bad), lambda: sf.transform(_frame(["\udfff"], ["x"])),
+                 lambda: sf.encode(pd.DataFrame({"a": ["ok", "\ud800"]}))):
+        with pytest.raises(ValueError, match=r"Attribute '(name|a)' holds a text with a lone surrogate.*"
+                                             r"encode\('utf-8', 'replace'\)"):
+            call()
+
+
 def test_encode_and_transform_encoded_refuse_bad_input():
     X = _frame(["acme corp", "globex"], ["acme co", "initech"], attr="name")
     sf = SimilarityFeatures(metrics=["jaccard"]).fit(X)
