@@ -19,6 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 # internal on purpose: chunk sizes and the number tokeniser
 import skrisk.data._similarity as simmod
+import skrisk.data._token_sets as setsmod
 from skrisk.data import SIMILARITY_METRICS, SimilarityFeatures
 
 def _frame(left, right, attr="a"):
@@ -361,7 +362,7 @@ def test_encode_in_chunks_gives_the_same_sets_and_features(monkeypatch):
     table = pd.DataFrame({"a": values})
     sf = SimilarityFeatures().fit(_frame(values, values[::-1]))
     whole = sf.encode(table)
-    monkeypatch.setattr(simmod, "_ENCODE_CHUNK", 2)
+    monkeypatch.setattr(setsmod, "_ENCODE_CHUNK", 2)
     parts = sf.encode(table)
     for m, sets in whole.values["a"].sets.items():
         got = parts.values["a"].sets[m]
@@ -386,8 +387,8 @@ def test_narrow_and_wide_token_sets_give_the_same_overlaps(data_home, name, monk
     sf = SimilarityFeatures(metrics=["jaccard", "jaccard_3gram", "num_diff"]).fit(sample.to_frame())
     runs = {}
     for width in (0, 6, 1000):
-        monkeypatch.setattr(simmod, "_SET_WIDTH", width)
-        monkeypatch.setattr(simmod, "_OVERLAP_BLOCK", 7)
+        monkeypatch.setattr(setsmod, "_SET_WIDTH", width)
+        monkeypatch.setattr(setsmod, "_OVERLAP_BLOCK", 7)
         enc_l, enc_r = sf.encode(ds.left), sf.encode(ds.right)
         kinds = {m: v.wide.mean() for a in sf.attributes_ for m, v in enc_l.values[a].sets.items()}
         runs[width] = (sf.transform_encoded(enc_l, enc_r, lpos, rpos), kinds)
