@@ -176,6 +176,8 @@ def _monge_elkan(
         if len(chunk) == 0:
             continue
         shape = nl[chunk] * (int(nr[chunk].max()) + 1) + nr[chunk]
+        if shape.max() < 2**15:  # the usual few tokens per value: numpy's radix sort
+            shape = shape.astype(np.int16)
         order = np.argsort(shape, kind="stable")
         shape, chunk = shape[order], chunk[order]
         starts = np.flatnonzero(np.diff(shape, prepend=-1))

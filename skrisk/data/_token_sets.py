@@ -179,6 +179,8 @@ def _set_overlap(a: _Sets, b: _Sets, li: np.ndarray, ri: np.ndarray, workers: in
     narrow = np.flatnonzero(~wide)
     sa, sb = a.sizes[li[narrow]].astype(np.intp), b.sizes[ri[narrow]].astype(np.intp)
     key = sa * (b.codes.shape[1] + 1) + sb
+    if len(key) and key.max() < 2**15:  # always with sets of up to 24 elements: a radix sort
+        key = key.astype(np.int16)
     order = np.argsort(key, kind="stable")
     key, narrow = key[order], narrow[order]
     starts = np.flatnonzero(np.diff(key, prepend=-1))
