@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence, Union
 
 import numpy as np
@@ -84,6 +84,9 @@ class BlockingResult:
         ``"dedup"`` when one table was blocked against itself (then ``n_right == n_left``, every
         pair is stored once with ``left_id < right_id`` and the reduction ratio counts against
         the ``n * (n - 1) / 2`` unordered pairs of distinct records).
+    n_candidates : int
+        Candidate pairs blocking produced (``len(pairs)``, and ``len(self)``). The one figure
+        that stays when the pairs are released (:meth:`without_pairs`).
     """
 
     pairs: pd.DataFrame
@@ -95,9 +98,30 @@ class BlockingResult:
     rule_sizes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     task: str = "link"
+    n_candidates: int = -1
+
+    def __post_init__(self) -> None:
+        if self.n_candidates < 0:
+            self.n_candidates = len(self.pairs)
 
     def __len__(self) -> int:
-        return len(self.pairs)
+        return self.n_candidates
+
+    def without_pairs(self) -> "BlockingResult":
+        """The same figures without the candidate pairs (``pairs`` holds no row; the count stays
+        in :attr:`n_candidates`): what :func:`skrisk.matching.match` keeps once it has scored
+        them, so that a million records' 7.6 million pairs do not stay in memory.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skrisk.data import block
+        >>> t = pd.DataFrame({"name": ["acme corp", "acme co", "globex"]}, index=["a", "b", "c"])
+        >>> light = block(t, None, ("tokens", "name")).without_pairs()
+        >>> len(light), len(light.pairs), light.n_candidates
+        (1, 0, 1)
+        """
+        return replace(self, pairs=self.pairs.iloc[:0].copy())
 
     def summary(self) -> dict[str, object]:
         """The figures as a flat dict (for reports and benchmark tables)."""
@@ -105,7 +129,7 @@ class BlockingResult:
             "task": self.task,
             "n_left": self.n_left,
             "n_right": self.n_right,
-            "n_candidates": len(self.pairs),
+            "n_candidates": self.n_candidates,
             "reduction_ratio": self.reduction_ratio,
             "pair_completeness": self.pair_completeness,
             "n_true_links": self.n_true_links,
@@ -121,7 +145,7 @@ class BlockingResult:
         """
         what = "within one table" if self.task == "dedup" else "between the two tables"
         rules = ", ".join(self.rule_sizes) or "no rule"
-        line = (f"Blocking ({rules}) {what}: {len(self.pairs)} candidate pairs (reduction ratio "
+        line = (f"Blocking ({rules}) {what}: {self.n_candidates} candidate pairs (reduction ratio "
                 f"{self.reduction_ratio:.4f}); ")
         if self.pair_completeness is None or self.n_true_links is None:
             return line + ("pair completeness (the share of true matches kept) cannot be known without labels: "
@@ -133,7 +157,7 @@ class BlockingResult:
     def __repr__(self) -> str:
         pc = "n/a" if self.pair_completeness is None else f"{self.pair_completeness:.4f}"
         return (
-            f"BlockingResult(candidates={len(self.pairs)}, reduction_ratio="
+            f"BlockingResult(candidates={self.n_candidates}, reduction_ratio="
             f"{self.reduction_ratio:.5f}, pair_completeness={pc}, seconds={self.seconds:.2f})"
         )
 

@@ -33,6 +33,20 @@ def test_dedup_match_finds_the_duplicates_of_new_records(dedup_model, febrl_spli
     assert set(res.timings) >= {"blocking", "scoring", "entities", "total"}
 
 
+def test_the_result_keeps_the_blocking_figures_not_its_candidates(dedup_model, febrl_split):
+    """Every candidate is scored, then released (a million records' candidates take 0.12 GB
+    through the entities stage): the blocking's figures stay, the count in n_candidates."""
+    from skrisk.data import block
+
+    _, new, _ = febrl_split
+    res = match(dedup_model, new, chunk_size=97, progress=False)
+    full = block(new.loc[:, list(dedup_model.attributes)], None, dedup_model.blocking)
+    assert len(res.blocking.pairs) == 0 and list(res.blocking.pairs.columns) == list(full.pairs.columns)
+    assert res.blocking.n_candidates == len(res.blocking) == res.n_candidates == len(full.pairs) > 0
+    assert res.blocking.report() == full.report()
+    assert res.blocking.summary()["n_candidates"] == full.summary()["n_candidates"]
+
+
 def test_chunk_size_does_not_change_the_result(dedup_model, febrl_split):
     _, new, _ = febrl_split
     a = match(dedup_model, new, chunk_size=50, progress=False).matches
