@@ -20,9 +20,11 @@ each round keeps its matcher's decisions on every candidate (``decisions``: the 
 ``p > 0.5``, compressed), and a round compares its F1 with the matcher of :data:`GAIN_ROUNDS`
 rounds (about 100 labels) before, model-assisted, on all the audit draws
 (:func:`skrisk.quality.compare_f1` with ``proba_all_a`` and ``proba_all_b``): the high end of the
-gain's interval must be at most :data:`MAX_GAIN` per :data:`GAIN_PACE` labels. A journal written
-before ``decisions`` were kept resumes; its old rounds give no gain, so the advice waits until
-the session has :data:`GAIN_ROUNDS` new rounds, and says so.
+gain's interval must be at most :data:`MAX_GAIN` per :data:`GAIN_PACE` labels; and the matcher's
+decisions on every candidate must have settled: Cohen's kappa with the decisions of
+:data:`KAPPA_ROUNDS` rounds (about 200 labels) before at least :data:`MIN_KAPPA`. A journal written
+before ``decisions`` were kept resumes; its old rounds give no gain and no kappa, so the advice
+waits until the session has :data:`KAPPA_ROUNDS` new rounds, and says so.
 
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
@@ -48,6 +50,7 @@ from ..quality import (
     StabilizingPredictions,
     audit_sample,
     choose_threshold,
+    cohen_kappa,
     compare_f1,
     confirm_stop,
     estimate_quality,
@@ -83,6 +86,14 @@ FLOOR = 0.1
 GAIN_ROUNDS = 10
 MAX_GAIN = 0.01
 GAIN_PACE = 50
+#: ... and the matcher's decisions on every candidate to agree with those of this many risk
+#: rounds (about 200 labels) before, Cohen's kappa at least :data:`MIN_KAPPA` (stabilising
+#: predictions, Bloodgood and Vijay-Shanker 2009, over a longer span and on all candidates): on
+#: DBLP-Scholar the gain alone looked flat for 200 labels while the matcher still moved, and the F1
+#: rose again later. Chosen on simulated sessions and checked on others (issue #30, fifth part;
+#: benchmarks/RESULTS.md).
+KAPPA_ROUNDS = 20
+MIN_KAPPA = 0.98
 #: The half-width of a 90 % interval the audit aims at (and the widest F1 interval at which
 #: stopping is advised); wider than :data:`UNSURE`, a measure is shown as "not enough audit
 #: answers to say".
@@ -212,19 +223,38 @@ def _decode_decisions(text: Any, n: int) -> np.ndarray | None:
     return np.unpackbits(np.frombuffer(raw, dtype=np.uint8))[:n].astype(bool)
 
 
+def _decisions_before(session: AuditSource, rounds: int, what: str) -> tuple[dict | None, np.ndarray | None, str]:
+    """The risk batch of ``rounds`` risk rounds before and its decisions on every candidate; or
+    None, None and why not (too few rounds yet, or none kept), a text starting with ``what``."""
+    risk = [b for b in session.state.batches if b.get("phase") == "risk" and isinstance(b.get("status"), dict)]
+    if len(risk) < rounds:
+        return None, None, f"{what}: not known until {rounds} risk sampling rounds have passed ({len(risk)} so far)"
+    then = risk[-rounds]
+    old = _decode_decisions(then["status"].get("decisions"), len(session.keys))
+    if old is None:
+        return None, None, (f"{what}: not known, the matcher of {rounds} rounds before (journal seq "
+                            f"{then.get('seq')}) has no decisions kept (a journal written before they were, "
+                            f"or damaged); the check starts {rounds} rounds after it")
+    return then, old, ""
+
+
+def _settled(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
+    """Cohen's kappa of this matcher's decisions on every candidate with those of the matcher of
+    :data:`KAPPA_ROUNDS` risk rounds before; or None and why not."""
+    then, old, why = _decisions_before(session, KAPPA_ROUNDS, "decisions on all candidates")
+    if then is None or old is None:
+        return None, why
+    kappa = cohen_kappa(np.asarray(proba) > MATCH_THRESHOLD, old)
+    labels = len(session.labels()) - int(then.get("n_labels", 0))
+    return {"kappa": round(kappa, 4), "labels": labels, "rounds": KAPPA_ROUNDS}, ""
+
+
 def _gain(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
     """The F1 gained since the matcher of :data:`GAIN_ROUNDS` risk rounds before, model-assisted
     on all audit draws (that round's ``decisions`` on every candidate); or None and why not."""
-    risk = [b for b in session.state.batches if b.get("phase") == "risk" and isinstance(b.get("status"), dict)]
-    if len(risk) < GAIN_ROUNDS:
-        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known until {GAIN_ROUNDS} risk sampling "
-                      f"rounds have passed ({len(risk)} so far)")
-    then = risk[-GAIN_ROUNDS]
-    old = _decode_decisions(then["status"].get("decisions"), len(session.keys))
-    if old is None:
-        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known, the matcher of {GAIN_ROUNDS} "
-                      f"rounds before (journal seq {then.get('seq')}) has no decisions kept (a journal "
-                      f"written before they were, or damaged); the check starts {GAIN_ROUNDS} rounds after it")
+    then, old, why = _decisions_before(session, GAIN_ROUNDS, f"F1 gained over the last {GAIN_ROUNDS} rounds")
+    if then is None or old is None:
+        return None, why
     _, pos, y, w, _ = _known_draws(session)
     proba = np.asarray(proba, dtype=float)
     g, (lo, hi) = compare_f1(y, proba[pos], old[pos].astype(float), w, proba_all_a=proba,
@@ -293,7 +323,8 @@ def round_status(
     status : dict
         JSON-ready: ``estimate`` (or None), ``threshold``, ``threshold_estimate``, ``n_audit``,
         ``gain`` (the F1 gained since :data:`GAIN_ROUNDS` rounds before, on the audit, or None,
-        and ``gain_note``, why not), ``decisions`` (this matcher's decisions on every candidate,
+        and ``gain_note``, why not), ``kappa`` (of the decisions with those of
+        :data:`KAPPA_ROUNDS` rounds before, or None, and ``kappa_note``), ``decisions`` (this matcher's decisions on every candidate,
         :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``;
         :func:`status_lines` adds ``stabilizing``, ``plateau`` and ``confirm`` (texts),
         ``rules_fire`` and ``stop`` (bool).
@@ -313,6 +344,7 @@ def round_status(
             status["threshold_estimate"] = choice.estimate.to_dict()
             status["threshold_met"] = bool(choice.met)
     status["gain"], status["gain_note"] = _gain(session, proba)
+    status["kappa"], status["kappa_note"] = _settled(session, proba)
     status["decisions"] = _encode_decisions(proba)
     pred = (proba[_stop_set(session)] > MATCH_THRESHOLD).astype(np.uint8)
     status["stop_predictions"] = np.packbits(pred).tobytes().hex()
@@ -335,6 +367,7 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
     status["stabilizing"], status["plateau"] = stab.state_text(), plateau.state_text()
     status["rules_fire"] = bool(stab.should_stop or plateau.should_stop)
     g = status.get("gain")
+    kap = status.get("kappa")  # None also in a status journaled before it was kept
     est = status.get("estimate") or {}
     f1_iv = est.get("f1_interval") if est.get("f1") is not None else None
     if g is None:
@@ -343,7 +376,14 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
         status["stop"], status["confirm"] = confirm_stop(
             status["rules_fire"], g["gain"], tuple(g["interval"]), labels=g["labels"],
             f1_interval=tuple(f1_iv) if f1_iv else None, n_matches=int(est.get("n_matches", 0)),
-            max_gain=MAX_GAIN, max_half_width=AIM, per_labels=GAIN_PACE)
+            max_gain=MAX_GAIN, max_half_width=AIM, per_labels=GAIN_PACE,
+            kappa=kap["kappa"] if kap else None, min_kappa=MIN_KAPPA, kappa_labels=kap["labels"] if kap else None)
+    if kap is None:
+        status["settled"] = f"{status.get('kappa_note') or 'decisions on all candidates: not known'}: go on."
+    else:
+        verdict = "settled" if kap["kappa"] >= MIN_KAPPA else "they still change: go on"
+        status["settled"] = (f"decisions on all candidates: kappa {kap['kappa']:.3f} with the matcher of "
+                             f"{kap['rounds']} rounds ({kap['labels']} labels) before, {MIN_KAPPA:g} needed: {verdict}.")
     lines = []
     est = status.get("estimate")
     k = int(getattr(session.config, "audit", 0))
@@ -376,10 +416,11 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
     lines.append(f"Stopping rule 1, {status['stabilizing']}")
     lines.append(f"Stopping rule 2, {status['plateau']}")
     lines.append(f"Stopping check, {status['confirm']}")
+    lines.append(f"Stopping check, {status['settled']}")
     if status["stop"]:
         lines.append(
-            "Advice: a stopping rule fires and the audit shows the last labels gained little F1: "
-            "press e to export and q to quit (or go on)."
+            "Advice: a stopping rule fires, the matcher's decisions have settled and the audit shows the last "
+            "labels gained little F1: press e to export and q to quit (or go on)."
         )
     return lines
 

@@ -393,3 +393,41 @@ def test_estimates_are_model_assisted_once_the_audit_has_ten_matches(fz_tables, 
     new = [e["status"]["estimate"] for e in read_events(copy / "journal.jsonl")
            if e.get("phase") == "risk" and e["status"]["estimate"] is not None][n_before:]
     assert new and all(est["assisted"] for est in new)
+
+
+def test_stopping_check_waits_until_the_decisions_have_settled(improving, tmp_path):
+    """Issue #30, fifth part: the advice also needs the matcher's decisions on every candidate to
+    agree with those of 20 rounds before (Cohen's kappa at least 0.98). Before round 21 the session
+    says it cannot know yet; resumed past it, it prints the kappa, computed from the journal's
+    decisions; while the true F1 still rises it does not advise stopping."""
+    # internal on purpose: the journal's compressed decisions
+    from skrisk.labelling._status import _decode_decisions
+    from skrisk.quality import cohen_kappa
+
+    folder, s, text, gold, tables = improving
+    risks = [e for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]
+    assert len(risks) < 21 and all(b["status"]["kappa"] is None for b in risks)
+    assert (f"Stopping check, decisions on all candidates: not known until 20 risk sampling rounds have passed "
+            f"({len(risks) - 1} so far): go on.") in text
+    copy = tmp_path / "longer"
+    import shutil
+
+    shutil.copytree(folder, copy)
+    s2, text2, _ = _oracle_session(copy, tables / "A.csv", tables / "B.csv", gold, 60)
+    risks = [e for e in read_events(copy / "journal.jsonl") if e.get("phase") == "risk"]
+    assert len(risks) >= 22, len(risks)
+    truth = np.array([k in gold for k in s2.keys])
+    dec = [_decode_decisions(b["status"]["decisions"], len(s2.keys)) for b in risks]
+    for k, b in enumerate(risks):
+        kap = b["status"]["kappa"]
+        if k < 20:
+            assert kap is None
+            continue
+        assert kap["rounds"] == 20 and kap["labels"] == b["n_labels"] - risks[k - 20]["n_labels"] > 0
+        assert kap["kappa"] == pytest.approx(cohen_kappa(dec[k], dec[k - 20]), abs=1e-4)
+    f1 = [_true_f1(d, truth) for d in dec]
+    assert f1[-1] - f1[-21] > 0.02, f1  # still improving over the last 20 rounds: stopping would be wrong
+    assert not any(b["status"]["stop"] for b in risks)
+    line = [x for x in text2.splitlines() if x.startswith("Stopping check, decisions")][-1]
+    assert line.startswith(f"Stopping check, decisions on all candidates: kappa {risks[-1]['status']['kappa']['kappa']:.3f} "
+                           "with the matcher of 20 rounds (") and "0.98 needed" in line, line
