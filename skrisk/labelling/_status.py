@@ -20,11 +20,10 @@ each round keeps its matcher's decisions on every candidate (``decisions``: the 
 ``p > 0.5``, compressed), and a round compares its F1 with the matcher of :data:`GAIN_ROUNDS`
 rounds (about 100 labels) before, model-assisted, on all the audit draws
 (:func:`skrisk.quality.compare_f1` with ``proba_all_a`` and ``proba_all_b``): the high end of the
-gain's interval must be at most :data:`MAX_GAIN` per :data:`GAIN_PACE` labels; and the matcher's
-decisions on every candidate must have settled: Cohen's kappa with the decisions of
-:data:`KAPPA_ROUNDS` rounds (about 200 labels) before at least :data:`MIN_KAPPA`. A journal written
-before ``decisions`` were kept resumes; its old rounds give no gain and no kappa, so the advice
-waits until the session has :data:`KAPPA_ROUNDS` new rounds, and says so.
+gain's interval must be at most :data:`MAX_GAIN` per :data:`GAIN_PACE` labels, in :data:`HOLD_ROUNDS`
+risk rounds in a row (each round's ``check_passed`` is journaled). A journal written before
+``decisions`` were kept resumes; its old rounds give no gain, so the advice waits until the
+session has :data:`GAIN_ROUNDS` + :data:`HOLD_ROUNDS` - 1 new rounds, and says so.
 
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
@@ -50,7 +49,6 @@ from ..quality import (
     StabilizingPredictions,
     audit_sample,
     choose_threshold,
-    cohen_kappa,
     compare_f1,
     confirm_stop,
     estimate_quality,
@@ -79,21 +77,14 @@ STOP_SET = 1000
 FLOOR = 0.1
 #: The stopping advice needs the audit to show that the matcher of this many risk rounds before
 #: was at most :data:`MAX_GAIN` F1 per :data:`GAIN_PACE` labels worse (the high end of the
-#: model-assisted gain's interval; :func:`skrisk.quality.confirm_stop`): if the next labels gain
-#: no more than the last did, the next 50 gain at most 0.01. Chosen on simulated sessions
-#: (issue #30; benchmarks/RESULTS.md): with 3 rounds and the audit alone it fired while the F1
-#: still rose.
+#: model-assisted gain's interval; :func:`skrisk.quality.confirm_stop`), in :data:`HOLD_ROUNDS`
+#: risk rounds in a row. Chosen on simulated sessions (issue #30; benchmarks/RESULTS.md): with 3
+#: rounds and the audit alone it fired while the F1 still rose; at 0.01 per 50 labels in one round
+#: it fired on DBLP-Scholar while the F1 crept up 0.004 per 100 labels, and rose by 0.01 later.
 GAIN_ROUNDS = 10
 MAX_GAIN = 0.01
-GAIN_PACE = 50
-#: ... and the matcher's decisions on every candidate to agree with those of this many risk
-#: rounds (about 200 labels) before, Cohen's kappa at least :data:`MIN_KAPPA` (stabilising
-#: predictions, Bloodgood and Vijay-Shanker 2009, over a longer span and on all candidates): on
-#: DBLP-Scholar the gain alone looked flat for 200 labels while the matcher still moved, and the F1
-#: rose again later. Chosen on simulated sessions and checked on others (issue #30, fifth part;
-#: benchmarks/RESULTS.md).
-KAPPA_ROUNDS = 20
-MIN_KAPPA = 0.98
+GAIN_PACE = 100
+HOLD_ROUNDS = 3
 #: The half-width of a 90 % interval the audit aims at (and the widest F1 interval at which
 #: stopping is advised); wider than :data:`UNSURE`, a measure is shown as "not enough audit
 #: answers to say".
@@ -238,17 +229,6 @@ def _decisions_before(session: AuditSource, rounds: int, what: str) -> tuple[dic
     return then, old, ""
 
 
-def _settled(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
-    """Cohen's kappa of this matcher's decisions on every candidate with those of the matcher of
-    :data:`KAPPA_ROUNDS` risk rounds before; or None and why not."""
-    then, old, why = _decisions_before(session, KAPPA_ROUNDS, "decisions on all candidates")
-    if then is None or old is None:
-        return None, why
-    kappa = cohen_kappa(np.asarray(proba) > MATCH_THRESHOLD, old)
-    labels = len(session.labels()) - int(then.get("n_labels", 0))
-    return {"kappa": round(kappa, 4), "labels": labels, "rounds": KAPPA_ROUNDS}, ""
-
-
 def _gain(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
     """The F1 gained since the matcher of :data:`GAIN_ROUNDS` risk rounds before, model-assisted
     on all audit draws (that round's ``decisions`` on every candidate); or None and why not."""
@@ -323,11 +303,11 @@ def round_status(
     status : dict
         JSON-ready: ``estimate`` (or None), ``threshold``, ``threshold_estimate``, ``n_audit``,
         ``gain`` (the F1 gained since :data:`GAIN_ROUNDS` rounds before, on the audit, or None,
-        and ``gain_note``, why not), ``kappa`` (of the decisions with those of
-        :data:`KAPPA_ROUNDS` rounds before, or None, and ``kappa_note``), ``decisions`` (this matcher's decisions on every candidate,
+        and ``gain_note``, why not), ``decisions`` (this matcher's decisions on every candidate,
         :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``;
         :func:`status_lines` adds ``stabilizing``, ``plateau`` and ``confirm`` (texts),
-        ``rules_fire`` and ``stop`` (bool).
+        ``rules_fire``, ``check_passed`` (this round's check) and ``stop`` (bool: the check passed
+        in :data:`HOLD_ROUNDS` rounds in a row).
     draws : list of dict
         ``left_id``, ``right_id``, ``q`` and ``n`` of every audit draw (empty with ``audit=0``).
     """
@@ -344,7 +324,6 @@ def round_status(
             status["threshold_estimate"] = choice.estimate.to_dict()
             status["threshold_met"] = bool(choice.met)
     status["gain"], status["gain_note"] = _gain(session, proba)
-    status["kappa"], status["kappa_note"] = _settled(session, proba)
     status["decisions"] = _encode_decisions(proba)
     pred = (proba[_stop_set(session)] > MATCH_THRESHOLD).astype(np.uint8)
     status["stop_predictions"] = np.packbits(pred).tobytes().hex()
@@ -367,23 +346,20 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
     status["stabilizing"], status["plateau"] = stab.state_text(), plateau.state_text()
     status["rules_fire"] = bool(stab.should_stop or plateau.should_stop)
     g = status.get("gain")
-    kap = status.get("kappa")  # None also in a status journaled before it was kept
     est = status.get("estimate") or {}
     f1_iv = est.get("f1_interval") if est.get("f1") is not None else None
     if g is None:
-        status["stop"], status["confirm"] = False, f"{status.get('gain_note') or 'F1 gained: not known'}: go on."
+        status["check_passed"], status["confirm"] = False, f"{status.get('gain_note') or 'F1 gained: not known'}: go on."
     else:
-        status["stop"], status["confirm"] = confirm_stop(
+        status["check_passed"], status["confirm"] = confirm_stop(
             status["rules_fire"], g["gain"], tuple(g["interval"]), labels=g["labels"],
             f1_interval=tuple(f1_iv) if f1_iv else None, n_matches=int(est.get("n_matches", 0)),
-            max_gain=MAX_GAIN, max_half_width=AIM, per_labels=GAIN_PACE,
-            kappa=kap["kappa"] if kap else None, min_kappa=MIN_KAPPA, kappa_labels=kap["labels"] if kap else None)
-    if kap is None:
-        status["settled"] = f"{status.get('kappa_note') or 'decisions on all candidates: not known'}: go on."
-    else:
-        verdict = "settled" if kap["kappa"] >= MIN_KAPPA else "they still change: go on"
-        status["settled"] = (f"decisions on all candidates: kappa {kap['kappa']:.3f} with the matcher of "
-                             f"{kap['rounds']} rounds ({kap['labels']} labels) before, {MIN_KAPPA:g} needed: {verdict}.")
+            max_gain=MAX_GAIN, max_half_width=AIM, per_labels=GAIN_PACE)
+    streak = _streak(session, status["check_passed"])
+    status["stop"] = streak >= HOLD_ROUNDS
+    if status["check_passed"] and not status["stop"]:
+        status["confirm"] = (status["confirm"].removesuffix(": recommends stopping.")
+                             + f", in {streak} of the {HOLD_ROUNDS} rounds in a row it needs: go on.")
     lines = []
     est = status.get("estimate")
     k = int(getattr(session.config, "audit", 0))
@@ -416,13 +392,29 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
     lines.append(f"Stopping rule 1, {status['stabilizing']}")
     lines.append(f"Stopping rule 2, {status['plateau']}")
     lines.append(f"Stopping check, {status['confirm']}")
-    lines.append(f"Stopping check, {status['settled']}")
     if status["stop"]:
         lines.append(
-            "Advice: a stopping rule fires, the matcher's decisions have settled and the audit shows the last "
+            f"Advice: a stopping rule fires and the audit shows, in {HOLD_ROUNDS} rounds in a row, that the last "
             "labels gained little F1: press e to export and q to quit (or go on)."
         )
     return lines
+
+
+def _streak(session: AuditSource, passed: bool) -> int:
+    """Risk rounds in a row, this one included, whose stopping check passed (0 if this one's did
+    not); a round journaled without ``check_passed`` (an older journal), or with a damaged status,
+    counts as not passed."""
+    if not passed:
+        return 0
+    n = 1
+    for b in reversed(session.state.batches):
+        if b.get("phase") != "risk":
+            continue
+        st = b.get("status")
+        if not isinstance(st, dict) or st.get("check_passed") is not True:
+            break
+        n += 1
+    return n
 
 
 MEASURE_NAMES = (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
