@@ -13,7 +13,9 @@ all candidates; ``--replay DIR`` then replays the audit, the estimates, the thre
 stopping advice of those sessions with other audit draws (``--audit-seeds``) and with each
 variant of :data:`VARIANTS` (the advice before and after issue #30, draws weighted by the
 mixture of all rounds' designs, model-assisted estimates, and the session's stopping check that
-compares with the matcher of 10 rounds before, model-assisted: ``paced``); the report also checks the audit
+compares with the matcher of 10 rounds before, model-assisted: ``paced``; that check with the
+decisions on every candidate settled over 20 rounds: ``settled``; the session's since: at most
+0.01 per 100 labels in 3 rounds in a row: ``held``); the report also checks the audit
 size the session prints (``skrisk.quality.more_answers``) against the round where F1 reached it. The matchers of a session do not depend on its audit draws
 (audited pairs stay in the training pool), so a replay is the session those audit draws would
 have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
@@ -57,6 +59,7 @@ from skrisk.quality import (
     StabilizingPredictions,
     audit_design,
     choose_threshold,
+    cohen_kappa,
     compare_f1,
     confirm_stop,
     estimate_quality,
@@ -169,6 +172,14 @@ VARIANTS = {
     # threshold model-assisted (choose_threshold(proba_all=...))
     "paced": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
               "gain_rounds": 10, "per_labels": 50},
+    # issue #30's fifth part, measured and not kept: paced, and the decisions on every candidate
+    # settled (Cohen's kappa with the matcher of 20 rounds before at least 0.98)
+    "settled": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
+                "gain_rounds": 10, "per_labels": 50, "kappa_rounds": 20, "min_kappa": 0.98},
+    # the session's since issue #30's fifth part: the gain over the last 10 rounds at most 0.01 per
+    # 100 labels, passing in 3 risk rounds in a row
+    "held": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
+             "gain_rounds": 10, "per_labels": 100, "hold": 3},
 }
 
 
@@ -188,6 +199,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
     size = int(z["stop_set_size"])
     rules = {v: (StabilizingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
              for v in variants}
+    streak = dict.fromkeys(variants, 0)  # rounds in a row whose check passed
     designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in variants.values()}
     drawn: dict = {d: ([], []) for d in designs}  # each design's draws and its design over all pairs, by round
     rounds = []
@@ -224,10 +236,17 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                         gain, iv = (compare_f1(ya[:old], pa[:old], p_old[pos[:old]], w[:old]) if old >= 10
                                     else (None, None))
                     e = out["estimate"]
+                    kr = v.get("kappa_rounds")
+                    kappa = (cohen_kappa(p_r > 0.5, proba[r - kr] > 0.5) if kr and r >= kr else None)
                     out["stop"], out["stop_text"] = confirm_stop(
                         fires, gain, iv, labels=rec["n_labels"] - int(z["n_labels"][r - g]),
                         f1_interval=tuple(e["f1_interval"]) if e["f1"] is not None else None,
-                        n_matches=e["n_matches"], per_labels=v.get("per_labels"))
+                        n_matches=e["n_matches"], per_labels=v.get("per_labels"), kappa=kappa,
+                        min_kappa=v.get("min_kappa"),
+                        kappa_labels=rec["n_labels"] - int(z["n_labels"][r - kr]) if kappa is not None else None)
+            streak[name] = streak[name] + 1 if out["stop"] else 0
+            if v.get("hold"):  # the check must pass in this many rounds in a row
+                out["stop"] = streak[name] >= v["hold"]
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
             rec[name] = out
         rounds.append(rec)
@@ -291,6 +310,11 @@ def report_replay(out: Path) -> str:
         if v.get("gain") == "assisted":
             stop = (f"confirmed by the model-assisted gain over the last {v['gain_rounds']} rounds, at most 0.01 "
                     f"per {v['per_labels']} labels")
+            if v.get("kappa_rounds"):
+                stop += (f", and by the decisions on every candidate settled (Cohen's kappa with the matcher of "
+                         f"{v['kappa_rounds']} rounds before at least {v['min_kappa']:g})")
+            if v.get("hold"):
+                stop += f", in {v['hold']} rounds in a row"
             v = {**v, "rule": "no-harm (model-assisted)"}
         est = "model-assisted estimates" if v.get("assisted") else "ratio estimates"
         words = f"{est}, each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"

@@ -20,9 +20,10 @@ each round keeps its matcher's decisions on every candidate (``decisions``: the 
 ``p > 0.5``, compressed), and a round compares its F1 with the matcher of :data:`GAIN_ROUNDS`
 rounds (about 100 labels) before, model-assisted, on all the audit draws
 (:func:`skrisk.quality.compare_f1` with ``proba_all_a`` and ``proba_all_b``): the high end of the
-gain's interval must be at most :data:`MAX_GAIN` per :data:`GAIN_PACE` labels. A journal written
-before ``decisions`` were kept resumes; its old rounds give no gain, so the advice waits until
-the session has :data:`GAIN_ROUNDS` new rounds, and says so.
+gain's interval must be at most :data:`MAX_GAIN` per :data:`GAIN_PACE` labels, in :data:`HOLD_ROUNDS`
+risk rounds in a row (each round's ``check_passed`` is journaled). A journal written before
+``decisions`` were kept resumes; its old rounds give no gain, so the advice waits until the
+session has :data:`GAIN_ROUNDS` + :data:`HOLD_ROUNDS` - 1 new rounds, and says so.
 
 The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
@@ -76,13 +77,14 @@ STOP_SET = 1000
 FLOOR = 0.1
 #: The stopping advice needs the audit to show that the matcher of this many risk rounds before
 #: was at most :data:`MAX_GAIN` F1 per :data:`GAIN_PACE` labels worse (the high end of the
-#: model-assisted gain's interval; :func:`skrisk.quality.confirm_stop`): if the next labels gain
-#: no more than the last did, the next 50 gain at most 0.01. Chosen on simulated sessions
-#: (issue #30; benchmarks/RESULTS.md): with 3 rounds and the audit alone it fired while the F1
-#: still rose.
+#: model-assisted gain's interval; :func:`skrisk.quality.confirm_stop`), in :data:`HOLD_ROUNDS`
+#: risk rounds in a row. Chosen on simulated sessions (issue #30; benchmarks/RESULTS.md): with 3
+#: rounds and the audit alone it fired while the F1 still rose; at 0.01 per 50 labels in one round
+#: it fired on DBLP-Scholar while the F1 crept up 0.004 per 100 labels, and rose by 0.01 later.
 GAIN_ROUNDS = 10
 MAX_GAIN = 0.01
-GAIN_PACE = 50
+GAIN_PACE = 100
+HOLD_ROUNDS = 3
 #: The half-width of a 90 % interval the audit aims at (and the widest F1 interval at which
 #: stopping is advised); wider than :data:`UNSURE`, a measure is shown as "not enough audit
 #: answers to say".
@@ -212,19 +214,27 @@ def _decode_decisions(text: Any, n: int) -> np.ndarray | None:
     return np.unpackbits(np.frombuffer(raw, dtype=np.uint8))[:n].astype(bool)
 
 
+def _decisions_before(session: AuditSource, rounds: int, what: str) -> tuple[dict | None, np.ndarray | None, str]:
+    """The risk batch of ``rounds`` risk rounds before and its decisions on every candidate; or
+    None, None and why not (too few rounds yet, or none kept), a text starting with ``what``."""
+    risk = [b for b in session.state.batches if b.get("phase") == "risk" and isinstance(b.get("status"), dict)]
+    if len(risk) < rounds:
+        return None, None, f"{what}: not known until {rounds} risk sampling rounds have passed ({len(risk)} so far)"
+    then = risk[-rounds]
+    old = _decode_decisions(then["status"].get("decisions"), len(session.keys))
+    if old is None:
+        return None, None, (f"{what}: not known, the matcher of {rounds} rounds before (journal seq "
+                            f"{then.get('seq')}) has no decisions kept (a journal written before they were, "
+                            f"or damaged); the check starts {rounds} rounds after it")
+    return then, old, ""
+
+
 def _gain(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
     """The F1 gained since the matcher of :data:`GAIN_ROUNDS` risk rounds before, model-assisted
     on all audit draws (that round's ``decisions`` on every candidate); or None and why not."""
-    risk = [b for b in session.state.batches if b.get("phase") == "risk" and isinstance(b.get("status"), dict)]
-    if len(risk) < GAIN_ROUNDS:
-        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known until {GAIN_ROUNDS} risk sampling "
-                      f"rounds have passed ({len(risk)} so far)")
-    then = risk[-GAIN_ROUNDS]
-    old = _decode_decisions(then["status"].get("decisions"), len(session.keys))
-    if old is None:
-        return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not known, the matcher of {GAIN_ROUNDS} "
-                      f"rounds before (journal seq {then.get('seq')}) has no decisions kept (a journal "
-                      f"written before they were, or damaged); the check starts {GAIN_ROUNDS} rounds after it")
+    then, old, why = _decisions_before(session, GAIN_ROUNDS, f"F1 gained over the last {GAIN_ROUNDS} rounds")
+    if then is None or old is None:
+        return None, why
     _, pos, y, w, _ = _known_draws(session)
     proba = np.asarray(proba, dtype=float)
     g, (lo, hi) = compare_f1(y, proba[pos], old[pos].astype(float), w, proba_all_a=proba,
@@ -296,7 +306,8 @@ def round_status(
         and ``gain_note``, why not), ``decisions`` (this matcher's decisions on every candidate,
         :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``;
         :func:`status_lines` adds ``stabilizing``, ``plateau`` and ``confirm`` (texts),
-        ``rules_fire`` and ``stop`` (bool).
+        ``rules_fire``, ``check_passed`` (this round's check) and ``stop`` (bool: the check passed
+        in :data:`HOLD_ROUNDS` rounds in a row).
     draws : list of dict
         ``left_id``, ``right_id``, ``q`` and ``n`` of every audit draw (empty with ``audit=0``).
     """
@@ -338,12 +349,17 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
     est = status.get("estimate") or {}
     f1_iv = est.get("f1_interval") if est.get("f1") is not None else None
     if g is None:
-        status["stop"], status["confirm"] = False, f"{status.get('gain_note') or 'F1 gained: not known'}: go on."
+        status["check_passed"], status["confirm"] = False, f"{status.get('gain_note') or 'F1 gained: not known'}: go on."
     else:
-        status["stop"], status["confirm"] = confirm_stop(
+        status["check_passed"], status["confirm"] = confirm_stop(
             status["rules_fire"], g["gain"], tuple(g["interval"]), labels=g["labels"],
             f1_interval=tuple(f1_iv) if f1_iv else None, n_matches=int(est.get("n_matches", 0)),
             max_gain=MAX_GAIN, max_half_width=AIM, per_labels=GAIN_PACE)
+    streak = _streak(session, status["check_passed"])
+    status["stop"] = streak >= HOLD_ROUNDS
+    if status["check_passed"] and not status["stop"]:
+        status["confirm"] = (status["confirm"].removesuffix(": recommends stopping.")
+                             + f", in {streak} of the {HOLD_ROUNDS} rounds in a row it needs: go on.")
     lines = []
     est = status.get("estimate")
     k = int(getattr(session.config, "audit", 0))
@@ -378,10 +394,27 @@ def status_lines(session: AuditSource, status: dict) -> list[str]:
     lines.append(f"Stopping check, {status['confirm']}")
     if status["stop"]:
         lines.append(
-            "Advice: a stopping rule fires and the audit shows the last labels gained little F1: "
-            "press e to export and q to quit (or go on)."
+            f"Advice: a stopping rule fires and the audit shows, in {HOLD_ROUNDS} rounds in a row, that the last "
+            "labels gained little F1: press e to export and q to quit (or go on)."
         )
     return lines
+
+
+def _streak(session: AuditSource, passed: bool) -> int:
+    """Risk rounds in a row, this one included, whose stopping check passed (0 if this one's did
+    not); a round journaled without ``check_passed`` (an older journal), or with a damaged status,
+    counts as not passed."""
+    if not passed:
+        return 0
+    n = 1
+    for b in reversed(session.state.batches):
+        if b.get("phase") != "risk":
+            continue
+        st = b.get("status")
+        if not isinstance(st, dict) or st.get("check_passed") is not True:
+            break
+        n += 1
+    return n
 
 
 MEASURE_NAMES = (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))

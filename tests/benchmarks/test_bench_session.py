@@ -34,6 +34,8 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
         for x in run["rounds"]:
             assert set(bench.VARIANTS) <= set(x) and 0 <= x["truth"]["f1"] <= 1
             assert not x["after"]["stop"] or x["after"]["stop_text"].endswith("recommends stopping.")
+        # the session's rule: the check of the last 10 rounds, passing 3 rounds in a row (round 12 at the earliest)
+        assert not any(x["held"]["stop"] for x in run["rounds"][:12])
     assert [x["truth"] for x in runs[0]["rounds"]] == [x["truth"] for x in first["rounds"]]  # the same matchers
     text = bench.report_replay(out)
     assert "2 sessions = the saved paths of session seeds [0, 1] x audit seeds [3]" in text

@@ -102,3 +102,35 @@ def test_confirm_stop_reads_max_gain_as_a_pace_per_labels():
     for bad in (0, -5, 2.5, True):
         with pytest.raises(ValueError, match="per_labels"):
             confirm_stop(True, 0.0, (0.0, 0.0), labels=30, f1_interval=f1, n_matches=40, per_labels=bad)
+
+
+def test_confirm_stop_waits_until_the_decisions_have_settled():
+    """Issue #30, fifth part: with ``min_kappa`` the advice also needs the matcher's decisions on
+    every candidate to agree with those of ``kappa_labels`` labels before (Cohen's kappa): on
+    DBLP-Scholar the F1 gain looked flat for 200 labels while the matcher still moved, and rose
+    again later."""
+    from skrisk.quality import confirm_stop
+
+    kw = {"labels": 100, "f1_interval": (0.85, 0.93), "n_matches": 40, "per_labels": 50}
+    small = (True, 0.002, (-0.004, 0.008))
+    assert confirm_stop(*small, **kw)[0]  # without min_kappa: as before, kappa is not asked
+    assert confirm_stop(*small, **kw, kappa=0.5)[0]
+    stop, text = confirm_stop(*small, **kw, kappa=0.975, min_kappa=0.98, kappa_labels=200)
+    assert not stop and text.endswith(
+        "but the matcher's decisions still change (kappa 0.975 on all candidates with the matcher of 200 labels "
+        "before, 0.98 needed): go on.")
+    stop, text = confirm_stop(*small, **kw, kappa=0.985, min_kappa=0.98, kappa_labels=200)
+    assert stop and text.endswith(
+        "at most 0.01 per 50 labels, the matcher's decisions have settled (kappa 0.985 on all candidates with the "
+        "matcher of 200 labels before), and a stopping rule fires: recommends stopping.")
+    for unknown in (None, float("nan")):  # too few rounds yet, or an old journal: never a stop
+        stop, text = confirm_stop(*small, **kw, kappa=unknown, min_kappa=0.98, kappa_labels=200)
+        assert not stop and text.endswith("but whether the matcher's decisions have settled is not known yet: go on.")
+    # the rules, the gain and the F1 interval still come first
+    stop, text = confirm_stop(False, 0.002, (-0.004, 0.008), **kw, kappa=0.999, min_kappa=0.98, kappa_labels=200)
+    assert not stop and text.endswith("but no stopping rule fires: go on.")
+    stop, text = confirm_stop(True, 0.03, (0.021, 0.04), **kw, kappa=0.999, min_kappa=0.98, kappa_labels=200)
+    assert not stop and text.endswith(": more than 0.01 per 50 labels: go on.")
+    for bad in (1.5, -0.1, True, "0.98"):
+        with pytest.raises(ValueError, match="min_kappa"):
+            confirm_stop(*small, **kw, kappa=0.99, min_kappa=bad, kappa_labels=200)
