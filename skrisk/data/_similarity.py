@@ -26,10 +26,11 @@ from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import SubsetOf, validate_params
+from .._safetext import visible_short
 from .._threads import map_in_order, n_threads
 from ._pairs import PairDataset
 from ._text import normalize_text
-from ._token_sets import _char3, _chunked_sets, _set_overlap, _Sets
+from ._token_sets import _char3, _chunked_sets, _groups_by, _set_overlap, _Sets
 
 __all__ = ["SimilarityFeatures", "SIMILARITY_METRICS", "EncodedRecords"]
 
@@ -154,8 +155,8 @@ def _monge_elkan(
     token pairs) that shares a character is scored once, in one ``cpdist`` call (the others
     score 0: "12" against "street"). 0 where either side has no token.
     ``ltok``/``rtok`` are each side's ``(token ids, tokens per value, offset per value,
-    vocabulary, character masks)`` (:func:`_char_masks`); ``known``: ``(pairs, values)`` already known (two one-token values: the
-    Jaro-Winkler of their texts), not scored again.
+    vocabulary, character masks)`` (:func:`_char_masks`); ``known``: ``(pairs, values)`` already
+    known (two one-token values: the Jaro-Winkler of their texts), not scored again.
     """
     out = np.zeros(len(li), dtype=np.float64)
     lflat, llen_u, loff_u, lvocab, lmask = ltok
@@ -175,14 +176,10 @@ def _monge_elkan(
     for chunk in np.split(valid, np.unique(bounds)):
         if len(chunk) == 0:
             continue
-        shape = nl[chunk] * (int(nr[chunk].max()) + 1) + nr[chunk]
-        if shape.max() < 2**15:  # the usual few tokens per value: numpy's radix sort
-            shape = shape.astype(np.int16)
-        order = np.argsort(shape, kind="stable")
-        shape, chunk = shape[order], chunk[order]
-        starts = np.flatnonzero(np.diff(shape, prepend=-1))
+        order, runs = _groups_by(nl[chunk] * (int(nr[chunk].max()) + 1) + nr[chunk])
+        chunk = chunk[order]
         groups, keys, share = [], [], []
-        for s, e in zip(starts, np.append(starts[1:], len(chunk))):
+        for s, e in runs:
             at = chunk[s:e]
             a, b = int(nl[at[0]]), int(nr[at[0]])
             lt = lflat[loff_u[li[at]][:, None] + np.arange(a)]
@@ -190,9 +187,10 @@ def _monge_elkan(
             keys.append((lt[:, :, None] * nv + rt[:, None, :]).ravel())
             share.append(np.bitwise_and(lmask[lt][:, :, None], rmask[rt][:, None, :]).ravel() != 0)
             groups.append((at, a, b))
-        scored = np.flatnonzero(np.concatenate(share))
+        shared = np.concatenate(share)
+        scored = np.flatnonzero(shared)
         inv, uniq = pd.factorize(np.concatenate(keys)[scored])
-        scores = np.zeros(sum(map(len, share)), dtype=np.float64)
+        scores = np.zeros(len(shared), dtype=np.float64)
         scores[scored] = process.cpdist(lvocab[uniq // nv], rvocab[uniq % nv],
                                         scorer=JaroWinkler.normalized_similarity, workers=workers)[inv]
         p = 0
@@ -714,7 +712,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             bad = next(v for v in values if type(v) is str and _has_lone_surrogate(v))
             raise ValueError(
                 f"Attribute {attr!r} holds a text with a lone surrogate (half of a UTF-16 pair): "
-                f"{bad!r}. Such text cannot be compared reliably; decode the source properly, or "
+                f"{visible_short(repr(bad))}. Such text cannot be compared reliably; decode the source properly, or "
                 "replace the surrogates, e.g. text.encode('utf-8', 'replace').decode('utf-8')."
             ) from None
         inv, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)

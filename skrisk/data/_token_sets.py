@@ -165,6 +165,17 @@ def _chunked_sets(
     return parts[0] if len(parts) == 1 else _Sets.concat(parts)
 
 
+def _groups_by(key: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The stable order that puts equal ``key`` values (non-negative ints) together, and each
+    group's ``(start, end)`` in that order. Keys below 2**15 (sizes and token counts, as a rule)
+    are sorted as int16: numpy's radix sort, several times faster than int64's."""
+    if len(key) and key.max() < 2**15:
+        key = key.astype(np.int16)
+    order = np.argsort(key, kind="stable")
+    starts = np.flatnonzero(np.diff(key[order], prepend=-1))
+    return order, list(zip(starts.tolist(), np.append(starts[1:], len(key)).tolist()))
+
+
 def _set_overlap(a: _Sets, b: _Sets, li: np.ndarray, ri: np.ndarray, workers: int) -> np.ndarray:
     """Sizes of the intersections of the sets ``a[li[i]]`` and ``b[ri[i]]``.
 
@@ -173,19 +184,14 @@ def _set_overlap(a: _Sets, b: _Sets, li: np.ndarray, ri: np.ndarray, workers: in
     distinct indices, so each match is one shared element), ``_OVERLAP_BLOCK`` pairs at a time.
     A pair with a wide set: ``LCSseq`` of the two code-point strings.
     """
-    n = len(li)
-    out = np.zeros(n, dtype=np.float64)
+    out = np.zeros(len(li), dtype=np.float64)
     wide = a.wide[li] | b.wide[ri]
     narrow = np.flatnonzero(~wide)
     sa, sb = a.sizes[li[narrow]].astype(np.intp), b.sizes[ri[narrow]].astype(np.intp)
-    key = sa * (b.codes.shape[1] + 1) + sb
-    if len(key) and key.max() < 2**15:  # always with sets of up to 24 elements: a radix sort
-        key = key.astype(np.int16)
-    order = np.argsort(key, kind="stable")
-    key, narrow = key[order], narrow[order]
-    starts = np.flatnonzero(np.diff(key, prepend=-1))
-    for s, e in zip(starts, np.append(starts[1:], len(key))):
-        wa, wb = int(sa[order[s]]), int(sb[order[s]])
+    order, groups = _groups_by(sa * (b.codes.shape[1] + 1) + sb)
+    narrow, sa, sb = narrow[order], sa[order], sb[order]
+    for s, e in groups:
+        wa, wb = int(sa[s]), int(sb[s])
         if wa == 0 or wb == 0:
             continue
         for t in range(s, e, _OVERLAP_BLOCK):

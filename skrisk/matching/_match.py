@@ -234,16 +234,15 @@ def match(
     threads = n_threads(n_jobs)
     with _stage("Blocking", progress, timings, "blocking"):
         blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
-    pairs = blocked.pairs  # the ids of 7.7 million pairs at 1M records: scored without a copy
     with _stage("Encoding the tables", progress, timings, "encoding"):
         # chunks on threads, each on one: no thread waits for another's rapidfuzz workers
         scorer = model.scorer(left, right, n_jobs=1 if threads > 1 else n_jobs)  # encodes every distinct value once
-    n = len(pairs)
+    n = blocked.n_candidates
     names_f = _feature_names(model) if reasons else []
     step = int(chunk_size)
 
     def score_chunk(start: int) -> tuple[int, pd.DataFrame | None]:
-        chunk = pairs.iloc[start:start + step]
+        chunk = blocked.pairs.iloc[start:start + step]
         scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
         p = scored.proba
         pos = np.flatnonzero(p > model.threshold)
@@ -277,7 +276,6 @@ def match(
     timings["scoring"] += time.perf_counter() - tick - timings["reasons"]
     # every candidate is scored: release them before the entities (7.6 million pairs of ids at a
     # million records, about 0.12 GB); the result keeps the blocking's figures
-    pairs = None  # noqa: F841 - the scoring closure held the candidates through this name
     blocked = blocked.without_pairs()
     columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
     matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
