@@ -83,10 +83,10 @@ BASELINES = ["random", "entropy", "bald", "coreset", "egl", "badge"]
 SETTINGS = {
     "DBLP-Scholar x forest": ["dblp_scholar_feature_compare_all"],
     "DBLP-Scholar x RNN": ["dblp_scholar_rnn_compare", "dblp_scholar_rnn_compare_runs10"],
-    "DBLP-Scholar x LM": ["al_lm_gpu/dblp_scholar_lm_compare_gpu"],
+    "DBLP-Scholar x LM": ["al_lm_gpu/dblp_scholar_lm_compare_gpu", "al_lm_gpu/dblp_scholar_lm_compare_gpu6"],
     "Abt-Buy x forest": ["abt_buy_feature_compare_all"],
     "Abt-Buy x RNN": ["abt_buy_rnn_compare", "abt_buy_rnn_compare_runs10"],
-    "Abt-Buy x LM": ["al_lm_gpu/abt_buy_lm_compare_gpu"],
+    "Abt-Buy x LM": ["al_lm_gpu/abt_buy_lm_compare_gpu", "al_lm_gpu/abt_buy_lm_compare_gpu6"],
     "Beer x forest": ["beer_feature_compare"],
     "Beer x RNN": ["beer_rnn_compare"],
     "Beer x LM": ["al_lm_gpu/beer_lm_compare_gpu"],

@@ -3,7 +3,9 @@
 Names
 -----
 ``"risk"`` is skrisk's default :class:`~skrisk.strategies.RiskSampler` (k-medoids over the
-``2 * n_instances`` riskiest pool pairs from the second query on), ``"risk_paper"`` the paper's
+``2 * n_instances`` riskiest pool pairs from the second query on; risk-weighted BADGE with
+:class:`~skrisk.matchers.LMMatcher`), ``"risk_kmedoids"`` the k-medoids for every matcher (what
+``"risk"`` was for the language model before issue #27), ``"risk_paper"`` the paper's
 method (weighted k-medoids over the whole pool at every query), then the six baselines of the paper
 and variants of risk sampling named for what they change.
 
@@ -111,7 +113,11 @@ def _risk(description: str, **params: Any) -> StrategyFactory:
 
 _REGISTRY: dict[str, StrategyFactory] = {
     "risk": _risk("skrisk's default RiskSampler: weighted k-medoids over the 2 * n_instances riskiest pool "
-                  "pairs once more than n_instances pairs are labelled, over the whole pool before"),
+                  "pairs once more than n_instances pairs are labelled, over the whole pool before; "
+                  "risk-weighted BADGE with LMMatcher (selection='auto')"),
+    "risk_kmedoids": _risk("the default's k-medoids selection for every matcher, LMMatcher included "
+                           "(selection='kmedoids': the default of every matcher before issue #27)",
+                           selection="kmedoids"),
     "risk_paper": _risk("the paper's risk sampling: weighted k-medoids over the whole pool at every query",
                         selection="kmedoids", weighting="lipschitz", preselect=None),
     "random": StrategyFactory("uniform random pairs", random_sampling),
@@ -145,6 +151,11 @@ _REGISTRY: dict[str, StrategyFactory] = {
                        cold_start="diverse"),
     "risk_mix": _risk("the default with half of each batch spread over the whole pool (diversity=0.5: "
                       "unit-weight k-medoids with the labelled pairs and the risk half fixed)", diversity=0.5),
+    "risk_badge": _risk("risk-weighted BADGE: k-means++ seeding on the whole pool's gradient embeddings, each "
+                        "draw weighted by the pair's risk (selection='badge', weighting='risk')",
+                        selection="badge", weighting="risk", preselect=None),
+    "risk_oof": _risk("the default with LearnRisk's expectations from out-of-fold probabilities of the labelled "
+                      "pairs on 3 folds for every matcher (labelled_proba='oof', cv=3)", labelled_proba="oof", cv=3),
     "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
                                preselect=2, preselect_after="batch", weighting="risk"),
 }

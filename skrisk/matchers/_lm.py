@@ -155,6 +155,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     input_kind_ : str
         ``"frame"``: pair frames are its input (what :class:`~skrisk.pools.ChunkScorer` and
         ``skrisk match`` give it), whatever it was fitted on.
+    risk_selection : str
+        ``"badge"`` (a class attribute): the batch selection ``RiskSampler(selection="auto")``,
+        skrisk's default, uses with this matcher (see :class:`~skrisk.RiskSampler`).
 
     Notes
     -----
@@ -175,6 +178,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     >>> LMMatcher(max_length=64, random_state=0)
     LMMatcher(max_length=64, random_state=0)
     """
+
+    #: The selection of ``RiskSampler(selection="auto")`` for this matcher: risk-weighted BADGE.
+    risk_selection = "badge"
 
     _parameter_constraints: dict = {
         "max_length": [Interval(numbers.Integral, 8, None)],

@@ -220,7 +220,7 @@ def dask_query(
     if n_pairs < n_instances:
         raise empty_pool_error(who, "the dask DataFrame", int(offsets[-1]), filtered, n_pairs, n_instances)
     cands = cands.in_key_order()
-    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings)
+    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings, scorer.matcher)
     key = cands.key[chosen]
     positions = offsets[key >> _ROW_BITS] + (key & ((1 << _ROW_BITS) - 1))
     timings["total"] = time.perf_counter() - start

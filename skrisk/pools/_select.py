@@ -248,12 +248,13 @@ def labelled_representation(
 
 def choose_batch(
     cands: Candidates, rep_lab: np.ndarray, n_instances: int, sampler: Any, random_state: RandomStateLike,
-    timings: dict[str, float],
+    timings: dict[str, float], matcher: Any = None,
 ) -> tuple[np.ndarray, "KMedoidsResult | None"]:
     """Risk sampling's batch among the candidates (in key order), by the sampler's selection
-    (:meth:`~skrisk.RiskSampler.select`): positions into ``cands``, riskiest first, and the
-    kernel's result."""
-    chosen = sampler.select(cands.risk, cands.representation, rep_lab, n_instances, random_state=random_state)
+    (:meth:`~skrisk.RiskSampler.select`, ``"auto"`` resolved for ``matcher``): positions into
+    ``cands``, riskiest first, and the kernel's result."""
+    chosen = sampler.select(cands.risk, cands.representation, rep_lab, n_instances, random_state=random_state,
+                            proba=cands.proba, matcher=matcher)
     timings.update(chosen.timings)
     return chosen.positions, chosen.kmedoids
 

@@ -163,6 +163,6 @@ def stream_query(
     if n_pairs < n_instances:
         raise empty_pool_error(who, src.name, n_read, filtered, n_pairs, n_instances)
     cands = cands.in_key_order()
-    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings)
+    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings, scorer.matcher)
     timings["total"] = time.perf_counter() - start
     return pool_query(cands, chosen, cands.key[chosen], res, n_pairs, filtered, timings)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from sklearn.utils import check_random_state
 
 from .._device import resolve_device
 from .._typing import FloatArray, IntArray, RandomStateLike
@@ -64,6 +65,7 @@ def select_batch(
     schedule: str = "eager",
     block_size: int = 64,
     device: str = "auto",
+    proba: FloatArray | None = None,
     random_state: RandomStateLike = None,
 ) -> BatchSelection:
     """Risk sampling's batch from the pool's risks and representations (paper eq. 6-7).
@@ -78,13 +80,22 @@ def select_batch(
     4. solves the weighted k-medoids problem over the labelled rows (fixed medoids, weight 0)
        and the candidates with :func:`~skrisk.kmedoids.weighted_fastpam`.
 
+    With ``selection="badge"`` steps 3-4 are instead BADGE's k-means++ seeding on the whole pool's
+    gradient embeddings (:func:`badge_embedding`), each draw weighted by the row's risk (by 1 with
+    ``weighting="unit"``, which is BADGE itself; ``"lipschitz"`` is read as ``"risk"``: the draw's
+    ``d_i^2`` term, the distance to the rows chosen so far, takes the place of eq. 6's distance
+    term): the first row the largest ``w_i * ||g_i||^2``, each next one drawn with probability
+    proportional to ``w_i * d_i^2`` (Ash et al. 2020, with point weights; the labelled rows play
+    no part and nothing is preselected, as in BADGE).
+
     Parameters
     ----------
     risk : ndarray of shape (n_pool,)
         The risk of every pool row (LearnRisk's VaR, or the uncertainty ``min(p, 1 - p)``).
     rep_pool : ndarray of shape (n_pool, h) or None
         The pool's representations; None only with ``selection="topk"`` and a ``weighting``
-        other than ``"lipschitz"``.
+        other than ``"lipschitz"``. With ``selection="badge"``: the input of the matcher's
+        output layer (its ``represent``).
     rep_lab : ndarray of shape (n_labelled, h) or None
         The labelled rows' representations (may have 0 rows: the weights are then the risks).
     n_instances : int
@@ -92,6 +103,8 @@ def select_batch(
     weighting, selection, preselect, preselect_after, max_kmedoids_pool, eps, distance_floor, \
 init, schedule, block_size, device
         As :class:`~skrisk.RiskSampler`'s parameters of the same names (which it passes here).
+    proba : ndarray of shape (n_pool,), optional
+        The matcher's match probability of every pool row; needed by ``selection="badge"``.
     random_state : int, RandomState instance or None, default=None
         Seeds the tie-breaks of the preselection and the top-k, the representative sample and
         the kernel.
@@ -122,7 +135,7 @@ init, schedule, block_size, device
     start = time.perf_counter()
     if weighting == "unit":
         weights = np.ones_like(risk)
-    elif weighting == "risk" or n_lab == 0:
+    elif weighting == "risk" or n_lab == 0 or selection == "badge":
         weights = risk.copy()
     else:
         _check_widths(rep_pool, rep_lab)
@@ -134,6 +147,19 @@ init, schedule, block_size, device
         pos, _ = top_k(weights, n_instances, random_state)
         return BatchSelection(pos, weights, None, timings)
     _check_widths(rep_pool, rep_lab)
+    if selection == "badge":
+        if proba is None or np.shape(proba) != np.shape(risk):
+            raise ValueError(
+                "select_batch(selection='badge') needs proba, the match probability of every pool "
+                f"row ({len(risk)} values), for the BADGE embeddings; got "
+                f"{'none' if proba is None else np.shape(proba)}."
+            )
+        start = time.perf_counter()
+        G = badge_embedding(np.asarray(proba, dtype=np.float64), np.asarray(rep_pool))
+        pos = _weighted_kmeanspp(G, weights, n_instances, device, random_state)
+        timings["kmeanspp"] = time.perf_counter() - start
+        order = np.argsort(-risk[pos], kind="stable")
+        return BatchSelection(pos[order], weights, None, timings)
     cand = np.arange(len(weights))
     after = n_instances if preselect_after == "batch" else int(preselect_after)
     if preselect is not None and n_lab > after:
@@ -163,6 +189,60 @@ init, schedule, block_size, device
     pos = cand[np.asarray(res.selected, dtype=np.intp) - n_lab]
     order = np.argsort(-risk[pos], kind="stable")
     return BatchSelection(pos[order], weights, res, timings)
+
+
+def badge_embedding(proba: FloatArray, rep: np.ndarray) -> np.ndarray:
+    """BADGE's gradient embedding in its compact form: ``a_i * h_i``.
+
+    For a 2-class softmax output layer on ``h``, the loss gradient at the predicted label
+    ``(p - onehot(yhat)) outer h`` is ``a * [h, -h]`` with ``a = p_0 - [yhat = 0]``; the compact
+    ``a * h`` keeps its geometry (every distance and norm divided by ``sqrt(2)``).
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n,)
+        Match probabilities ``p_1``; ``yhat = 1`` where ``p_1 > 0.5``.
+    rep : ndarray of shape (n, h)
+        The input of the output layer.
+
+    Returns
+    -------
+    ndarray of float32, shape (n, h)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> badge_embedding(np.array([0.25, 0.75]), np.array([[2.0], [2.0]])).tolist()
+    [[-0.5], [0.5]]
+    """
+    p1 = np.asarray(proba, dtype=np.float64)
+    a = np.where(p1 > 0.5, 1.0 - p1, -p1)
+    return (a[:, None] * np.asarray(rep, dtype=np.float64)).astype(np.float32)
+
+
+def _weighted_kmeanspp(G: np.ndarray, w: np.ndarray, k: int, device: str,
+                       random_state: RandomStateLike) -> IntArray:
+    """k rows of ``G`` by k-means++ seeding with point weights ``w`` (positions into ``G``)."""
+    rng = check_random_state(random_state)
+    Gt = torch.as_tensor(G, device=resolve_device(device))
+    wt = torch.as_tensor(np.asarray(w, dtype=np.float64), device=Gt.device)
+    first = int(torch.argmax(wt * torch.linalg.vector_norm(Gt, dim=1).double() ** 2))
+    chosen = [first]
+    d2 = ((Gt - Gt[first]) ** 2).sum(1).double()
+    for _ in range(1, k):
+        mass = wt * d2
+        mass[chosen] = 0.0
+        total = float(mass.sum())
+        if total > 0.0:
+            p = mass.cpu().numpy() / total
+            j = int(rng.choice(len(G), p=p / p.sum()))
+        else:  # the rest coincide with chosen rows or weigh nothing: the heaviest unchosen, then any
+            rest = np.setdiff1d(np.arange(len(G)), chosen)
+            w_rest = np.asarray(w)[rest]
+            j = int(rest[np.argmax(w_rest)]) if w_rest.max() > 0 else int(rng.choice(rest))
+        chosen.append(j)
+        d2 = torch.minimum(d2, ((Gt - Gt[j]) ** 2).sum(1).double())
+    return np.asarray(chosen, dtype=np.intp)
 
 
 def _check_widths(rep_pool: np.ndarray | None, rep_lab: np.ndarray | None) -> None:

@@ -144,7 +144,8 @@ class RiskSampler(BaseEstimator):
        is larger than one batch (skrisk's default; the paper's whole pool with
        ``preselect=None``; a pool larger than ``max_kmedoids_pool`` is represented by a
        weight-stratified sample of that size), and returns the chosen pool positions with their
-       risks.
+       risks. With :class:`~skrisk.matchers.LMMatcher` (``selection="auto"``) steps 4-5 are
+       risk-weighted BADGE instead (see ``selection``).
 
     Parameters
     ----------
@@ -162,8 +163,21 @@ class RiskSampler(BaseEstimator):
         Point weights of the k-medoids problem: eq. 6, the risk alone (no distance term), or 1.
         ``"risk"`` is the option to try where a batch is a large share of the pool (measured in
         ``benchmarks/RESULTS.md``, section 6.8 of the ablations page).
-    selection : {"kmedoids", "topk"}, default="kmedoids"
-        Weighted fastPAM with the labelled set fixed, or simply the ``n`` largest weights.
+    selection : {"auto", "kmedoids", "topk", "badge"}, default="auto"
+        How the batch is chosen from the risks. ``"kmedoids"``: the weighted k-medoids problem
+        (eq. 7) solved by weighted fastPAM with the labelled set fixed (steps 4-5 above).
+        ``"topk"``: simply the ``n`` largest weights. ``"badge"``: risk-weighted BADGE, the
+        k-means++ seeding of BADGE on the whole pool's gradient embeddings (the matcher's
+        representation scaled by its signed uncertainty), each draw's probability multiplied by
+        the pair's risk (by 1 with ``weighting="unit"``, which is BADGE itself; see
+        :func:`~skrisk.strategies.select_batch`); ``preselect`` is not used. ``"auto"``: the
+        matcher's ``risk_selection`` attribute where it has one, else ``"kmedoids"`` (for a
+        ``Pipeline``, its last step's). :class:`~skrisk.matchers.LMMatcher` says ``"badge"``:
+        a barely trained language model learns little from the batches of its confident
+        mistakes that the k-medoids of the riskiest pairs gives it, and risk-weighted BADGE
+        raised its area under the learning curve on the product datasets, while the forest and
+        the RNN keep ``"kmedoids"`` (measured: the active-learning page of
+        ``benchmarks/RESULTS.md``).
     preselect : float or None, default=2
         With ``selection="kmedoids"``: solve the k-medoids problem over only the
         ``ceil(preselect * n)`` pool pairs of highest risk (the labelled pairs stay fixed
@@ -273,7 +287,7 @@ class RiskSampler(BaseEstimator):
         "features": [None, "callable"],
         "transform": [None, "callable"],
         "weighting": [Options(str, {"lipschitz", "risk", "unit"})],
-        "selection": [Options(str, {"kmedoids", "topk"})],
+        "selection": [Options(str, {"auto", "kmedoids", "topk", "badge"})],
         "preselect": [None, Interval(numbers.Real, 1, None)],
         "preselect_after": [Options(str, {"batch"}), Interval(numbers.Integral, 0, None)],
         "cold_start": [Options(str, {"risk", "diverse"})],
@@ -301,7 +315,7 @@ class RiskSampler(BaseEstimator):
         features: Callable[[Any], Any] | None = None,
         transform: Callable[[Any], Any] | None = None,
         weighting: str = "lipschitz",
-        selection: str = "kmedoids",
+        selection: str = "auto",
         preselect: float | None = 2,
         preselect_after: int | str = "batch",
         cold_start: str = "risk",
@@ -478,7 +492,8 @@ class RiskSampler(BaseEstimator):
         y_lab = binary_labels(np.asarray(y_lab).ravel(), "learner.y_training")
         seed = random_state if random_state is not None else self.random_state
         valid = self._valid_subset(X_lab)
-        need_repr = self.selection == "kmedoids" or self.weighting == "lipschitz"
+        selection = self.resolve_selection(learner)
+        need_repr = selection in ("kmedoids", "badge") or self.weighting == "lipschitz"
 
         # 0. the matcher's probabilities (and representations) of the pool and the labelled set;
         # a Pipeline's steps before the last transform the pool once, for all three uses
@@ -527,15 +542,54 @@ class RiskSampler(BaseEstimator):
         # 3-5. eq. 6 weights and the batch (the one selection core, shared with skrisk.pools); a
         # cold start spreads the first batch over the whole pool with unit weights
         after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
-        cold = self.cold_start == "diverse" and self.selection == "kmedoids" and len(y_lab) <= after
-        chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed,
-                             **({"weighting": "unit", "preselect": None} if cold else {}))
+        cold = self.cold_start == "diverse" and selection == "kmedoids" and len(y_lab) <= after
+        chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed, proba=p_pool[:, 1],
+                             selection=selection, **({"weighting": "unit", "preselect": None} if cold else {}))
         timings.update(chosen.timings)
         timings["total"] = time.perf_counter() - start
         return RiskQuery(
             positions=chosen.positions, scores=risk[chosen.positions], risk=risk, weights=chosen.weights,
             risk_model=risk_model, kmedoids=chosen.kmedoids, timings=timings, n_threads=n_threads,
         )
+
+    def resolve_selection(self, matcher: Any = None) -> str:
+        """The selection this sampler uses with ``matcher``: ``selection``, or for ``"auto"`` the
+        matcher's ``risk_selection`` attribute (a ``Pipeline``'s last step's, a learner's
+        estimator's) where it names one, else ``"kmedoids"``.
+
+        Parameters
+        ----------
+        matcher : estimator, learner or None
+            None: ``"kmedoids"`` for ``"auto"``.
+
+        Returns
+        -------
+        str
+            ``"kmedoids"``, ``"topk"`` or ``"badge"``.
+
+        Examples
+        --------
+        >>> from skrisk import RiskSampler
+        >>> from skrisk.matchers import FeatureMatcher, LMMatcher
+        >>> RiskSampler().resolve_selection(FeatureMatcher())
+        'kmedoids'
+        >>> RiskSampler().resolve_selection(LMMatcher())
+        'badge'
+        >>> RiskSampler(selection="kmedoids").resolve_selection(LMMatcher())
+        'kmedoids'
+        """
+        if self.selection != "auto":
+            return self.selection
+        est = getattr(matcher, "estimator", matcher)
+        if isinstance(est, Pipeline) and len(est.steps) > 0:
+            est = est.steps[-1][1]
+        chosen = getattr(est, "risk_selection", "kmedoids")
+        if chosen not in ("kmedoids", "topk", "badge"):
+            raise ValueError(
+                f"{type(est).__name__}.risk_selection is {chosen!r}; RiskSampler(selection='auto') "
+                "reads it as one of 'kmedoids', 'topk', 'badge'. Give RiskSampler(selection=...) instead."
+            )
+        return chosen
 
     def select(
         self,
@@ -545,6 +599,8 @@ class RiskSampler(BaseEstimator):
         n_instances: int,
         *,
         random_state: RandomStateLike = None,
+        proba: FloatArray | None = None,
+        matcher: Any = None,
         **overrides: Any,
     ) -> BatchSelection:
         """The batch this sampler's parameters choose, given the risks and representations.
@@ -567,6 +623,11 @@ class RiskSampler(BaseEstimator):
             Batch size.
         random_state : int, RandomState instance or None, default=None
             Overrides the sampler's ``random_state`` for this call.
+        proba : ndarray of shape (n_pool,), optional
+            The matcher's match probability of every pool row (needed by ``selection="badge"``).
+        matcher : estimator, optional
+            The matcher (or learner) that ``selection="auto"`` is resolved for
+            (:meth:`resolve_selection`); None: ``"kmedoids"``.
         **overrides
             Selection parameters of :func:`~skrisk.strategies.select_batch` that replace the
             sampler's for this call (a cold start passes ``weighting="unit", preselect=None``).
@@ -597,10 +658,12 @@ class RiskSampler(BaseEstimator):
             raise TypeError(f"RiskSampler.select: unknown selection parameter(s) {sorted(unknown)}; "
                             f"known: {sorted(params)}.")
         params.update(overrides)
+        if params["selection"] == "auto":
+            params["selection"] = self.resolve_selection(matcher)
         seed = random_state if random_state is not None else self.random_state
         n_div = int(round(self.diversity * n_instances)) if params["selection"] == "kmedoids" else 0
         if n_div == 0 or params["weighting"] == "unit" or len(risk) <= n_instances:
-            return select_batch(risk, rep_pool, rep_lab, n_instances, **params, random_state=seed)
+            return select_batch(risk, rep_pool, rep_lab, n_instances, **params, proba=proba, random_state=seed)
         # the risk part, with "batch" still meaning the whole batch, then the spread part
         if params["preselect_after"] == "batch":
             params["preselect_after"] = n_instances

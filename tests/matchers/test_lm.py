@@ -351,6 +351,34 @@ def test_risk_query_passes_each_pair_through_the_network_once(tiny, pairs, monke
     assert sampler.last_query_.risk_model is None or sampler.last_query_.risk_model.cv == "prefit"
 
 
+def test_default_risk_sampler_selects_by_risk_weighted_badge(tiny, pairs):
+    """RiskSampler() with an LMMatcher resolves selection="auto" to the matcher's risk_selection,
+    risk-weighted BADGE (no k-medoids kernel): the batch of RiskSampler(selection="badge"); with
+    selection="kmedoids" the same query solves eq. 7 instead and draws another batch."""
+    from skrisk.strategies import RiskSampler
+
+    task = build_task(pairs["all"], matcher="lm", max_pool=60)
+    y_pool = task.y[task.pool]
+    lab = np.r_[np.flatnonzero(y_pool == 1)[:4], np.flatnonzero(y_pool == 0)[:12]]
+    unl = np.setdiff1d(np.arange(len(task.pool)), lab)
+    X_valid, y_valid = task.rows(task.valid), task.y[task.valid]
+    learner = ActiveLearner(LMMatcher(tiny, **FAST), None, X_training=task.rows(task.pool[lab]),
+                            y_training=y_pool[lab], X_valid=X_valid, y_valid=y_valid)
+    X_pool = task.rows(task.pool[unl])
+
+    def query(**kw):
+        sampler = RiskSampler(X_valid, y_valid, risk_params={"epochs": 5}, random_state=0, **kw)
+        pos, _ = sampler(learner, X_pool, n_instances=6, random_state=0)
+        return sampler.last_query_, pos
+
+    assert LMMatcher.risk_selection == "badge" and RiskSampler().selection == "auto"
+    auto, pos = query()
+    assert auto.kmedoids is None and "kmeanspp" in auto.timings and len(np.unique(pos)) == 6
+    np.testing.assert_array_equal(query(selection="badge")[1], pos)
+    kmedoids, other = query(selection="kmedoids")
+    assert kmedoids.kmedoids is not None and set(other) != set(pos)
+
+
 @parametrize_with_checks([LMMatcher(max_epochs=1, device="cpu")])
 def test_sklearn_checks(estimator, check):
     """Its input is text (a pair frame or serialised pairs), declared by its input tags: the common

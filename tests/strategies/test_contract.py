@@ -262,3 +262,66 @@ def test_risk_sampler_cold_start_and_diversity(task):
         query(diversity=1.0)
     with pytest.raises(TypeError, match="unknown selection parameter"):
         s.select(s.last_query_.risk, None, None, 2, weighting_typo="unit")
+
+
+def test_risk_sampler_badge_selection(task):
+    """selection="badge": k-means++ on BADGE's gradient embeddings with point weights; unit weights
+    are BADGE itself (the same batch as badge_sampling), risk weights draw only pairs at risk."""
+    F, y, pool = task["F"], task["y"], task["pool"]
+    clf = LogisticRegression(max_iter=1000)  # the matcher's gradient_embedding needs a softmax layer
+
+    def query(n=8, **kw):
+        s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0,
+                        selection="badge", preselect=None, **kw)
+        learner = _learner(task, "ndarray", clf, s)
+        return s, learner, s(learner, F[pool], n_instances=n, random_state=0)[0]
+
+    s, learner, unit = query(weighting="unit")
+    badge, _ = badge_sampling(learner, F[pool], n_instances=8, random_state=0)
+    np.testing.assert_array_equal(np.sort(unit), np.sort(badge))
+    assert s.last_query_.kmedoids is None and "kmeanspp" in s.last_query_.timings
+    s, _, risky = query(weighting="risk")
+    risk = s.last_query_.risk
+    assert len(np.unique(risky)) == 8 and (risk[risky] > 0).all()
+    assert set(risky) != set(unit)
+    # zero-risk pairs are drawn only once no pair at risk is left uncovered
+    zero = np.flatnonzero(risk == 0)
+    if len(zero):
+        assert not set(risky) & set(zero)
+    # reproducible; another seed may draw another batch
+    np.testing.assert_array_equal(query(weighting="risk")[2], risky)
+    with pytest.raises(ValueError, match="needs proba"):
+        s.select(risk, np.zeros((len(risk), 2), np.float32), None, 2)
+
+
+def test_selection_auto_reads_the_matchers_risk_selection(task):
+    """selection="auto" (the default) is the matcher's risk_selection where it has one (a learner's
+    estimator, a Pipeline's last step), else "kmedoids"; a value it cannot use is refused by name."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    class Badged(FeatureMatcher):
+        risk_selection = "badge"
+
+    class Odd(FeatureMatcher):
+        risk_selection = "kmeans"
+
+    sampler = RiskSampler()
+    assert sampler.selection == "auto"
+    assert sampler.resolve_selection(None) == "kmedoids"
+    assert sampler.resolve_selection(FeatureMatcher()) == "kmedoids"
+    assert sampler.resolve_selection(Badged()) == "badge"
+    assert sampler.resolve_selection(make_pipeline(FunctionTransformer(), Badged())) == "badge"
+    assert RiskSampler(selection="topk").resolve_selection(Badged()) == "topk"
+    with pytest.raises(ValueError, match="Odd.risk_selection is 'kmeans'"):
+        sampler.resolve_selection(Odd())
+    # the query follows it: a Badged forest gets the k-means++ draw, not the kernel
+    F, y, pool = task["F"], task["y"], task["pool"]
+    s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0)
+    learner = ActiveLearner(Badged(random_state=0), s, X_training=F[task["lab"]], y_training=y[task["lab"]])
+    s(learner, F[pool], n_instances=5, random_state=0)
+    assert s.last_query_.kmedoids is None and "kmeanspp" in s.last_query_.timings
+    again = s.select(s.last_query_.risk, np.asarray(Badged(random_state=0).fit(F[task["lab"]], y[task["lab"]])
+                                                    .represent(F[pool]), dtype=np.float32),
+                     None, 5, proba=learner.predict_proba(F[pool])[:, 1], matcher=learner, random_state=0)
+    assert again.kmedoids is None
