@@ -155,6 +155,7 @@ TESTS_ALLOWED = {
     "matchers/test_lm.py": {"skrisk.matchers._lm_data", "skrisk.matchers._lm_weights"},
     "matching/test_entities.py": {"skrisk.matching._entities"},
     "properties/test_rows_and_journal.py": {"skrisk._rows"},
+    "properties/test_badge_selection.py": {"skrisk.strategies._batch"},
     "risk/test_explain.py": {"skrisk.risk._explain"},
     "risk/test_rules.py": {"skrisk.risk._rules"},
     "strategies/test_bad_input.py": {"skrisk.strategies._selection"},

@@ -154,8 +154,15 @@ init, schedule, block_size, device
                 f"row ({len(risk)} values), for the BADGE embeddings; got "
                 f"{'none' if proba is None else np.shape(proba)}."
             )
+        p1 = np.asarray(proba, dtype=np.float64)
+        bad = ~(np.isfinite(p1) & (p1 >= 0) & (p1 <= 1))
+        if bad.any():
+            raise ValueError(
+                f"select_batch: proba holds {int(bad.sum())} value(s) outside [0, 1] or not finite, first "
+                f"at row {int(np.argmax(bad))} ({p1[bad][0]!r}): give the matcher's match probabilities."
+            )
         start = time.perf_counter()
-        G = badge_embedding(np.asarray(proba, dtype=np.float64), np.asarray(rep_pool))
+        G = badge_embedding(p1, np.asarray(rep_pool))
         pos = _weighted_kmeanspp(G, weights, n_instances, device, random_state)
         timings["kmeanspp"] = time.perf_counter() - start
         order = np.argsort(-risk[pos], kind="stable")

@@ -292,6 +292,10 @@ def test_risk_sampler_badge_selection(task):
     np.testing.assert_array_equal(query(weighting="risk")[2], risky)
     with pytest.raises(ValueError, match="needs proba"):
         s.select(risk, np.zeros((len(risk), 2), np.float32), None, 2)
+    bad = np.full(len(risk), 0.5)
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="first at row 3"):
+        s.select(risk, np.zeros((len(risk), 2), np.float32), None, 2, proba=bad)
 
 
 def test_selection_auto_reads_the_matchers_risk_selection(task):
