@@ -162,7 +162,8 @@ class RiskSampler(BaseEstimator):
     weighting : {"lipschitz", "risk", "unit"}, default="lipschitz"
         Point weights of the k-medoids problem: eq. 6, the risk alone (no distance term), or 1.
         ``"risk"`` is the option to try where a batch is a large share of the pool (measured in
-        ``benchmarks/RESULTS.md``, section 6.8 of the ablations page).
+        ``benchmarks/RESULTS.md``, section 6.8 of the ablations page). With ``selection="badge"``
+        the draw weights are the risk (``"unit"``: 1): its distance term is BADGE's own.
     selection : {"auto", "kmedoids", "topk", "badge"}, default="auto"
         How the batch is chosen from the risks. ``"kmedoids"``: the weighted k-medoids problem
         (eq. 7) solved by weighted fastPAM with the labelled set fixed (steps 4-5 above).
