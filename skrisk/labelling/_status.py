@@ -29,8 +29,10 @@ The audit draws pairs with replacement, in proportion to LearnRisk's risk of the
 with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
 ``q``, so draws of every round combine into one unbiased estimate for the current matcher (see
 :mod:`skrisk.quality`). From 10 audited matches on, the estimate is model-assisted (the
-matcher's probability of every candidate, calibrated on the audit, plus the audit's residuals);
-it needs nothing more in the journal, so old sessions resume with it. Draws answered "unsure"
+matcher's probability of every candidate, calibrated on the audit, plus the audit's residuals),
+and the next draws are aimed by that calibrated probability instead of the risk
+(:func:`skrisk.quality.recalibrate`; the status says which: ``audit_aim``); both need nothing
+more in the journal, so old sessions resume with them. Draws answered "unsure"
 are left out of the estimate.
 """
 
@@ -53,6 +55,7 @@ from ..quality import (
     confirm_stop,
     estimate_quality,
     more_answers,
+    recalibrate,
 )
 from ._config import SessionConfig, parse_target
 from ._journal import Journal, SessionState
@@ -304,7 +307,9 @@ def round_status(
         JSON-ready: ``estimate`` (or None), ``threshold``, ``threshold_estimate``, ``n_audit``,
         ``gain`` (the F1 gained since :data:`GAIN_ROUNDS` rounds before, on the audit, or None,
         and ``gain_note``, why not), ``decisions`` (this matcher's decisions on every candidate,
-        :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``;
+        :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``,
+        ``audit_aim`` (with an audit: ``"recalibrated"`` once the estimate is model-assisted, else
+        ``"risk"``);
         :func:`status_lines` adds ``stabilizing``, ``plateau`` and ``confirm`` (texts),
         ``rules_fire``, ``check_passed`` (this round's check) and ``stop`` (bool: the check passed
         in :data:`HOLD_ROUNDS` rounds in a row).
@@ -331,6 +336,14 @@ def round_status(
     draws: list[dict] = []
     k = int(getattr(session.config, "audit", 0))
     if k > 0:
+        # once the estimate is model-assisted, the next draws are aimed by the matcher's probability
+        # recalibrated on the audit (where missed matches are likely), not by LearnRisk's risk;
+        # each draw keeps its q, so every round's draws still combine (issue #30, sixth part)
+        status["audit_aim"] = "risk"
+        if status["estimate"] is not None and status["estimate"]["assisted"]:
+            m = recalibrate(y, p, w, proba)
+            risk = np.where(proba > MATCH_THRESHOLD, 1.0 - m, m)
+            status["audit_aim"] = "recalibrated"
         s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)
         draws = [{"left_id": session.keys[i][0], "right_id": session.keys[i][1], "q": float(q), "n": len(proba)}
                  for i, q in zip(s.positions.tolist(), s.probabilities.tolist())]
