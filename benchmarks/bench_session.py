@@ -297,10 +297,12 @@ def diagnose_path(npz: Path, ks: list[int], audit_seeds: list[int], audit: int, 
     (``HH``) and for the difference estimate with a perfectly calibrated model (``diff``: the
     share of matches among the predicted non-matches of the same score band, ``bands`` quantile
     bands; what the model-assisted estimate reaches at best), under the designs the session's
-    rounds drew from, under the round's own design for every draw, and under the allocation that
+    rounds drew from when aimed by LearnRisk's risk (before issue #30's sixth part; the aim by the
+    recalibrated matcher depends on the answers, so ``--replay`` measures it), under the round's
+    own design for every draw, and under the allocation that
     minimises it for FN (Neyman: ``q`` in proportion to the calibrated model's ``sqrt(m (1 - m))``,
     with the session's uniform floor of 0.1). Beside it, the session's F1 estimate
-    (``estimate_quality(proba_all=)``) replayed with ``audit_seeds``: how often its 90 % interval
+    (``estimate_quality(proba_all=)``) on the risk-aimed draws of ``audit_seeds``: how often its 90 % interval
     misses the truth low (the truth above it) and high, and the audited missed matches.
     """
     z = np.load(npz)
@@ -327,7 +329,7 @@ def diagnose_path(npz: Path, ks: list[int], audit_seeds: list[int], audit: int, 
             ney = np.where(d, 0.0, np.sqrt(m * (1 - m)))
             ney = 0.9 * ney / ney.sum() + 0.1 / N if ney.sum() > 0 else np.full(N, 1.0 / N)
             sds = {}
-            for name, ds in (("session", designs), ("own", [designs[-1]] * len(designs)),
+            for name, ds in (("risk", designs), ("own", [designs[-1]] * len(designs)),
                              ("neyman", [ney] * len(designs))):
                 sds[name] = (grad * _fn_sd(missed, ds, audit), grad * _fn_sd(resid, ds, audit))
             low = high = 0
@@ -357,8 +359,10 @@ def diagnose_path(npz: Path, ks: list[int], audit_seeds: list[int], audit: int, 
 
 def report_diagnosis(rows: list[dict]) -> str:
     """The tables of :func:`diagnose_path`."""
-    lines = ["| path | K audit answers | true F1 | missed matches (FN) | sd of F1 from FN: session's designs, HH / diff "
-             "| each round's own design for every draw | Neyman for FN | answers for ±0.1 (diff, session's / Neyman) "
+    lines = ["| path | K audit answers | true F1 | missed matches (FN) "
+             "| sd of F1 from FN: the rounds' risk-aimed designs, HH / diff "
+             "| each round's own design for every draw | Neyman for FN "
+             "| answers for ±0.1 (diff, risk-aimed / Neyman) "
              "| replayed 90 % interval misses low / high | audited missed matches, mean |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for x in rows:
@@ -368,8 +372,9 @@ def report_diagnosis(rows: list[dict]) -> str:
             return f"{x['n_audit'] * (1.645 * s / 0.1) ** 2:.0f}"
 
         lines.append(f"| {x['path'].removesuffix('.npz')} | {x['K']} | {x['f1']:.3f} | {x['fn']} | "
-                     f"{sd['session'][0]:.3f} / {sd['session'][1]:.3f} | {sd['own'][0]:.3f} / {sd['own'][1]:.3f} | "
-                     f"{sd['neyman'][0]:.3f} / {sd['neyman'][1]:.3f} | {need(sd['session'][1])} / {need(sd['neyman'][1])} | "
+                     f"{sd['risk'][0]:.3f} / {sd['risk'][1]:.3f} | {sd['own'][0]:.3f} / {sd['own'][1]:.3f} | "
+                     f"{sd['neyman'][0]:.3f} / {sd['neyman'][1]:.3f} | "
+                     f"{need(sd['risk'][1])} / {need(sd['neyman'][1])} | "
                      f"{x['miss_low']} / {x['miss_high']} of {x['replays']} | {x['audited_missed']:.2f} |")
     lines += ["", "Where the missed matches are, at the first K (score bands of the round's matcher: true matches "
               "among the predicted non-matches, and the share of the round's audit design there):", "",

@@ -401,7 +401,8 @@ def test_estimates_are_model_assisted_once_the_audit_has_ten_matches(fz_tables, 
            if e.get("phase") == "risk" and e["status"]["estimate"] is not None][n_before:]
     assert new and all(est["assisted"] for est in new)
     resumed = [e["status"] for e in read_events(copy / "journal.jsonl") if e.get("phase") == "risk"]
-    assert [st["audit_aim"] for st in resumed[len(risk_rounds):]] == ["recalibrated"] * (len(resumed) - len(risk_rounds))
+    aims = [st["audit_aim"] for st in resumed[len(risk_rounds):]]
+    assert aims and set(aims) == {"recalibrated"}
 
 
 def test_stopping_advice_needs_the_check_to_pass_three_rounds_in_a_row():
