@@ -37,7 +37,9 @@ model-assisted: the number of predicted matches is then known, and TP and FN are
 calibrated model's total over its domain plus the audit's Hansen-Hurwitz estimate of the residuals
 there (a difference estimator, the idea of prediction-powered inference [3]_). The residual term
 keeps it consistent whatever the model; the model narrows the intervals where it predicts the
-answers (how much, on which candidate sets: ``benchmarks/RESULTS.md``).
+answers (how much, on which candidate sets: ``benchmarks/RESULTS.md``). :func:`recalibrate` gives
+that calibrated model; aiming later draws with it instead of LearnRisk's risk, as OASIS updates
+its match probabilities from the labels it draws, spends them where the missed matches are.
 
 Two decisions audited on the same draws (two thresholds of one matcher, or the matchers of two
 rounds) are compared by :func:`compare_f1`: the paired difference of their F1 ratio estimates,
