@@ -308,17 +308,17 @@ def diagnose_path(npz: Path, ks: list[int], audit_seeds: list[int], audit: int, 
     z = np.load(npz)
     y, proba, risk = z["y"].astype(np.float64), z["proba"], z["risk"]
     n_rounds, N = proba.shape
-    at = {k: -(-k // audit) for k in ks if -(-k // audit) < n_rounds}
+    at = {k: -(-k // audit) for k in ks if 0 < -(-k // audit) < n_rounds}  # a round after some draws
     designs: list[np.ndarray] = []
-    drawn: dict[int, list[np.ndarray]] = {a: [] for a in audit_seeds}
+    drawn: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {a: [] for a in audit_seeds}
     out = []
     for r in range(max(at.values(), default=-1) + 1):
         p_r = proba[r].astype(np.float64)
         if r in at.values():
             d = p_r > 0.5
             tp, fp, fn = int((d & (y == 1)).sum()), int((d & (y == 0)).sum()), int((~d & (y == 1)).sum())
-            t = 2 * tp / (2 * tp + fp + fn)  # the true F1
-            grad = 2 * tp / (2 * tp + fp + fn) ** 2  # |dF1 / dFN|
+            t = 2 * tp / max(2 * tp + fp + fn, 1)  # the true F1
+            grad = 2 * tp / max(2 * tp + fp + fn, 1) ** 2  # |dF1 / dFN|
             missed = (~d & (y == 1)).astype(np.float64)
             edges = np.unique(np.quantile(p_r[~d], np.linspace(0, 1, bands + 1)))
             band = np.clip(np.searchsorted(edges, p_r, side="right") - 1, 0, len(edges) - 2)

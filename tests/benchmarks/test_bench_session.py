@@ -42,8 +42,8 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
     assert all(f"**Variant `{v}`**" in text for v in bench.VARIANTS)
 
     # where the F1 estimate's error comes from, on the same saved paths
-    rows = bench.diagnose_path(sorted(paths.glob("*.npz"))[0], [10, 10**6], [0, 1], 5)
-    assert [x["K"] for x in rows] == [10]  # no round has a million audit answers
+    rows = bench.diagnose_path(sorted(paths.glob("*.npz"))[0], [0, 10, 10**6], [0, 1], 5)
+    assert [x["K"] for x in rows] == [10]  # none before any draw, no round with a million answers
     sd = rows[0]["sd"]
     assert all(v >= 0 for pair in sd.values() for v in pair) and rows[0]["replays"] == 2
     assert rows[0]["miss_low"] + rows[0]["miss_high"] <= 2
