@@ -15,11 +15,14 @@ variant of :data:`VARIANTS` (the advice before and after issue #30, draws weight
 mixture of all rounds' designs, model-assisted estimates, and the session's stopping check that
 compares with the matcher of 10 rounds before, model-assisted: ``paced``; that check with the
 decisions on every candidate settled over 20 rounds: ``settled``; the session's since: at most
-0.01 per 100 labels in 3 rounds in a row: ``held``); the report also checks the audit
+0.01 per 100 labels in 3 rounds in a row: ``held``; and since issue #30's sixth part, with the
+audit aimed by the matcher's probability recalibrated on the audit once the estimate is
+model-assisted: ``recalibrated``); the report also checks the audit
 size the session prints (``skrisk.quality.more_answers``) against the round where F1 reached it. The matchers of a session do not depend on its audit draws
 (audited pairs stay in the training pool), so a replay is the session those audit draws would
 have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
-issue #30.
+issue #30. ``--diagnose DIR`` says where the F1 estimate's error comes from on saved paths
+(:func:`diagnose_path`).
 
 Unlike ``bench_quality.py`` (many audit draws of one frozen matcher), one session is one path:
 its audits accumulate (5 after each round, each drawn with the risk of that round's matcher) and
@@ -32,6 +35,7 @@ Examples
     python benchmarks/bench_session.py --report
     python benchmarks/bench_session.py --dataset abt_buy --block-top-k 100 --seeds 0 1 --save-paths /tmp/paths
     python benchmarks/bench_session.py --replay /tmp/paths --audit-seeds 0 1 2 --out /tmp/replay
+    python benchmarks/bench_session.py --diagnose /tmp/paths --audit-seeds 0 1 2 --at 150 400
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from skrisk.quality import (
     confirm_stop,
     estimate_quality,
     more_answers,
+    recalibrate,
 )
 
 MEASURES = ("precision", "recall", "f1")
@@ -180,6 +185,10 @@ VARIANTS = {
     # 100 labels, passing in 3 risk rounds in a row
     "held": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
              "gain_rounds": 10, "per_labels": 100, "hold": 3},
+    # the session's since issue #30's sixth part: held, and once the estimate is model-assisted
+    # the audit aimed by the matcher's probability recalibrated on the audit (not LearnRisk's risk)
+    "recalibrated": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
+                     "gain_rounds": 10, "per_labels": 100, "hold": 3, "aim": "recalibrated"},
 }
 
 
@@ -200,7 +209,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
     rules = {v: (StabilizingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
              for v in variants}
     streak = dict.fromkeys(variants, 0)  # rounds in a row whose check passed
-    designs = {(v.get("method", "risk"), v.get("floor", 0.1)) for v in variants.values()}
+    designs = {(v.get("method", "risk"), v.get("floor", 0.1), v.get("aim", "risk")) for v in variants.values()}
     drawn: dict = {d: ([], []) for d in designs}  # each design's draws and its design over all pairs, by round
     rounds = []
     for r in range(n_rounds):
@@ -209,7 +218,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                      "truth": _truth(p_r, y, 0.5)}
         bits = np.unpackbits(np.frombuffer(bytes.fromhex(str(z["stop_predictions"][r])), dtype=np.uint8))[:size]
         for name, v in variants.items():
-            pos_all, q_rounds = drawn[(v.get("method", "risk"), v.get("floor", 0.1))]
+            pos_all, q_rounds = drawn[(v.get("method", "risk"), v.get("floor", 0.1), v.get("aim", "risk"))]
             pos = np.concatenate(pos_all) if pos_all else np.zeros(0, dtype=np.intp)
             stab, plateau = rules[name]
             stab.update(bits)
@@ -250,8 +259,15 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             out["threshold_truth"] = _truth(p_r, y, float(out["threshold"]))
             rec[name] = out
         rounds.append(rec)
-        for (method, floor), (pos_all, q_rounds) in drawn.items():
-            q_r = audit_design(p_r, risk=risk[r].astype(np.float64), method=method, floor=floor)
+        for (method, floor, aim), (pos_all, q_rounds) in drawn.items():
+            aim_r = risk[r].astype(np.float64)
+            if aim == "recalibrated" and pos_all:  # as the session: once its estimate is model-assisted
+                pos = np.concatenate(pos_all)
+                w = 1.0 / (N * np.concatenate([qr[pos_all[i]] for i, qr in enumerate(q_rounds)]))
+                if y[pos].sum() >= 10:
+                    m = recalibrate(y[pos], p_r[pos], w, p_r)
+                    aim_r = np.where(p_r > 0.5, 1.0 - m, m)
+            q_r = audit_design(p_r, risk=aim_r, method=method, floor=floor)
             rng = np.random.RandomState(np.random.SeedSequence([int(z["seed"]), audit_seed, r]).generate_state(1)[0])
             pos_all.append(rng.choice(N, size=args.audit, replace=True, p=q_r).astype(np.intp))
             q_rounds.append(q_r)
@@ -259,6 +275,117 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             "n_candidates": N, "candidate_matches": int(y.sum()), "rounds": rounds,
             "settings": {"audit": args.audit, "gain_rounds": args.gain_rounds}, "env": machine_line(1), "load": os.getloadavg(),
             "date": date.today().isoformat()}
+
+
+def _fn_sd(v: np.ndarray, designs: list[np.ndarray], audit: int) -> float:
+    """Standard deviation of the Hansen-Hurwitz estimate of ``sum(v)`` from ``audit`` draws with
+    replacement from each of ``designs`` (one design per round): the variance of each draw is
+    ``sum(v ** 2 / q) - sum(v) ** 2``."""
+    n = audit * len(designs)
+    total = float(v.sum())
+    var = sum(audit * (float((v * v / q).sum()) - total**2) for q in designs) / n**2
+    return float(np.sqrt(max(var, 0.0)))
+
+
+def diagnose_path(npz: Path, ks: list[int], audit_seeds: list[int], audit: int, bands: int = 50) -> list[dict]:
+    """Where the F1 estimate's error comes from, at the first round with at least K audit answers.
+
+    On every candidate the truth is known, so the variance that an audit design implies for the
+    estimate of the missed matches (FN, among the predicted non-matches) is computed exactly,
+    not replayed: its standard deviation, as a share of F1 (``|dF1/dFN| sd(FN)``, a lower bound
+    on the F1 estimate's, which also has the precision side's), for the Hansen-Hurwitz estimate
+    (``HH``) and for the difference estimate with a perfectly calibrated model (``diff``: the
+    share of matches among the predicted non-matches of the same score band, ``bands`` quantile
+    bands; what the model-assisted estimate reaches at best), under the designs the session's
+    rounds drew from when aimed by LearnRisk's risk (before issue #30's sixth part; the aim by the
+    recalibrated matcher depends on the answers, so ``--replay`` measures it), under the round's
+    own design for every draw, and under the allocation that
+    minimises it for FN (Neyman: ``q`` in proportion to the calibrated model's ``sqrt(m (1 - m))``,
+    with the session's uniform floor of 0.1). Beside it, the session's F1 estimate
+    (``estimate_quality(proba_all=)``) on the risk-aimed draws of ``audit_seeds``: how often its 90 % interval
+    misses the truth low (the truth above it) and high, and the audited missed matches.
+    """
+    z = np.load(npz)
+    y, proba, risk = z["y"].astype(np.float64), z["proba"], z["risk"]
+    n_rounds, N = proba.shape
+    at = {k: -(-k // audit) for k in ks if 0 < -(-k // audit) < n_rounds}  # a round after some draws
+    designs: list[np.ndarray] = []
+    drawn: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {a: [] for a in audit_seeds}
+    out = []
+    for r in range(max(at.values(), default=-1) + 1):
+        p_r = proba[r].astype(np.float64)
+        if r in at.values():
+            d = p_r > 0.5
+            tp, fp, fn = int((d & (y == 1)).sum()), int((d & (y == 0)).sum()), int((~d & (y == 1)).sum())
+            t = 2 * tp / max(2 * tp + fp + fn, 1)  # the true F1
+            grad = 2 * tp / max(2 * tp + fp + fn, 1) ** 2  # |dF1 / dFN|
+            missed = (~d & (y == 1)).astype(np.float64)
+            edges = np.unique(np.quantile(p_r[~d], np.linspace(0, 1, bands + 1)))
+            band = np.clip(np.searchsorted(edges, p_r, side="right") - 1, 0, len(edges) - 2)
+            rate = np.bincount(band[~d], weights=y[~d], minlength=len(edges)) / np.maximum(
+                np.bincount(band[~d], minlength=len(edges)), 1)
+            m = np.where(d, 0.0, rate[band])
+            resid = missed - m
+            ney = np.where(d, 0.0, np.sqrt(m * (1 - m)))
+            ney = 0.9 * ney / ney.sum() + 0.1 / N if ney.sum() > 0 else np.full(N, 1.0 / N)
+            sds = {}
+            for name, ds in (("risk", designs), ("own", [designs[-1]] * len(designs)),
+                             ("neyman", [ney] * len(designs))):
+                sds[name] = (grad * _fn_sd(missed, ds, audit), grad * _fn_sd(resid, ds, audit))
+            low = high = 0
+            n_missed = []
+            for a in audit_seeds:
+                pos = np.concatenate([x[0] for x in drawn[a]])
+                w = 1.0 / (N * np.concatenate([x[1] for x in drawn[a]]))
+                e = estimate_quality(y[pos], p_r[pos], w, proba_all=p_r)
+                low += t > e.f1_interval[1] + 1e-4
+                high += t < e.f1_interval[0] - 1e-4
+                n_missed.append(int(((p_r[pos] <= 0.5) & (y[pos] == 1)).sum()))
+            cuts = [0.0, 0.01, 0.05, 0.2, 0.5]
+            where = [(int(((p_r >= lo) & (p_r < hi) & (y == 1)).sum()),
+                      float(designs[-1][(p_r >= lo) & (p_r < hi)].sum())) for lo, hi in zip(cuts, cuts[1:])]
+            k = next(k for k, v in at.items() if v == r)
+            out.append({"path": npz.name, "K": k, "n_audit": r * audit, "f1": t, "fn": fn, "sd": sds,
+                        "miss_low": low, "miss_high": high, "replays": len(audit_seeds),
+                        "audited_missed": float(np.mean(n_missed)), "bands": where})
+        q_r = audit_design(p_r, risk=risk[r].astype(np.float64), method="risk", floor=0.1)
+        designs.append(q_r)
+        for a in audit_seeds:  # the draws of replay_path, so its records and these agree
+            rng = np.random.RandomState(np.random.SeedSequence([int(z["seed"]), a, r]).generate_state(1)[0])
+            pos = rng.choice(N, size=audit, replace=True, p=q_r).astype(np.intp)
+            drawn[a].append((pos, q_r[pos]))
+    return out
+
+
+def report_diagnosis(rows: list[dict]) -> str:
+    """The tables of :func:`diagnose_path`."""
+    lines = ["| path | K audit answers | true F1 | missed matches (FN) "
+             "| sd of F1 from FN: the rounds' risk-aimed designs, HH / diff "
+             "| each round's own design for every draw | Neyman for FN "
+             "| answers for ±0.1 (diff, risk-aimed / Neyman) "
+             "| replayed 90 % interval misses low / high | audited missed matches, mean |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for x in rows:
+        sd = x["sd"]
+
+        def need(s: float) -> str:  # answers for a 90 % half-width of 0.1: n (1.645 sd / 0.1) ** 2
+            return f"{x['n_audit'] * (1.645 * s / 0.1) ** 2:.0f}"
+
+        lines.append(f"| {x['path'].removesuffix('.npz')} | {x['K']} | {x['f1']:.3f} | {x['fn']} | "
+                     f"{sd['risk'][0]:.3f} / {sd['risk'][1]:.3f} | {sd['own'][0]:.3f} / {sd['own'][1]:.3f} | "
+                     f"{sd['neyman'][0]:.3f} / {sd['neyman'][1]:.3f} | "
+                     f"{need(sd['risk'][1])} / {need(sd['neyman'][1])} | "
+                     f"{x['miss_low']} / {x['miss_high']} of {x['replays']} | {x['audited_missed']:.2f} |")
+    lines += ["", "Where the missed matches are, at the first K (score bands of the round's matcher: true matches "
+              "among the predicted non-matches, and the share of the round's audit design there):", "",
+              "| path | p < 0.01 | 0.01-0.05 | 0.05-0.2 | 0.2-0.5 |", "|---|---|---|---|---|"]
+    first = {}
+    for x in rows:
+        first.setdefault(x["path"], x)
+    for x in first.values():
+        lines.append(f"| {x['path'].removesuffix('.npz')} (K {x['K']}) | "
+                     + " | ".join(f"{n} ({s:.0%})" for n, s in x["bands"]) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _compact(res: dict) -> str:
@@ -318,6 +445,9 @@ def report_replay(out: Path) -> str:
             v = {**v, "rule": "no-harm (model-assisted)"}
         est = "model-assisted estimates" if v.get("assisted") else "ratio estimates"
         words = f"{est}, each draw weighted by {weights}, threshold rule {v['rule']}, stopping advice {stop}"
+        if v.get("aim") == "recalibrated":
+            words += (", the audit aimed by the matcher's probability recalibrated on the audit once the "
+                      "estimate is model-assisted (before, by the risk)")
         lines += [f"**Variant `{variant}`**: {words}.", ""]
         lines.append(_tables([{**r, "rounds": _variant_rounds(r, variant)} for r in runs]))
         lines.append("")
@@ -454,10 +584,19 @@ def main(argv: list[str] | None = None) -> int:
                         "(the variant paced, the session's, uses 10)")
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=None,
                    help="the advice variants to replay (default: all)")
+    p.add_argument("--diagnose", default=None, metavar="DIR",
+                   help="where the F1 estimate's error comes from, on the session paths saved in DIR (--save-paths): "
+                        "the variance audit designs imply for the missed matches, at --at audit answers")
+    p.add_argument("--at", type=int, nargs="+", default=[150, 400], help="audit answers for --diagnose")
     p.add_argument("--out", default="benchmarks/results/quality/sessions")
     p.add_argument("--report", action="store_true", help="only print the tables of the records under --out")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if args.diagnose:
+        rows = [x for npz in sorted(Path(args.diagnose).glob("*.npz"))
+                for x in diagnose_path(npz, args.at, args.audit_seeds, args.audit)]
+        print(report_diagnosis(rows))
+        return 0
     if args.replay:
         out.mkdir(parents=True, exist_ok=True)
         if not args.report:

@@ -25,13 +25,12 @@ risk rounds in a row (each round's ``check_passed`` is journaled). A journal wri
 ``decisions`` were kept resumes; its old rounds give no gain, so the advice waits until the
 session has :data:`GAIN_ROUNDS` + :data:`HOLD_ROUNDS` - 1 new rounds, and says so.
 
-The audit draws pairs with replacement, in proportion to LearnRisk's risk of the round's matcher
-with a 10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability
-``q``, so draws of every round combine into one unbiased estimate for the current matcher (see
-:mod:`skrisk.quality`). From 10 audited matches on, the estimate is model-assisted (the
-matcher's probability of every candidate, calibrated on the audit, plus the audit's residuals);
-it needs nothing more in the journal, so old sessions resume with it. Draws answered "unsure"
-are left out of the estimate.
+The audit draws pairs with replacement, aimed by LearnRisk's risk of the round's matcher with a
+10 % uniform floor (:func:`skrisk.quality.audit_sample`); each draw keeps its probability ``q``,
+so draws of every round combine into one unbiased estimate for the current matcher. From 10
+audited matches on, the estimate is model-assisted (the matcher's probability of every candidate,
+calibrated on the audit, plus the audit's residuals), and that calibrated probability aims the
+next draws (``audit_aim``); old journals resume with both. Draws answered "unsure" are left out.
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from ..quality import (
     confirm_stop,
     estimate_quality,
     more_answers,
+    recalibrate,
 )
 from ._config import SessionConfig, parse_target
 from ._journal import Journal, SessionState
@@ -78,9 +78,7 @@ FLOOR = 0.1
 #: The stopping advice needs the audit to show that the matcher of this many risk rounds before
 #: was at most :data:`MAX_GAIN` F1 per :data:`GAIN_PACE` labels worse (the high end of the
 #: model-assisted gain's interval; :func:`skrisk.quality.confirm_stop`), in :data:`HOLD_ROUNDS`
-#: risk rounds in a row. Chosen on simulated sessions (issue #30; benchmarks/RESULTS.md): with 3
-#: rounds and the audit alone it fired while the F1 still rose; at 0.01 per 50 labels in one round
-#: it fired on DBLP-Scholar while the F1 crept up 0.004 per 100 labels, and rose by 0.01 later.
+#: risk rounds in a row. Chosen on simulated sessions (issue #30; benchmarks/RESULTS.md).
 GAIN_ROUNDS = 10
 MAX_GAIN = 0.01
 GAIN_PACE = 100
@@ -304,7 +302,7 @@ def round_status(
         JSON-ready: ``estimate`` (or None), ``threshold``, ``threshold_estimate``, ``n_audit``,
         ``gain`` (the F1 gained since :data:`GAIN_ROUNDS` rounds before, on the audit, or None,
         and ``gain_note``, why not), ``decisions`` (this matcher's decisions on every candidate,
-        :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``;
+        :func:`_encode_decisions`), ``stop_predictions`` (hex bits), ``expected_errors``, ``audit_aim``;
         :func:`status_lines` adds ``stabilizing``, ``plateau`` and ``confirm`` (texts),
         ``rules_fire``, ``check_passed`` (this round's check) and ``stop`` (bool: the check passed
         in :data:`HOLD_ROUNDS` rounds in a row).
@@ -313,10 +311,9 @@ def round_status(
     """
     y, p, w, n_draws = _audit_data(session, proba)
     status: dict[str, Any] = {"n_audit": int(len(y)), "n_draws": n_draws, "estimate": None,
-                              "threshold": MATCH_THRESHOLD, "threshold_estimate": None}
+                              "threshold": MATCH_THRESHOLD, "threshold_estimate": None, "audit_aim": "risk"}
     if len(y) >= MIN_AUDIT:
-        # model-assisted from 10 audited matches on: the matcher's probability of every candidate
-        # narrows the intervals (skrisk.quality.estimate_quality; issue #30)
+        # model-assisted from 10 audited matches on (skrisk.quality.estimate_quality; issue #30)
         status["estimate"] = estimate_quality(y, p, w, proba_all=proba).to_dict()
         if y.sum() > 0:
             choice = choose_threshold(y, p, w, target=_target(session), proba_all=proba)
@@ -331,6 +328,9 @@ def round_status(
     draws: list[dict] = []
     k = int(getattr(session.config, "audit", 0))
     if k > 0:
+        if status["estimate"] is not None and status["estimate"]["assisted"]:  # issue #30, sixth part
+            m = recalibrate(y, p, w, proba)  # each draw keeps its q: every round's draws still combine
+            risk, status["audit_aim"] = np.where(proba > MATCH_THRESHOLD, 1.0 - m, m), "recalibrated"
         s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)
         draws = [{"left_id": session.keys[i][0], "right_id": session.keys[i][1], "q": float(q), "n": len(proba)}
                  for i, q in zip(s.positions.tolist(), s.probabilities.tolist())]

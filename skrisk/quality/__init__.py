@@ -5,7 +5,8 @@ with the matcher's score, or uniform, always with a uniform floor that bounds th
 :func:`estimate_quality` turns their answers into estimated precision, recall and F1 of the
 matcher on the whole candidate set, with intervals (model-assisted when given the matcher's
 probability of every candidate), and :func:`more_answers` says how many more answers an interval
-needs to narrow to a given width; :func:`choose_threshold` picks the match
+needs to narrow to a given width; :func:`recalibrate` fits the matcher's probabilities to the
+audit answers (the model of the model-assisted estimate, and the aim of later audit draws); :func:`choose_threshold` picks the match
 threshold for a target (F1: 0.5 unless the audit shows another is better; a precision or a recall);
 :func:`compare_f1` estimates the F1 difference of two decisions on the same audit draws (two
 thresholds, or two rounds' matchers). :class:`StabilizingPredictions` and :class:`RiskPlateau`
@@ -35,6 +36,7 @@ from ._estimate import (
     audit_sample,
     estimate_quality,
     more_answers,
+    recalibrate,
 )
 from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa, confirm_stop
 
@@ -52,4 +54,5 @@ __all__ = [
     "confirm_stop",
     "estimate_quality",
     "more_answers",
+    "recalibrate",
 ]

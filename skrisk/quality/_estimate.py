@@ -37,7 +37,9 @@ model-assisted: the number of predicted matches is then known, and TP and FN are
 calibrated model's total over its domain plus the audit's Hansen-Hurwitz estimate of the residuals
 there (a difference estimator, the idea of prediction-powered inference [3]_). The residual term
 keeps it consistent whatever the model; the model narrows the intervals where it predicts the
-answers (how much, on which candidate sets: ``benchmarks/RESULTS.md``).
+answers (how much, on which candidate sets: ``benchmarks/RESULTS.md``). :func:`recalibrate` gives
+that calibrated model; aiming later draws with it instead of LearnRisk's risk, as OASIS updates
+its match probabilities from the labels it draws, spends them where the missed matches are.
 
 Two decisions audited on the same draws (two thresholds of one matcher, or the matchers of two
 rounds) are compared by :func:`compare_f1`: the paired difference of their F1 ratio estimates,
@@ -81,6 +83,7 @@ __all__ = [
     "audit_sample",
     "estimate_quality",
     "more_answers",
+    "recalibrate",
 ]
 
 METHODS = ("risk", "score", "uniform")
@@ -677,6 +680,43 @@ def estimate_quality(
         if y.sum() >= ASSISTED_MIN_MATCHES:
             return _assisted_estimate(y, p, w, pa, threshold, confidence)
     return _estimate(y, (p > threshold).astype(np.float64), w, threshold, confidence)
+
+
+def recalibrate(
+    y_audit: npt.ArrayLike, proba_audit: npt.ArrayLike, weights: npt.ArrayLike, proba: npt.ArrayLike
+) -> FloatArray:
+    """The matcher's probabilities recalibrated on the audit answers so far.
+
+    Platt scaling ``m = sigmoid(a + b logit p)`` fitted to the weighted audit draws, pulled
+    towards the identity (``a = 0, b = 1``) by one draw's worth of prior, so that an audit
+    with no answer, or of one class only, keeps a finite, gentle calibration: the model that
+    :func:`estimate_quality` uses with ``proba_all``. Aiming the next audit draws with it
+    (``audit_sample(proba, risk=where(proba > 0.5, 1 - m, m), method="risk")``, as the labelling
+    session does once its estimate is model-assisted) spends them where the missed matches are
+    likely, as OASIS updates its match probabilities from the labels it draws (issue #30,
+    ``benchmarks/RESULTS.md``).
+
+    Parameters
+    ----------
+    y_audit, proba_audit, weights
+        As in :func:`estimate_quality`.
+    proba : array-like of shape (N,)
+        The probabilities to recalibrate (e.g. the matcher's on every candidate).
+
+    Returns
+    -------
+    ndarray of float64, shape (N,)
+        In (0, 1); increasing in ``proba`` (a constant when the audit shows the score is no guide).
+
+    Examples
+    --------
+    >>> m = recalibrate([1, 1, 0, 0, 0, 0], [0.9, 0.6, 0.6, 0.3, 0.2, 0.1], [1.0] * 6, [0.05, 0.5, 0.95])
+    >>> bool(m[0] < m[1] < m[2]), bool(0 < m.min() and m.max() < 1)
+    (True, True)
+    """
+    y, p, w = _audit_arrays(y_audit, proba_audit, weights)
+    pa = _vector(proba, "proba", low=0, high=1)
+    return _calibrate(pa, _calibration(y, p, w))
 
 
 def more_answers(n_audit: int, interval: tuple[float, float], aim: float = 0.1) -> int:

@@ -40,3 +40,11 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
     text = bench.report_replay(out)
     assert "2 sessions = the saved paths of session seeds [0, 1] x audit seeds [3]" in text
     assert all(f"**Variant `{v}`**" in text for v in bench.VARIANTS)
+
+    # where the F1 estimate's error comes from, on the same saved paths
+    rows = bench.diagnose_path(sorted(paths.glob("*.npz"))[0], [0, 10, 10**6], [0, 1], 5)
+    assert [x["K"] for x in rows] == [10]  # none before any draw, no round with a million answers
+    sd = rows[0]["sd"]
+    assert all(v >= 0 for pair in sd.values() for v in pair) and rows[0]["replays"] == 2
+    assert rows[0]["miss_low"] + rows[0]["miss_high"] <= 2
+    assert "| fodors_zagats_kNone_seed0 | 10 |" in bench.report_diagnosis(rows)

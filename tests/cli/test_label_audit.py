@@ -382,18 +382,27 @@ def test_estimates_are_model_assisted_once_the_audit_has_ten_matches(fz_tables, 
     for est in ests:
         assert est["assisted"] == (est["n_matches"] >= 10)
     assert any(est["assisted"] for est in ests), [est["n_matches"] for est in ests]
+    # and the next draws are aimed by the recalibrated matcher exactly then (issue #30, sixth part)
+    risk_rounds = [e["status"] for e in read_events(tmp_path / "s" / "journal.jsonl") if e.get("phase") == "risk"]
+    for st in risk_rounds:
+        assisted = st["estimate"] is not None and st["estimate"]["assisted"]
+        assert st["audit_aim"] == ("recalibrated" if assisted else "risk")
     # a journal written before (no "assisted" in its estimates) resumes, and its audit draws of
     # the old design give the new round a model-assisted estimate
     def forget(ev):
         ((ev.get("status") or {}).get("estimate") or {}).pop("assisted", None)
+        (ev.get("status") or {}).pop("audit_aim", None)
         return False
 
     copy = _edited_copy(tmp_path / "s", tmp_path / "old", forget)
     n_before = len(ests)
-    _oracle_session(copy, A, B, gold, 10)
+    _oracle_session(copy, A, B, gold, 20)  # at least one round of 3 training and 15 audit questions
     new = [e["status"]["estimate"] for e in read_events(copy / "journal.jsonl")
            if e.get("phase") == "risk" and e["status"]["estimate"] is not None][n_before:]
     assert new and all(est["assisted"] for est in new)
+    resumed = [e["status"] for e in read_events(copy / "journal.jsonl") if e.get("phase") == "risk"]
+    aims = [st["audit_aim"] for st in resumed[len(risk_rounds):]]
+    assert aims and set(aims) == {"recalibrated"}
 
 
 def test_stopping_advice_needs_the_check_to_pass_three_rounds_in_a_row():

@@ -458,3 +458,73 @@ def test_assisted_precision_at_its_bound_keeps_the_plain_interval():
     assisted = estimate_quality(y, p[pos], w, proba_all=p)
     assert assisted.assisted and assisted.precision == 1.0
     assert assisted.precision_interval == plain.precision_interval and plain.precision_interval[0] < 0.95
+
+
+def _band_population(n=60000, seed=0):
+    """Issue #30's shape: most missed matches sit in a thin band of middling scores (0.2-0.5, about
+    one pair in ten a match), while a risk that is not calibrated spreads the audit over the mass
+    of low scores where almost none are."""
+    rng = np.random.RandomState(seed)
+    p = np.r_[rng.uniform(0.6, 0.99, 600), rng.uniform(0.2, 0.5, 1500), rng.uniform(0.0, 0.2, n - 2100)]
+    y = np.r_[(rng.uniform(size=600) < 0.85), (rng.uniform(size=1500) < 0.1),
+              (rng.uniform(size=n - 2100) < 0.0005)].astype(float)
+    risk = np.clip(np.where(p > 0.5, 1 - p, 0.3 + 0.3 * rng.uniform(size=n)), 0, 1)  # flat on the non-matches
+    return p, y, risk
+
+
+def test_recalibrated_aim_draws_the_missed_matches_and_narrows_their_estimate():
+    """Aiming the audit with the matcher's probability recalibrated on the answers so far
+    (OASIS's adaptive update) lowers the variance of the missed matches' estimate that the
+    design implies, computed exactly on every candidate: what drives the F1 interval at low match
+    rates (issue #30, sixth part)."""
+    from skrisk.quality import recalibrate
+
+    p, y, risk = _band_population()
+    first = audit_sample(p, risk=risk, n=150, method="risk", random_state=0)
+    ya, pa = y[first.positions], p[first.positions]
+    assert ya.sum() >= 10
+    m = recalibrate(ya, pa, first.weights, p)
+    d = p > 0.5
+    aims = {"risk": audit_design(p, risk=risk), "recalibrated": audit_design(p, risk=np.where(d, 1 - m, m))}
+    missed = (~d & (y == 1)).astype(float)
+    hh_var = {k: float((missed**2 / q).sum() - missed.sum() ** 2) for k, q in aims.items()}
+    band = (p >= 0.2) & (p < 0.5)
+    assert aims["recalibrated"][band].sum() > 2 * aims["risk"][band].sum()
+    assert hh_var["recalibrated"] < 0.6 * hh_var["risk"], hh_var
+    # the estimate from draws aimed so stays centred and covers
+    covered, err = 0, []
+    truth = 2 * (d & (y == 1)).sum() / (d.sum() + y.sum())
+    for seed in range(60):
+        s = audit_sample(p, risk=np.where(d, 1 - m, m), n=150, method="risk", random_state=100 + seed)
+        e = estimate_quality(y[s.positions], p[s.positions], s.weights, proba_all=p)
+        covered += e.f1_interval[0] - 1e-9 <= truth <= e.f1_interval[1] + 1e-9
+        err.append(e.f1 - truth)
+    assert abs(np.mean(err)) < 0.03 and covered >= 0.85 * 60, (np.mean(err), covered)
+
+
+def test_recalibrate_edges():
+    """No answer, one class only, all matches in one score band, a matcher that says only 0 or 1:
+    finite probabilities in (0, 1), in the order of the scores; bad input is named."""
+    import warnings
+
+    from skrisk.quality import recalibrate
+
+    grid = np.linspace(0, 1, 11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        none = recalibrate([], [], [], grid)  # no answer: the matcher's own probabilities
+        assert np.allclose(none, np.clip(grid, 1e-4, 1 - 1e-4))
+        cases = [recalibrate(np.zeros(30), np.linspace(0.01, 0.99, 30), np.ones(30), grid),  # no match audited
+                 recalibrate(np.ones(30), np.linspace(0.01, 0.99, 30), np.ones(30), grid),  # only matches
+                 recalibrate(np.r_[np.ones(10), np.zeros(20)], np.r_[np.full(10, 0.3), np.linspace(0, 0.2, 20)],
+                             np.r_[np.full(10, 5.0), np.ones(20)], grid),  # every match in one band
+                 recalibrate(np.r_[np.ones(12), np.zeros(18)], np.r_[np.ones(12), np.zeros(18)], np.ones(30),
+                             np.r_[np.zeros(5), np.ones(6)])]  # a matcher of 0 and 1 only
+    for m in cases:
+        assert np.isfinite(m).all() and (m > 0).all() and (m < 1).all()
+        assert (np.diff(m) >= -1e-12).all()
+    assert cases[0].max() < 0.5 < cases[1].min()
+    with pytest.raises(DataError, match=r"proba\[1\]"):
+        recalibrate([1, 0], [0.9, 0.1], [1.0, 1.0], [0.2, float("nan")])
+    with pytest.raises(DataError, match="one value per audit draw"):
+        recalibrate([1, 0], [0.9], [1.0, 1.0], [0.2])
