@@ -192,6 +192,13 @@ VARIANTS = {
 }
 
 
+def _audit_draws(path_seed: int, audit_seed: int, r: int, n: int, q: np.ndarray) -> np.ndarray:
+    """Round ``r``'s ``n`` audit draws (with replacement, in proportion to ``q``) of one replay:
+    the same for :func:`replay_path` and :func:`diagnose_path`, so that their records agree."""
+    rng = np.random.RandomState(np.random.SeedSequence([path_seed, audit_seed, r]).generate_state(1)[0])
+    return rng.choice(len(q), size=n, replace=True, p=q).astype(np.intp)
+
+
 def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
     """One simulated session: a saved session path (its matchers) with fresh audit draws.
 
@@ -268,8 +275,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
                     m = recalibrate(y[pos], p_r[pos], w, p_r)
                     aim_r = np.where(p_r > 0.5, 1.0 - m, m)
             q_r = audit_design(p_r, risk=aim_r, method=method, floor=floor)
-            rng = np.random.RandomState(np.random.SeedSequence([int(z["seed"]), audit_seed, r]).generate_state(1)[0])
-            pos_all.append(rng.choice(N, size=args.audit, replace=True, p=q_r).astype(np.intp))
+            pos_all.append(_audit_draws(int(z["seed"]), audit_seed, r, args.audit, q_r))
             q_rounds.append(q_r)
     return {"dataset": npz.stem.split("_k")[0], "path": npz.name, "seed": int(z["seed"]), "audit_seed": audit_seed,
             "n_candidates": N, "candidate_matches": int(y.sum()), "rounds": rounds,
@@ -351,8 +357,7 @@ def diagnose_path(npz: Path, ks: list[int], audit_seeds: list[int], audit: int, 
         q_r = audit_design(p_r, risk=risk[r].astype(np.float64), method="risk", floor=0.1)
         designs.append(q_r)
         for a in audit_seeds:  # the draws of replay_path, so its records and these agree
-            rng = np.random.RandomState(np.random.SeedSequence([int(z["seed"]), a, r]).generate_state(1)[0])
-            pos = rng.choice(N, size=audit, replace=True, p=q_r).astype(np.intp)
+            pos = _audit_draws(int(z["seed"]), a, r, audit, q_r)
             drawn[a].append((pos, q_r[pos]))
     return out
 

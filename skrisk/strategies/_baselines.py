@@ -22,6 +22,7 @@ from ..matchers._base import require
 from ._selection import (
     check_query,
     checked_finite,
+    kmeanspp_seeding,
     labelled_pool,
     min_distances,
     proba_function,
@@ -203,24 +204,4 @@ def badge_sampling(
     n_pool = check_query(X_pool, n_instances, "badge_sampling", learner)
     G = checked_finite(require(learner, "gradient_embedding", "badge_sampling")(X_pool), learner,
                        "badge_sampling", "gradient_embedding", n_rows=n_pool).astype(np.float32)
-    rng = check_random_state(random_state)
-    dev = resolve_device(device)
-    Gt = torch.as_tensor(G, device=dev)
-    norms = torch.linalg.vector_norm(Gt, dim=1)
-    first = int(torch.argmax(norms))
-    chosen = [first]
-    scores = [float(norms[first])]
-    d2 = ((Gt - Gt[first]) ** 2).sum(1).double()
-    for _ in range(1, n_instances):
-        d2[chosen] = 0.0
-        total = float(d2.sum())
-        if total <= 0.0:  # all remaining pairs coincide with a centre: take random unchosen ones
-            rest = np.setdiff1d(np.arange(len(G)), chosen)
-            j = int(rng.choice(rest))
-        else:
-            p = (d2 / total).cpu().numpy()
-            j = int(rng.choice(len(G), p=p / p.sum()))
-        chosen.append(j)
-        scores.append(float(d2[j]))
-        d2 = torch.minimum(d2, ((Gt - Gt[j]) ** 2).sum(1).double())
-    return np.asarray(chosen, dtype=np.intp), np.asarray(scores)
+    return kmeanspp_seeding(G, n_instances, check_random_state(random_state), resolve_device(device))

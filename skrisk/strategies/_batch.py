@@ -19,7 +19,7 @@ from .._device import resolve_device
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError
 from ..kmedoids import KMedoidsResult, representative_sample, weighted_fastpam
-from ._selection import lipschitz_weights, min_distances, top_k
+from ._selection import kmeanspp_seeding, lipschitz_weights, min_distances, top_k
 
 __all__ = ["BatchSelection", "select_batch"]
 
@@ -163,7 +163,8 @@ init, schedule, block_size, device
             )
         start = time.perf_counter()
         G = badge_embedding(p1, np.asarray(rep_pool))
-        pos = _weighted_kmeanspp(G, weights, n_instances, device, random_state)
+        pos, _ = kmeanspp_seeding(G, n_instances, check_random_state(random_state), resolve_device(device),
+                                  weights)
         timings["kmeanspp"] = time.perf_counter() - start
         order = np.argsort(-risk[pos], kind="stable")
         return BatchSelection(pos[order], weights, None, timings)
@@ -225,31 +226,6 @@ def badge_embedding(proba: FloatArray, rep: np.ndarray) -> np.ndarray:
     p1 = np.asarray(proba, dtype=np.float64)
     a = np.where(p1 > 0.5, 1.0 - p1, -p1)
     return (a[:, None] * np.asarray(rep, dtype=np.float64)).astype(np.float32)
-
-
-def _weighted_kmeanspp(G: np.ndarray, w: np.ndarray, k: int, device: str,
-                       random_state: RandomStateLike) -> IntArray:
-    """k rows of ``G`` by k-means++ seeding with point weights ``w`` (positions into ``G``)."""
-    rng = check_random_state(random_state)
-    Gt = torch.as_tensor(G, device=resolve_device(device))
-    wt = torch.as_tensor(np.asarray(w, dtype=np.float64), device=Gt.device)
-    first = int(torch.argmax(wt * torch.linalg.vector_norm(Gt, dim=1).double() ** 2))
-    chosen = [first]
-    d2 = ((Gt - Gt[first]) ** 2).sum(1).double()
-    for _ in range(1, k):
-        mass = wt * d2
-        mass[chosen] = 0.0
-        total = float(mass.sum())
-        if total > 0.0:
-            p = mass.cpu().numpy() / total
-            j = int(rng.choice(len(G), p=p / p.sum()))
-        else:  # the rest coincide with chosen rows or weigh nothing: the heaviest unchosen, then any
-            rest = np.setdiff1d(np.arange(len(G)), chosen)
-            w_rest = np.asarray(w)[rest]
-            j = int(rest[np.argmax(w_rest)]) if w_rest.max() > 0 else int(rng.choice(rest))
-        chosen.append(j)
-        d2 = torch.minimum(d2, ((Gt - Gt[j]) ** 2).sum(1).double())
-    return np.asarray(chosen, dtype=np.intp)
 
 
 def _check_widths(rep_pool: np.ndarray | None, rep_lab: np.ndarray | None) -> None:

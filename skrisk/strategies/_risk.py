@@ -74,6 +74,10 @@ def _summary(value: Any) -> str:
     return repr(value)
 
 
+#: The selections of a query (``RiskSampler(selection="auto")`` resolves to one of them).
+_SELECTIONS = ("kmedoids", "topk", "badge")
+
+
 @dataclass(frozen=True)
 class RiskQuery:
     """What one risk-sampling call computed (``RiskSampler.last_query_``).
@@ -288,7 +292,7 @@ class RiskSampler(BaseEstimator):
         "features": [None, "callable"],
         "transform": [None, "callable"],
         "weighting": [Options(str, {"lipschitz", "risk", "unit"})],
-        "selection": [Options(str, {"auto", "kmedoids", "topk", "badge"})],
+        "selection": [Options(str, {"auto", *_SELECTIONS})],
         "preselect": [None, Interval(numbers.Real, 1, None)],
         "preselect_after": [Options(str, {"batch"}), Interval(numbers.Integral, 0, None)],
         "cold_start": [Options(str, {"risk", "diverse"})],
@@ -585,10 +589,10 @@ class RiskSampler(BaseEstimator):
         if isinstance(est, Pipeline) and len(est.steps) > 0:
             est = est.steps[-1][1]
         chosen = getattr(est, "risk_selection", "kmedoids")
-        if chosen not in ("kmedoids", "topk", "badge"):
+        if chosen not in _SELECTIONS:
             raise ValueError(
                 f"{type(est).__name__}.risk_selection is {chosen!r}; RiskSampler(selection='auto') "
-                "reads it as one of 'kmedoids', 'topk', 'badge'. Give RiskSampler(selection=...) instead."
+                f"reads it as one of {', '.join(map(repr, _SELECTIONS))}. Give RiskSampler(selection=...) instead."
             )
         return chosen
 

@@ -275,6 +275,44 @@ def top_k(scores: FloatArray, k: int, random_state: RandomStateLike = None) -> t
     return order.astype(np.intp), scores[order]
 
 
+def kmeanspp_seeding(
+    G: np.ndarray, k: int, rng: np.random.RandomState, device: torch.device, weights: FloatArray | None = None,
+) -> tuple[IntArray, FloatArray]:
+    """``k`` rows of ``G`` by k-means++ seeding (BADGE's draw), with optional point weights.
+
+    The first row has the largest norm (with ``weights``: the largest ``w_i * ||g_i||^2``); each
+    next one is drawn with probability proportional to its squared distance to the nearest chosen
+    row (times its weight). When nothing is left to draw from (every other row coincides with a
+    chosen one, or weighs nothing), the next is a random unchosen row; with ``weights``, the
+    heaviest unchosen one while any weighs more than nothing.
+
+    Returns ``(positions, scores)`` in draw order: the first row's norm, then each draw's squared
+    distance.
+    """
+    Gt = torch.as_tensor(G, device=device)
+    norms = torch.linalg.vector_norm(Gt, dim=1)
+    wt = None if weights is None else torch.as_tensor(np.asarray(weights, dtype=np.float64), device=Gt.device)
+    first = int(torch.argmax(norms if wt is None else wt * norms.double() ** 2))
+    chosen = [first]
+    scores = [float(norms[first])]
+    d2 = ((Gt - Gt[first]) ** 2).sum(1).double()
+    for _ in range(1, k):
+        d2[chosen] = 0.0
+        mass = d2 if wt is None else wt * d2
+        total = float(mass.sum())
+        if total > 0.0:
+            p = (mass / total).cpu().numpy()
+            j = int(rng.choice(len(G), p=p / p.sum()))
+        else:
+            rest = np.setdiff1d(np.arange(len(G)), chosen)
+            w_rest = None if weights is None else np.asarray(weights)[rest]
+            j = int(rest[np.argmax(w_rest)]) if w_rest is not None and w_rest.max() > 0 else int(rng.choice(rest))
+        chosen.append(j)
+        scores.append(float(d2[j]))
+        d2 = torch.minimum(d2, ((Gt - Gt[j]) ** 2).sum(1).double())
+    return np.asarray(chosen, dtype=np.intp), np.asarray(scores)
+
+
 def labelled_pool(learner: Any) -> Any | None:
     """The learner's labelled set (``X_training``), or None when it has none."""
     return getattr(learner, "X_training", None)
