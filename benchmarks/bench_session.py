@@ -21,7 +21,11 @@ model-assisted: ``recalibrated``); the report also checks the audit
 size the session prints (``skrisk.quality.more_answers``) against the round where F1 reached it. The matchers of a session do not depend on its audit draws
 (audited pairs stay in the training pool), so a replay is the session those audit draws would
 have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
-issue #30. ``--diagnose DIR`` says where the F1 estimate's error comes from on saved paths
+issue #30, and ``--dedup`` stacks the two tables into one to deduplicate
+(:func:`skrisk.data.stack_tables`: the candidate sets of a dedup session, with the pairs within
+one table among them). Attributes that leak the label (:data:`skrisk.data.DEEPMATCHER_LEAKS`:
+Fodors-Zagats' ``class``) are left out, as :func:`skrisk.data.load_deepmatcher` leaves them out.
+``--diagnose DIR`` says where the F1 estimate's error comes from on saved paths
 (:func:`diagnose_path`).
 
 Unlike ``bench_quality.py`` (many audit draws of one frozen matcher), one session is one path:
@@ -34,6 +38,7 @@ Examples
     nice -n 10 python benchmarks/bench_session.py --dataset abt_buy --seeds 0 1 2 3 4
     python benchmarks/bench_session.py --report
     python benchmarks/bench_session.py --dataset abt_buy --block-top-k 100 --seeds 0 1 --save-paths /tmp/paths
+    python benchmarks/bench_session.py --dataset abt_buy --dedup --block-top-k 100 --seeds 0 --save-paths /tmp/paths
     python benchmarks/bench_session.py --replay /tmp/paths --audit-seeds 0 1 2 --out /tmp/replay
     python benchmarks/bench_session.py --diagnose /tmp/paths --audit-seeds 0 1 2 --at 150 400
 """
@@ -54,7 +59,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skrisk.data import get_data_home
+from skrisk.data import DEEPMATCHER_LEAKS, get_data_home, load_deepmatcher, stack_tables
 from skrisk.experiments import machine_line
 from skrisk.labelling import LabellingSession, SessionConfig
 from skrisk.matching import MODEL_FILE, load_model
@@ -84,23 +89,42 @@ def _truth(p: np.ndarray, y: np.ndarray, t: float) -> dict[str, float | None]:
     }
 
 
-def gold_pairs(folder: Path) -> set[tuple[str, str]]:
+def session_tables(folder: Path, work: Path, dedup: bool = False) -> tuple[dict, set[tuple[str, str]]]:
+    """The tables of a session on a DeepMatcher dataset, and its gold matches (all three splits).
+
+    Linkage: the dataset's ``tableA.csv`` and ``tableB.csv`` as they are, but for attributes
+    that leak the label (:data:`skrisk.data.DEEPMATCHER_LEAKS`), written without them. ``dedup``:
+    the two tables stacked as one (:func:`skrisk.data.stack_tables`: ids ``a:<id>`` and
+    ``b:<id>``; a pair within one table is a non-match), written to ``work``.
+    """
+    if dedup:
+        ds = stack_tables(load_deepmatcher(folder))
+        path = work / "stacked.csv"
+        ds.left.to_csv(path, index_label="id")
+        gold = ds.pairs.loc[ds.pairs["label"] == 1, ["left_id", "right_id"]]
+        return {"table": path}, set(zip(gold["left_id"], gold["right_id"]))  # stored as (a:..., b:...)
     frames = [pd.read_csv(folder / f"{s}.csv", dtype=str) for s in ("train", "valid", "test")]
     g = pd.concat(frames)
     g = g[g["label"] == "1"]
-    return set(zip(g["ltable_id"], g["rtable_id"]))
+    tables = {"left": folder / "tableA.csv", "right": folder / "tableB.csv"}
+    leaked = DEEPMATCHER_LEAKS.get(folder.name, ())
+    if leaked:  # Fodors-Zagats' class is an entity id: a session on it would learn the label
+        for side, name in (("left", "tableA.csv"), ("right", "tableB.csv")):
+            t = pd.read_csv(folder / name, dtype=str, keep_default_na=False)
+            t.drop(columns=[c for c in leaked if c in t.columns]).to_csv(work / name, index=False)
+            tables[side] = work / name
+    return tables, set(zip(g["ltable_id"], g["rtable_id"]))
 
 
 def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
-    gold = gold_pairs(folder)
     work = Path(tempfile.mkdtemp(prefix="skrisk_bench_session_"))
+    tables, gold = session_tables(folder, work, dedup=args.dedup)
     session_dir = work / "session"
     cfg = SessionConfig(seed=seed, audit=args.audit, n_instances=args.batch)
     rounds: list[dict] = []
     t0 = time.perf_counter()
     blocking = None if args.block_top_k is None else [("tokens", None, {"top_k": args.block_top_k})]
-    session = LabellingSession.open(session_dir, left=folder / "tableA.csv", right=folder / "tableB.csv",
-                                    config=cfg, out=open(os.devnull, "w"), blocking=blocking)
+    session = LabellingSession.open(session_dir, **tables, config=cfg, out=open(os.devnull, "w"), blocking=blocking)
     path: dict[str, list] = {"proba": [], "risk": [], "n_labels": [], "stop_predictions": [], "expected_errors": []}
     try:
         y_all = np.array([1 if k in gold else 0 for k in session.keys], dtype=np.int64)
@@ -145,7 +169,7 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
         n_candidates = len(session.keys)
         if args.save_paths:
             Path(args.save_paths).mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(Path(args.save_paths) / f"{folder.name}_k{args.block_top_k}_seed{seed}.npz",
+            np.savez_compressed(Path(args.save_paths) / f"{folder.name}{_tag(args)}_seed{seed}.npz",
                                 y=y_all.astype(np.int8), proba=np.stack(path["proba"]), risk=np.stack(path["risk"]),
                                 n_labels=np.asarray(path["n_labels"]), stop_predictions=np.asarray(path["stop_predictions"]),
                                 expected_errors=np.asarray(path["expected_errors"], dtype=np.float64),
@@ -154,11 +178,11 @@ def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
         session.close()
         shutil.rmtree(work, ignore_errors=True)
     return {
-        "dataset": folder.name, "seed": seed, "n_candidates": n_candidates,
+        "dataset": folder.name, "task": "dedup" if args.dedup else "link", "seed": seed, "n_candidates": n_candidates,
         "candidate_matches": int(y_all.sum()), "gold_matches": len(gold), "answers": n_answers,
         "rounds": rounds, "seconds": round(time.perf_counter() - t0, 1),
         "settings": {"audit": args.audit, "batch": args.batch, "labels": args.labels,
-                     "block_top_k": args.block_top_k},
+                     "block_top_k": args.block_top_k, "dedup": args.dedup},
         "env": machine_line(1), "load": os.getloadavg(), "date": date.today().isoformat(),
     }
 
@@ -190,6 +214,47 @@ VARIANTS = {
     "recalibrated": {"weights": "own", "rule": "no-harm", "confirm": True, "assisted": True, "gain": "assisted",
                      "gain_rounds": 10, "per_labels": 100, "hold": 3, "aim": "recalibrated"},
 }
+
+
+def first_match_ranks(folder: Path, args: argparse.Namespace) -> dict:
+    """Where the first match is for a session's starting pairs, on the session's candidates.
+
+    The starting pairs go down the average similarity (the mean of the session's similarity
+    features, missing values left out): ``by_average`` is the number of non-matches ranked above
+    the first match, the questions that order asks before its first "yes" (the seeding before
+    issue #30's seventh part, after the first round). ``features_led_by_a_match``: of the
+    similarity features, how many have a match as their most similar pair (ties broken by the
+    average), the pairs the session asks since once its first round holds no match.
+    """
+    work = Path(tempfile.mkdtemp(prefix="skrisk_bench_session_"))
+    try:
+        tables, gold = session_tables(folder, work, dedup=args.dedup)
+        blocking = None if args.block_top_k is None else [("tokens", None, {"top_k": args.block_top_k})]
+        session = LabellingSession.open(work / "s", **tables, config=SessionConfig(), out=open(os.devnull, "w"),
+                                        blocking=blocking)
+        try:
+            y = np.array([k in gold for k in session.keys])
+            F = np.asarray(session.features)
+        finally:
+            session.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    with np.errstate(all="ignore"):
+        avg = np.nan_to_num(np.nanmean(np.where(F >= 0, F, np.nan), axis=1))
+    top = avg[y].max() if y.any() else np.inf
+    led = 0
+    for j in range(F.shape[1]):
+        v = F[:, j]
+        tied = np.flatnonzero(v == v.max())
+        led += bool(v.max() > 0 and y[tied[np.argmax(avg[tied])]])
+    return {"dataset": folder.name, "task": "dedup" if args.dedup else "link", "n_candidates": len(y),
+            "candidate_matches": int(y.sum()), "by_average": int(((avg > top) & ~y).sum()),
+            "features_led_by_a_match": led, "features": int(F.shape[1])}
+
+
+def _tag(args: argparse.Namespace) -> str:
+    """The saved path's name part for the candidate set: ``_k<K>`` and ``_dedup`` when stacked."""
+    return f"_k{args.block_top_k}" + ("_dedup" if args.dedup else "")
 
 
 def _audit_draws(path_seed: int, audit_seed: int, r: int, n: int, q: np.ndarray) -> np.ndarray:
@@ -277,7 +342,8 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             q_r = audit_design(p_r, risk=aim_r, method=method, floor=floor)
             pos_all.append(_audit_draws(int(z["seed"]), audit_seed, r, args.audit, q_r))
             q_rounds.append(q_r)
-    return {"dataset": npz.stem.split("_k")[0], "path": npz.name, "seed": int(z["seed"]), "audit_seed": audit_seed,
+    return {"dataset": npz.stem.split("_k")[0], "task": "dedup" if "_dedup_" in npz.name else "link",
+            "path": npz.name, "seed": int(z["seed"]), "audit_seed": audit_seed,
             "n_candidates": N, "candidate_matches": int(y.sum()), "rounds": rounds,
             "settings": {"audit": args.audit, "gain_rounds": args.gain_rounds}, "env": machine_line(1), "load": os.getloadavg(),
             "date": date.today().isoformat()}
@@ -421,6 +487,11 @@ def _variant_rounds(run: dict, variant: str) -> list[dict]:
     return [{**{k: x[k] for k in ("round", "n_labels", "n_audit", "truth")}, **x[variant]} for x in run["rounds"]]
 
 
+def _name(run: dict) -> str:
+    """The dataset of a record, and whether its two tables were stacked and deduplicated."""
+    return run["dataset"] + (", its two tables stacked as one to deduplicate" if run.get("task") == "dedup" else "")
+
+
 def report_replay(out: Path) -> str:
     runs = read_records(out, "*_replay_*.json")
     if not runs:
@@ -429,7 +500,7 @@ def report_replay(out: Path) -> str:
     paths = sorted({r["seed"] for r in runs})
     audits = sorted({r["audit_seed"] for r in runs})
     loads = [r["load"][0] for r in runs]
-    lines = [f"Replayed sessions: {r0['dataset']} ({r0['n_candidates']} blocked candidates, "
+    lines = [f"Replayed sessions: {_name(r0)} ({r0['n_candidates']} blocked candidates, "
              f"{r0['candidate_matches']} matches among them: {r0['candidate_matches'] / r0['n_candidates']:.2%}); "
              f"{len(runs)} sessions = the saved paths of session seeds {paths} x audit seeds {audits}; audit "
              f"{r0['settings']['audit']} pairs after each round; {r0['env']}; {r0['date']}; 1-minute load "
@@ -557,12 +628,68 @@ def _sizing(runs: list[dict], aim: float = 0.1) -> list[str]:
     return lines
 
 
+def pooled_summary(dirs: list[Path], variant: str = "recalibrated", k: int = 150) -> str:
+    """Issue #30's four figures per candidate set, pooled over record folders (sessions and replays).
+
+    One row per dataset and task (linkage or stacked dedup): the independent session paths and
+    the simulated sessions behind it (a replay is one session: a path with one audit's draws;
+    a session as run counts as one), the 90 % intervals' coverage of precision, recall and F1 and
+    the F1 interval's median width at ``k`` audit answers, the F1 estimate's mean absolute error
+    at 60 / ``k`` / 400 answers, the chosen threshold's true F1 against 0.5's at the last round,
+    and where the stopping advice fired, the share within 0.01 of the session's last round.
+    Replays are read with ``variant``'s advice; sessions as run with what they printed.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    for d in dirs:
+        for r in read_records(Path(d), "*.json"):
+            if "audit_seed" in r:
+                if variant not in r["rounds"][0]:
+                    continue
+                r = {**r, "rounds": _variant_rounds(r, variant)}
+            groups.setdefault((r["dataset"], r.get("task", "link")), []).append(r)
+    lines = [f"| dataset | candidates (matches) | session paths | sessions | cover P / R / F1 at {k} answers "
+             f"| median F1 width at {k} | F1 abs error at 60 / {k} / 400 | true F1 at the chosen threshold "
+             "- at 0.5, mean (worse in) | stopping fired | fired within 0.01 of the end |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, task), runs in sorted(groups.items()):
+        paths = {(r["n_candidates"], r["seed"]) for r in runs}
+        sizes = sorted({(r["n_candidates"], r["candidate_matches"]) for r in runs})
+        cov, width, err = {m: [] for m in MEASURES}, [], {60: [], k: [], 400: []}
+        for r in runs:
+            for kk in err:
+                x = next((x for x in r["rounds"] if x["estimate"] is not None and x["n_audit"] >= kk), None)
+                if x is None or x["estimate"].get("f1") is None:
+                    continue
+                err[kk].append(abs(x["estimate"]["f1"] - x["truth"]["f1"]))
+                if kk != k:
+                    continue
+                for m in MEASURES:
+                    t, iv = x["truth"][m], x["estimate"].get(f"{m}_interval")
+                    if t is not None and x["estimate"].get(m) is not None:
+                        cov[m].append(iv[0] - 1e-4 <= t <= iv[1] + 1e-4)
+                width.append(x["estimate"]["f1_interval"][1] - x["estimate"]["f1_interval"][0])
+        last = [r["rounds"][-1] for r in runs]
+        gap = np.array([x["threshold_truth"]["f1"] - x["truth"]["f1"] for x in last])
+        fired = [(a, r["rounds"][-1]) for r in runs if (a := next((x for x in r["rounds"] if x["stop"]), None))]
+        ok = sum(b["truth"]["f1"] - a["truth"]["f1"] <= 0.01 for a, b in fired)
+        what = f"{name}" + (" (stacked, dedup)" if task == "dedup" else "")
+        cands = ", ".join(f"{n:,} ({m / n:.2%})" for n, m in sizes)
+        lines.append(
+            f"| {what} | {cands} | {len(paths)} | {len(runs)} | "
+            + " / ".join(_f(_mean(cov[m]), 2) for m in MEASURES) + f" ({len(cov['f1'])}) | "
+            + f"{_f(np.median(width) if width else None)} | " + " / ".join(_f(_mean(err[kk]), 3) for kk in err)
+            + f" | {gap.mean():+.4f} ({int((gap < -1e-9).sum())} of {len(runs)}) | {len(fired)} of {len(runs)}"
+            + (f", at {np.median([a['n_labels'] for a, _ in fired]):.0f} labels (median)" if fired else "")
+            + f" | {f'{ok} of {len(fired)} ({ok / len(fired):.0%})' if fired else '-'} |")
+    return "\n".join(lines)
+
+
 def report(out: Path) -> str:
     runs = read_records(out, "*_session_seed*.json")
     if not runs:
         return f"No records under {out}."
     r0 = runs[0]
-    head = (f"Sessions: {r0['dataset']} ({r0['n_candidates']} blocked candidates, {r0['candidate_matches']} of "
+    head = (f"Sessions: {_name(r0)} ({r0['n_candidates']} blocked candidates, {r0['candidate_matches']} of "
             f"its {r0['gold_matches']} gold matches among them); seeds {[r['seed'] for r in runs]}; audit "
             f"{r0['settings']['audit']} pairs after each round of {r0['settings']['batch']}; {r0['env']}; "
             f"{r0['date']}.")
@@ -579,6 +706,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--block-top-k", type=int, default=None,
                    help="block with tokens, each record's K most similar (default: the session's, 10)")
+    p.add_argument("--dedup", action="store_true",
+                   help="deduplicate the two tables stacked as one (ids a<id>, b<id>) instead of linking them")
     p.add_argument("--save-paths", default=None,
                    help="also save each round's probabilities and risks of all candidates here (npz, for --replay)")
     p.add_argument("--replay", default=None, metavar="DIR",
@@ -595,8 +724,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--at", type=int, nargs="+", default=[150, 400], help="audit answers for --diagnose")
     p.add_argument("--out", default="benchmarks/results/quality/sessions")
     p.add_argument("--report", action="store_true", help="only print the tables of the records under --out")
+    p.add_argument("--first-match", action="store_true",
+                   help="only print where the first match is for the starting pairs (first_match_ranks)")
+    p.add_argument("--pooled", nargs="+", default=None, metavar="DIR",
+                   help="print issue #30's figures per candidate set, pooled over these record folders "
+                        "(replays read with the first of --variants, default recalibrated)")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if args.first_match:
+        print(json.dumps(first_match_ranks(get_data_home() / args.dataset, args)))
+        return 0
+    if args.pooled:
+        print(pooled_summary([Path(d) for d in args.pooled], (args.variants or ["recalibrated"])[0]))
+        return 0
     if args.diagnose:
         rows = [x for npz in sorted(Path(args.diagnose).glob("*.npz"))
                 for x in diagnose_path(npz, args.at, args.audit_seeds, args.audit)]
@@ -619,7 +759,7 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for seed in args.seeds:
             res = run_session(folder, seed, args)
-            k = "" if args.block_top_k is None else f"_k{args.block_top_k}"
+            k = ("" if args.block_top_k is None else f"_k{args.block_top_k}") + ("_dedup" if args.dedup else "")
             write_record(out / f"{args.dataset}{k}_session_seed{seed}.json", json.dumps(res) + "\n")
             last = res["rounds"][-1]
             print(f"{args.dataset} session seed {seed}: {res['seconds']:.0f} s, {last['n_labels']} labels, "

@@ -835,6 +835,12 @@ def block_session_replay(arg: str, ctx: dict) -> str:
     return _bench_module("bench_session").report_replay(RESULTS / "quality" / arg)
 
 
+def block_session_pooled(arg: str, ctx: dict) -> str:
+    """``bench_session.py --pooled``: issue #30's figures pooled over the ``+``-joined folders of
+    ``results/quality`` (replays read with the session's advice, ``recalibrated``)."""
+    return _bench_module("bench_session").pooled_summary([RESULTS / "quality" / d for d in arg.split("+")])
+
+
 def _scale_records(name: str) -> list[dict]:
     path = RESULTS / "scale" / f"{name}_bench.jsonl"
     if not path.is_file():
@@ -919,6 +925,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "quality_holdout": block_quality_holdout,
     "sessions_in": block_sessions_in,
     "session_replay": block_session_replay,
+    "session_pooled": block_session_pooled,
     "session_report": block_session_report,
     "session_before": block_session_before,
     "scale_query": block_scale_query,

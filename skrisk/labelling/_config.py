@@ -26,7 +26,10 @@ class SessionConfig:
         CLI flag is ``--batch``. A manifest written before this name (``"batch"`` under
         ``"params"``) is read as ``n_instances``.
     n_initial : int
-        Labels (both classes) gathered by similarity before the first matcher is trained.
+        Labels (both classes) gathered by similarity before the first matcher is trained: the
+        pairs of highest and lowest average similarity; when these ``n_initial`` hold no match,
+        two pairs a round, each the most similar on one similarity feature, the features in
+        turn, until a match is found.
     max_pool : int
         Unlabelled pairs risk sampling considers per round (a seeded random subset when there
         are more), which bounds the time per round.

@@ -229,7 +229,11 @@ class SessionRound:
         free_arr = np.asarray(free)
         order = free_arr[np.argsort(-s[free_arr], kind="stable")]  # most similar first
         size = max(2, self.config.n_initial - n_lab)
-        if n_yes == 0 and n_no > 0:
+        if n_yes == 0 and n_lab >= self.config.n_initial:
+            # the first round's most similar pairs were all non-matches (a catalogue's variants of one
+            # product, say): the most similar pairs on one feature each, the features in turn
+            picks = self._feature_leaders(free_arr, s, size, offset=n_lab - self.config.n_initial)
+        elif n_yes == 0 and n_no > 0:
             picks = [(i, "high") for i in order[:size]]
         elif n_no == 0 and n_yes > 0:
             picks = [(i, "low") for i in order[::-1][:size]]
@@ -244,17 +248,49 @@ class SessionRound:
         items = []
         for i, side in picks:
             left_id, right_id = self.keys[int(i)]
+            why = (f"picked for its {side} average similarity ({s[i]:.2f})" if side in ("high", "low") else
+                   f"picked as the most similar on {side} ({self.features[i, self._feature_names.index(side)]:.2f}; "
+                   f"average {s[i]:.2f}) since no starting pair so far was a match")
             items.append(
                 {
                     "left_id": left_id, "right_id": right_id, "similarity": round(float(s[i]), 4),
                     "explanation": (
-                        f"A starting pair, picked for its {'high' if side == 'high' else 'low'} average "
-                        f"similarity ({s[i]:.2f}): the matcher is trained once matches and non-matches "
+                        f"A starting pair, {why}: the matcher is trained once matches and non-matches "
                         "are both labelled."
                     ),
                 }
             )
         return {"phase": "initial", "round": round_no, "items": items}
+
+    def _feature_leaders(self, free: np.ndarray, s: np.ndarray, size: int, offset: int) -> list[tuple[int, str]]:
+        """``size`` distinct unasked pairs, each the most similar on one similarity feature (ties: the
+        higher average similarity), the features in turn from ``offset`` (so that successive rounds
+        visit every feature); ``(pair, feature name)`` each. Features no free pair has a value above
+        zero on are passed over; when none is left, the most similar pairs on average."""
+        F = self.features
+        n_f = F.shape[1]
+        picks: list[tuple[int, str]] = []
+        taken: set[int] = set()
+        for step in range(n_f):
+            if len(picks) >= size:
+                break
+            j = (offset + step) % n_f
+            v = F[free, j]
+            top = v.max() if len(v) else 0.0
+            if not top > 0:  # missing (negative) or no similarity at all: says nothing
+                continue
+            tied = free[v == top]
+            i = int(tied[np.argmax(s[tied])])
+            if i not in taken:
+                taken.add(i)
+                picks.append((i, self._feature_names[j]))
+        for i in free[np.argsort(-s[free], kind="stable")]:  # too few features: the average's order
+            if len(picks) >= size:
+                break
+            if int(i) not in taken:
+                taken.add(int(i))
+                picks.append((int(i), "high"))
+        return picks
 
     def _risk_batch(self, free: list[int], labels: dict, round_no: int) -> dict:
         from .._rows import take_rows

@@ -1,7 +1,8 @@
 """An interactive labelling session over two CSV tables, driven by risk sampling.
 
 The session blocks the tables (or takes given candidate pairs), asks about a few pairs of high and
-low average similarity until both matches and non-matches are known, then trains a
+low average similarity until both matches and non-matches are known (when the first of them hold no
+match, the pairs most similar on one similarity feature each, the features in turn), then trains a
 :class:`~skrisk.matchers.FeatureMatcher` and asks about the pairs risk sampling picks, showing the
 two records side by side, the matcher's prediction, the risk and LearnRisk's explanation.
 

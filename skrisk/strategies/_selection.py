@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 import torch
 from sklearn.utils import check_random_state
 

@@ -48,3 +48,46 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
     assert all(v >= 0 for pair in sd.values() for v in pair) and rows[0]["replays"] == 2
     assert rows[0]["miss_low"] + rows[0]["miss_high"] <= 2
     assert "| fodors_zagats_kNone_seed0 | 10 |" in bench.report_diagnosis(rows)
+
+
+@pytest.mark.needs_data
+def test_dedup_session_stacks_the_two_tables(bench_script, tmp_path):
+    bench = bench_script("bench_session")
+    paths = tmp_path / "paths"
+    assert bench.main(["--dataset", "fodors_zagats", "--dedup", "--seeds", "0", "--labels", "20", "--out",
+                       str(tmp_path), "--save-paths", str(paths)]) == 0
+    (run,) = bench.read_records(tmp_path, "fodors_zagats_dedup_session_seed0.json")
+    assert run["task"] == "dedup" and run["settings"]["dedup"] is True
+    # every gold match is a cross-table pair of the stacked table, and blocking keeps most of them
+    assert 0 < run["candidate_matches"] <= run["gold_matches"] == 110
+    assert "its two tables stacked as one to deduplicate" in bench.report(tmp_path)
+    (npz,) = paths.glob("*.npz")
+    assert npz.name == "fodors_zagats_kNone_dedup_seed0.npz"
+    out = tmp_path / "replay"
+    assert bench.main(["--replay", str(paths), "--audit-seeds", "1", "--variants", "recalibrated", "--out", str(out)]) == 0
+    (rep,) = bench.read_records(out, "*_replay_audit1.json")
+    assert rep["task"] == "dedup" and rep["dataset"] == "fodors_zagats"
+    assert [x["truth"] for x in rep["rounds"]] == [x["truth"] for x in run["rounds"]]
+    # where the first match is for the starting pairs, on the same candidates
+    ranks = bench.first_match_ranks(bench.get_data_home() / "fodors_zagats", bench.argparse.Namespace(
+        dedup=True, block_top_k=None))
+    assert ranks["n_candidates"] == run["n_candidates"] and ranks["candidate_matches"] == run["candidate_matches"]
+    assert ranks["by_average"] >= 0 and 0 <= ranks["features_led_by_a_match"] <= ranks["features"]
+
+
+@pytest.mark.needs_data
+def test_sessions_leave_out_the_attributes_that_leak_the_label(bench_script, tmp_path):
+    import pandas as pd
+
+    from skrisk.data import get_data_home
+
+    bench = bench_script("bench_session")
+    folder = get_data_home() / "fodors_zagats"
+    tables, gold = bench.session_tables(folder, tmp_path)
+    for side in ("left", "right"):  # class is an entity id, equal in every match
+        assert "class" not in pd.read_csv(tables[side], dtype=str).columns
+    assert len(gold) == 110
+    stacked, gold_d = bench.session_tables(folder, tmp_path, dedup=True)
+    table = pd.read_csv(stacked["table"], dtype=str)
+    assert "class" not in table.columns and table["id"].is_unique
+    assert all(a.startswith("a:") and b.startswith("b:") for a, b in gold_d) and len(gold_d) == 110

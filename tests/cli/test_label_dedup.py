@@ -99,3 +99,54 @@ def test_label_table_standard_blocking_and_stored_options(people_csv, tmp_path, 
     # options fixed at the start are noted, not silently applied, on resume
     rc, out, err, _ = _oracle_run(monkeypatch, capsys, ["label", "--session", str(session), "--block-top-k", "5"], 0)
     assert rc == 0 and "--block-top-k is fixed when a session starts" in err
+
+
+def _catalogue(path):
+    """A product catalogue to deduplicate whose most similar pairs on average are not matches.
+
+    Twelve product lines of five variants each share one long templated description and differ only
+    in the model number (different products); eight products are listed twice, under the same name
+    with another shop's short description (the duplicates). By the mean of the similarity features
+    the variants come first; the duplicates lead on the name's own features.
+    """
+    rows, truth = [], set()
+    for line in range(12):
+        desc = (f"brand{line} flagship series {line} with advanced panel, dual speakers, remote control, "
+                f"wall mount kit and two year warranty for the living room")
+        for v in range(5):
+            rows.append({"id": f"p{line:02d}{v}", "name": f"brand{line} series{line} model {100 * v + 7 * line}",
+                         "description": desc})
+    for d in range(8):
+        name = f"gadget{d} pro {d * 13 + 5}x"
+        rows.append({"id": f"g{d}a", "name": name, "description": f"compact gadget number {d} in black"})
+        rows.append({"id": f"g{d}b", "name": name, "description": f"ships in {d + 2} days, boxed, retail {d} edition"})
+        truth.add((f"g{d}a", f"g{d}b"))
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path, truth
+
+
+def test_starting_pairs_find_a_match_when_the_most_similar_pairs_are_not_matches(tmp_path):
+    import io
+
+    from skrisk.labelling import LabellingSession, SessionConfig
+
+    table, truth = _catalogue(tmp_path / "catalogue.csv")
+    session = LabellingSession.open(tmp_path / "s", table=table, config=SessionConfig(seed=0, n_initial=6),
+                                    out=io.StringIO())
+    try:
+        asked = []
+        while not any(k in truth for k in asked) and len(asked) < 60:
+            q = session.next_question()
+            key = (q.left_id, q.right_id)
+            asked.append(key)
+            session.answer(key, "yes" if key in truth else "no")
+        # the 120 variant pairs are the most similar on average; after the first 6 starting pairs found
+        # no match the session asks the pairs most similar on one feature each, and finds one at once
+        assert any(k in truth for k in asked) and len(asked) <= 10, asked
+        first_yes = next(i for i, k in enumerate(asked) if k in truth)
+        item = session.state.items[asked[first_yes]]
+        assert "the most similar on" in item["explanation"] and "name" in item["explanation"]
+        # the first round's starting pairs are still the most (and least) similar on average
+        assert asked[0][0][0] == asked[0][1][0] == "p" and asked[2][0][0] == asked[2][1][0] == "p"
+    finally:
+        session.close()
