@@ -217,14 +217,14 @@ VARIANTS = {
 
 
 def first_match_ranks(folder: Path, args: argparse.Namespace) -> dict:
-    """Where the first match is for a session's starting pairs, on the session's candidates.
+    """How many starting pairs a session asks before its first match, now and before.
 
-    The starting pairs go down the average similarity (the mean of the session's similarity
-    features, missing values left out): ``by_average`` is the number of non-matches ranked above
-    the first match, the questions that order asks before its first "yes" (the seeding before
-    issue #30's seventh part, after the first round). ``features_led_by_a_match``: of the
-    similarity features, how many have a match as their most similar pair (ties broken by the
-    average), the pairs the session asks since once its first round holds no match.
+    ``questions``: a real session (``skrisk label``'s, default settings) answered from the gold
+    labels until its first "yes". ``questions_by_average``: the same for the seeding before issue
+    #30's seventh part, which went on down the average similarity (the mean of the session's
+    similarity features, missing values left out) two pairs a round after a first round of the
+    three most and three least similar pairs. ``features_led_by_a_match``: of the similarity
+    features, how many have a match as their most similar pair (ties broken by the average).
     """
     work = Path(tempfile.mkdtemp(prefix="skrisk_bench_session_"))
     try:
@@ -235,21 +235,48 @@ def first_match_ranks(folder: Path, args: argparse.Namespace) -> dict:
         try:
             y = np.array([k in gold for k in session.keys])
             F = np.asarray(session.features)
+            asked = 0
+            while (q := session.next_question()) is not None and q.phase == "initial":
+                asked += 1
+                key = (q.left_id, q.right_id)
+                if key in gold:
+                    break
+                session.answer(key, "no")
         finally:
             session.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     with np.errstate(all="ignore"):
         avg = np.nan_to_num(np.nanmean(np.where(F >= 0, F, np.nan), axis=1))
-    top = avg[y].max() if y.any() else np.inf
+    order = np.argsort(-avg, kind="stable")
+    first = np.concatenate([[order[i], order[-1 - i]] for i in range(3)])  # the first round: high, low, ...
+    hits = np.flatnonzero(y[first])
+    if len(hits):
+        before = int(hits[0]) + 1
+    else:
+        rest = order[~np.isin(order, first)]
+        before = 6 + int(np.flatnonzero(y[rest])[0]) + 1 if y[rest].any() else None
     led = 0
     for j in range(F.shape[1]):
         v = F[:, j]
         tied = np.flatnonzero(v == v.max())
         led += bool(v.max() > 0 and y[tied[np.argmax(avg[tied])]])
-    return {"dataset": folder.name, "task": "dedup" if args.dedup else "link", "n_candidates": len(y),
-            "candidate_matches": int(y.sum()), "by_average": int(((avg > top) & ~y).sum()),
-            "features_led_by_a_match": led, "features": int(F.shape[1])}
+    return {"dataset": folder.name, "task": "dedup" if args.dedup else "link", "block_top_k": args.block_top_k,
+            "n_candidates": len(y), "candidate_matches": int(y.sum()), "questions": asked,
+            "questions_by_average": before, "features_led_by_a_match": led, "features": int(F.shape[1])}
+
+
+def report_first_match(path: Path) -> str:
+    """The table of the ``--first-match`` records in the JSON-lines file ``path``."""
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    lines = ["| dataset | task | blocking: top k | candidates | matches | starting pairs asked until the first match: "
+             "the session | before (down the average similarity) | features whose most similar pair is a match |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['dataset']} | {'stacked, dedup' if r['task'] == 'dedup' else 'linkage'} | "
+                     f"{r['block_top_k'] or 10} | {r['n_candidates']:,} | {r['candidate_matches']} | {r['questions']} | "
+                     f"{r['questions_by_average']} | {r['features_led_by_a_match']} of {r['features']} |")
+    return "\n".join(lines)
 
 
 def _tag(args: argparse.Namespace) -> str:
@@ -646,12 +673,12 @@ def pooled_summary(dirs: list[Path], variant: str = "recalibrated", k: int = 150
                 if variant not in r["rounds"][0]:
                     continue
                 r = {**r, "rounds": _variant_rounds(r, variant)}
-            groups.setdefault((r["dataset"], r.get("task", "link")), []).append(r)
+            groups.setdefault((r["dataset"], r.get("task", "link"), "audit_seed" in r), []).append(r)
     lines = [f"| dataset | candidates (matches) | session paths | sessions | cover P / R / F1 at {k} answers "
              f"| median F1 width at {k} | F1 abs error at 60 / {k} / 400 | true F1 at the chosen threshold "
              "- at 0.5, mean (worse in) | stopping fired | fired within 0.01 of the end |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for (name, task), runs in sorted(groups.items()):
+    for (name, task, replayed), runs in sorted(groups.items()):
         paths = {(r["n_candidates"], r["seed"]) for r in runs}
         sizes = sorted({(r["n_candidates"], r["candidate_matches"]) for r in runs})
         cov, width, err = {m: [] for m in MEASURES}, [], {60: [], k: [], 400: []}
@@ -672,7 +699,7 @@ def pooled_summary(dirs: list[Path], variant: str = "recalibrated", k: int = 150
         gap = np.array([x["threshold_truth"]["f1"] - x["truth"]["f1"] for x in last])
         fired = [(a, r["rounds"][-1]) for r in runs if (a := next((x for x in r["rounds"] if x["stop"]), None))]
         ok = sum(b["truth"]["f1"] - a["truth"]["f1"] <= 0.01 for a, b in fired)
-        what = f"{name}" + (" (stacked, dedup)" if task == "dedup" else "")
+        what = f"{name}" + (" (stacked, dedup)" if task == "dedup" else "") + (", replayed" if replayed else ", as run")
         cands = ", ".join(f"{n:,} ({m / n:.2%})" for n, m in sizes)
         lines.append(
             f"| {what} | {cands} | {len(paths)} | {len(runs)} | "

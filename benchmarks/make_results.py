@@ -841,6 +841,11 @@ def block_session_pooled(arg: str, ctx: dict) -> str:
     return _bench_module("bench_session").pooled_summary([RESULTS / "quality" / d for d in arg.split("+")])
 
 
+def block_first_match(_: str, ctx: dict) -> str:
+    """``bench_session.py --first-match``: where the first match is for the starting pairs."""
+    return _bench_module("bench_session").report_first_match(RESULTS / "quality" / "first_match.jsonl")
+
+
 def _scale_records(name: str) -> list[dict]:
     path = RESULTS / "scale" / f"{name}_bench.jsonl"
     if not path.is_file():
@@ -926,6 +931,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "sessions_in": block_sessions_in,
     "session_replay": block_session_replay,
     "session_pooled": block_session_pooled,
+    "first_match": block_first_match,
     "session_report": block_session_report,
     "session_before": block_session_before,
     "scale_query": block_scale_query,

@@ -581,12 +581,14 @@ def _assisted_estimate(
 
     res = {}
     plain = _estimate(y, d, w, threshold, confidence)
+    fell_back = False
     for k in ("precision", "recall", "f1"):
         est, var, _ = base[k]
         if not (np.isfinite(est) and np.isfinite(var) and var > 0 and 0 < est < 1):
             # at a bound (every audited pair of the domain agrees with the model, or TP hit D)
             # the delta method says nothing: the plain estimate and its interval stand
             res[k] = (getattr(plain, k), plain.interval(k))
+            fell_back |= k != "f1"
             continue
         lo, hi = interval(k, est, var)
         for name in pulls[k][0]:
@@ -594,12 +596,13 @@ def _assisted_estimate(
         for name in pulls[k][1]:
             hi = max(hi, interval(k, alt[name][k][0], alt[name][k][1])[1])
         res[k] = (est, (min(lo, est), max(hi, est)))
-    return QualityEstimate(
+    out = QualityEstimate(
         precision=res["precision"][0], recall=res["recall"][0], f1=res["f1"][0],
         precision_interval=res["precision"][1], recall_interval=res["recall"][1], f1_interval=res["f1"][1],
         n_audit=int(len(y)), n_matches=int(y.sum()), threshold=float(threshold), confidence=confidence,
         assisted=True,
     )
+    return _consistent_f1(out) if fell_back else out
 
 
 def estimate_quality(
@@ -680,6 +683,34 @@ def estimate_quality(
         if y.sum() >= ASSISTED_MIN_MATCHES:
             return _assisted_estimate(y, p, w, pa, threshold, confidence)
     return _estimate(y, (p > threshold).astype(np.float64), w, threshold, confidence)
+
+
+def _consistent_f1(e: QualityEstimate) -> QualityEstimate:
+    """The F1 interval widened, where needed, to the F1 its precision and recall intervals allow.
+
+    F1 is the harmonic mean of precision and recall, so with recall at the low end of its interval
+    F1 is at most ``H(precision high, recall low)``, and with precision at its low end at most
+    ``H(precision low, recall high)``; an F1 interval above the first (or below the second) claims
+    more than the two intervals it is made of. The model-assisted estimate applies this where the
+    audit drew no missed (or no false) match: recall (or precision) is then at its bound and falls
+    back to the plain interval, while F1's delta-method interval sees no variance in that domain
+    (issue #30: on Abt-Buy's stacked tables such F1 intervals missed the truth).
+    """
+    (p_lo, p_hi), (r_lo, r_hi) = e.precision_interval, e.recall_interval
+    if not np.isfinite(e.f1):
+        return e
+
+    def h(a: float, b: float) -> float:
+        return 2 * a * b / (a + b) if a + b > 0 else 0.0
+
+    lo, hi = e.f1_interval
+    lo2, hi2 = min(lo, h(p_hi, r_lo), h(p_lo, r_hi)), max(hi, h(p_lo, r_hi), h(p_hi, r_lo))
+    lo2, hi2 = min(lo2, e.f1), max(hi2, e.f1)
+    if (lo2, hi2) == (lo, hi):
+        return e
+    from dataclasses import replace
+
+    return replace(e, f1_interval=(float(lo2), float(hi2)))
 
 
 def recalibrate(

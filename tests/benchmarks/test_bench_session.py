@@ -72,7 +72,7 @@ def test_dedup_session_stacks_the_two_tables(bench_script, tmp_path):
     ranks = bench.first_match_ranks(bench.get_data_home() / "fodors_zagats", bench.argparse.Namespace(
         dedup=True, block_top_k=None))
     assert ranks["n_candidates"] == run["n_candidates"] and ranks["candidate_matches"] == run["candidate_matches"]
-    assert ranks["by_average"] >= 0 and 0 <= ranks["features_led_by_a_match"] <= ranks["features"]
+    assert 1 <= ranks["questions"] <= ranks["questions_by_average"] and 0 <= ranks["features_led_by_a_match"] <= ranks["features"]
 
 
 @pytest.mark.needs_data

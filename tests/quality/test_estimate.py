@@ -528,3 +528,22 @@ def test_recalibrate_edges():
         recalibrate([1, 0], [0.9, 0.1], [1.0, 1.0], [0.2, float("nan")])
     with pytest.raises(DataError, match="one value per audit draw"):
         recalibrate([1, 0], [0.9], [1.0, 1.0], [0.2])
+
+
+def test_assisted_f1_interval_keeps_the_missed_matches_an_unlucky_audit_did_not_draw():
+    # 400 predicted matches (p 0.9), 2,000 pairs at p 0.35 of which 600 are matches the matcher
+    # misses, 37,600 clear non-matches. The audit puts a fifth of its design on the predicted
+    # matches and drew 30 there, and 120 among the rest, 6 of them at p 0.35, none a match (about
+    # one audit in eight). The model-assisted recall is then at its bound (1.0) and falls back to
+    # the plain interval; F1, which holds the same missed matches, must not claim more than the
+    # precision and recall intervals allow.
+    p = np.r_[np.full(400, 0.9), np.full(2000, 0.35), np.full(37600, 0.01)]
+    y = np.r_[np.ones(360), np.zeros(40), np.ones(600), np.zeros(1400), np.zeros(37600)]
+    pos = np.r_[np.arange(27), [390, 391, 392], np.arange(1400, 1406), np.arange(3000, 3114)]
+    q = np.where(pos < 400, 0.2 / 400, 0.8 / 39600)
+    e = estimate_quality(y[pos], p[pos], 1 / (len(p) * q), proba_all=p)
+    assert e.assisted and e.recall == 1.0
+    (p_lo, p_hi), (r_lo, r_hi), (lo, hi) = e.precision_interval, e.recall_interval, e.f1_interval
+    assert r_lo < 0.8  # the plain recall interval: the missed matches may be many
+    assert lo <= 2 * p_hi * r_lo / (p_hi + r_lo) + 1e-12, (e.f1_interval, e.precision_interval, e.recall_interval)
+    assert hi >= 2 * p_lo * r_hi / (p_lo + r_hi) - 1e-12
