@@ -628,7 +628,10 @@ def estimate_quality(
     plain estimate of the domain), so the model narrows the interval where it predicts the
     audit's answers and is ignored where it does not. The residual correction keeps the
     estimate consistent whatever the model; the intervals are delta-method Wilson intervals
-    widened by the same imagined draws as the plain ones.
+    widened by the same imagined draws as the plain ones. A measure at its bound (e.g. recall 1.0
+    when the audit drew no missed match) keeps the plain interval, and F1's interval is then
+    widened to what the precision and recall intervals allow (with recall at its low end, F1 is
+    at most their harmonic mean with precision's high end; the same the other way round).
 
     Parameters
     ----------
