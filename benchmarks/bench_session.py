@@ -97,23 +97,22 @@ def session_tables(folder: Path, work: Path, dedup: bool = False) -> tuple[dict,
     the two tables stacked as one (:func:`skrisk.data.stack_tables`: ids ``a:<id>`` and
     ``b:<id>``; a pair within one table is a non-match), written to ``work``.
     """
+    ds = load_deepmatcher(folder)  # its pairs: the labels of all three splits
     if dedup:
-        ds = stack_tables(load_deepmatcher(folder))
+        ds = stack_tables(ds)
         path = work / "stacked.csv"
         ds.left.to_csv(path, index_label="id")
-        gold = ds.pairs.loc[ds.pairs["label"] == 1, ["left_id", "right_id"]]
-        return {"table": path}, set(zip(gold["left_id"], gold["right_id"]))  # stored as (a:..., b:...)
-    frames = [pd.read_csv(folder / f"{s}.csv", dtype=str) for s in ("train", "valid", "test")]
-    g = pd.concat(frames)
-    g = g[g["label"] == "1"]
-    tables = {"left": folder / "tableA.csv", "right": folder / "tableB.csv"}
-    leaked = DEEPMATCHER_LEAKS.get(folder.name, ())
-    if leaked:  # Fodors-Zagats' class is an entity id: a session on it would learn the label
-        for side, name in (("left", "tableA.csv"), ("right", "tableB.csv")):
-            t = pd.read_csv(folder / name, dtype=str, keep_default_na=False)
-            t.drop(columns=[c for c in leaked if c in t.columns]).to_csv(work / name, index=False)
-            tables[side] = work / name
-    return tables, set(zip(g["ltable_id"], g["rtable_id"]))
+        tables: dict = {"table": path}
+    else:
+        tables = {"left": folder / "tableA.csv", "right": folder / "tableB.csv"}
+        leaked = DEEPMATCHER_LEAKS.get(folder.name, ())
+        if leaked:  # Fodors-Zagats' class is an entity id: a session on it would learn the label
+            for side, name in (("left", "tableA.csv"), ("right", "tableB.csv")):
+                t = pd.read_csv(folder / name, dtype=str, keep_default_na=False)
+                t.drop(columns=[c for c in leaked if c in t.columns]).to_csv(work / name, index=False)
+                tables[side] = work / name
+    gold = ds.pairs.loc[ds.pairs["label"] == 1, ["left_id", "right_id"]]
+    return tables, set(zip(gold["left_id"], gold["right_id"]))  # dedup: stored as (a:..., b:...)
 
 
 def run_session(folder: Path, seed: int, args: argparse.Namespace) -> dict:
@@ -557,6 +556,16 @@ def report_replay(out: Path) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _at(run: dict, k: int) -> dict | None:
+    """The first round of a session record with an estimate from at least ``k`` audit answers."""
+    return next((x for x in run["rounds"] if x["estimate"] is not None and x["n_audit"] >= k), None)
+
+
+def _first_stop(run: dict) -> dict | None:
+    """The first round of a session record whose advice was to stop."""
+    return next((x for x in run["rounds"] if x["stop"]), None)
+
+
 def _f(x: float | None, d: int = 2) -> str:
     return "-" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
 
@@ -580,7 +589,7 @@ def _tables(runs: list[dict]) -> str:
         wid = {m: [] for m in MEASURES}
         err = []
         for r in runs:
-            x = next((x for x in r["rounds"] if x["estimate"] is not None and x["n_audit"] >= k), None)
+            x = _at(r, k)
             if x is None:
                 continue
             e = x["estimate"]
@@ -607,7 +616,7 @@ def _tables(runs: list[dict]) -> str:
     last = [r["rounds"][-1] for r in runs]
     f05 = np.array([x["truth"]["f1"] for x in last])
     fth = np.array([x["threshold_truth"]["f1"] for x in last])
-    stops = [(next((x for x in r["rounds"] if x["stop"]), None), r["rounds"][-1]) for r in runs]
+    stops = [(_first_stop(r), r["rounds"][-1]) for r in runs]
     fired = [(a, b) for a, b in stops if a is not None]
     at = (f"{np.median([a['n_labels'] for a, _ in fired]):.0f} median ({len(fired)} of {len(runs)})" if fired
           else f"never (0 of {len(runs)})")
@@ -684,7 +693,7 @@ def pooled_summary(dirs: list[Path], variant: str = "recalibrated", k: int = 150
         cov, width, err = {m: [] for m in MEASURES}, [], {60: [], k: [], 400: []}
         for r in runs:
             for kk in err:
-                x = next((x for x in r["rounds"] if x["estimate"] is not None and x["n_audit"] >= kk), None)
+                x = _at(r, kk)
                 if x is None or x["estimate"].get("f1") is None:
                     continue
                 err[kk].append(abs(x["estimate"]["f1"] - x["truth"]["f1"]))
@@ -697,7 +706,7 @@ def pooled_summary(dirs: list[Path], variant: str = "recalibrated", k: int = 150
                 width.append(x["estimate"]["f1_interval"][1] - x["estimate"]["f1_interval"][0])
         last = [r["rounds"][-1] for r in runs]
         gap = np.array([x["threshold_truth"]["f1"] - x["truth"]["f1"] for x in last])
-        fired = [(a, r["rounds"][-1]) for r in runs if (a := next((x for x in r["rounds"] if x["stop"]), None))]
+        fired = [(a, r["rounds"][-1]) for r in runs if (a := _first_stop(r))]
         ok = sum(b["truth"]["f1"] - a["truth"]["f1"] <= 0.01 for a, b in fired)
         what = f"{name}" + (" (stacked, dedup)" if task == "dedup" else "") + (", replayed" if replayed else ", as run")
         cands = ", ".join(f"{n:,} ({m / n:.2%})" for n, m in sizes)

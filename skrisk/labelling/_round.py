@@ -232,7 +232,7 @@ class SessionRound:
         if n_yes == 0 and n_lab >= self.config.n_initial:
             # the first round's most similar pairs were all non-matches (a catalogue's variants of one
             # product, say): the most similar pairs on one feature each, the features in turn
-            picks = self._feature_leaders(free_arr, s, size, offset=n_lab - self.config.n_initial)
+            picks = self._feature_leaders(free_arr, order, s, size, offset=n_lab - self.config.n_initial)
         elif n_yes == 0 and n_no > 0:
             picks = [(i, "high") for i in order[:size]]
         elif n_no == 0 and n_yes > 0:
@@ -248,8 +248,8 @@ class SessionRound:
         items = []
         for i, side in picks:
             left_id, right_id = self.keys[int(i)]
-            why = (f"picked for its {side} average similarity ({s[i]:.2f})" if side in ("high", "low") else
-                   f"picked as the most similar on {side} ({self.features[i, self._feature_names.index(side)]:.2f}; "
+            why = (f"picked for its {side} average similarity ({s[i]:.2f})" if isinstance(side, str) else
+                   f"picked as the most similar on {self._feature_names[side]} ({self.features[i, side]:.2f}; "
                    f"average {s[i]:.2f}) since no starting pair so far was a match")
             items.append(
                 {
@@ -262,14 +262,17 @@ class SessionRound:
             )
         return {"phase": "initial", "round": round_no, "items": items}
 
-    def _feature_leaders(self, free: np.ndarray, s: np.ndarray, size: int, offset: int) -> list[tuple[int, str]]:
+    def _feature_leaders(
+        self, free: np.ndarray, order: np.ndarray, s: np.ndarray, size: int, offset: int
+    ) -> list[tuple[int, int | str]]:
         """``size`` distinct unasked pairs, each the most similar on one similarity feature (ties: the
-        higher average similarity), the features in turn from ``offset`` (so that successive rounds
-        visit every feature); ``(pair, feature name)`` each. Features no free pair has a value above
-        zero on are passed over; when none is left, the most similar pairs on average."""
+        higher average similarity ``s``), the features in turn from ``offset`` (so that successive
+        rounds visit every feature); ``(pair, feature column)`` each. Features no free pair has a
+        value above zero on are passed over; when none is left, the next pairs of ``order`` (the free
+        pairs, most similar on average first), as ``(pair, "high")``."""
         F = self.features
         n_f = F.shape[1]
-        picks: list[tuple[int, str]] = []
+        picks: list[tuple[int, int | str]] = []
         taken: set[int] = set()
         for step in range(n_f):
             if len(picks) >= size:
@@ -283,8 +286,8 @@ class SessionRound:
             i = int(tied[np.argmax(s[tied])])
             if i not in taken:
                 taken.add(i)
-                picks.append((i, self._feature_names[j]))
-        for i in free[np.argsort(-s[free], kind="stable")]:  # too few features: the average's order
+                picks.append((i, j))
+        for i in order:  # too few features: the average's order
             if len(picks) >= size:
                 break
             if int(i) not in taken:

@@ -62,7 +62,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Union
 
 import numpy as np
@@ -711,8 +711,6 @@ def _consistent_f1(e: QualityEstimate) -> QualityEstimate:
     lo2, hi2 = min(lo2, e.f1), max(hi2, e.f1)
     if (lo2, hi2) == (lo, hi):
         return e
-    from dataclasses import replace
-
     return replace(e, f1_interval=(float(lo2), float(hi2)))
 
 
