@@ -547,3 +547,25 @@ def test_assisted_f1_interval_keeps_the_missed_matches_an_unlucky_audit_did_not_
     assert r_lo < 0.8  # the plain recall interval: the missed matches may be many
     assert lo <= 2 * p_hi * r_lo / (p_hi + r_lo) + 1e-12, (e.f1_interval, e.precision_interval, e.recall_interval)
     assert hi >= 2 * p_lo * r_hi / (p_lo + r_hi) - 1e-12
+
+
+def test_assisted_precision_interval_keeps_the_false_matches_an_unlucky_audit_did_not_draw():
+    # DBLP-Scholar's shape (issue #30): 1,000 predicted matches at p 0.6 hold 300 false ones,
+    # 3,000 at p 0.98 are all matches (true precision 0.925). An audit aimed at the missed matches
+    # drew 10 predicted matches, all at p 0.98, none false, and 140 among the rest, 12 of them
+    # matches. The model-assisted precision then rests on the recalibrated model alone (every
+    # residual agrees with it; before: 0.911 in 0.893-0.912): its interval must hold what a false
+    # match the audit did not draw allows, as the plain interval does.
+    p = np.r_[np.full(1000, 0.6), np.full(3000, 0.98), np.full(2000, 0.3), np.full(94000, 0.02)]
+    y = np.r_[np.ones(700), np.zeros(300), np.ones(3000), np.ones(400), np.zeros(1600), np.zeros(94000)]
+    pos = np.r_[np.arange(1000, 1010), np.arange(4000, 4012), np.arange(4400, 4440), np.arange(6000, 6088)]
+    q = np.where(pos < 4000, 0.1 / 4000, np.where(pos < 6000, 0.4 / 2000, 0.5 / 94000))
+    e = estimate_quality(y[pos], p[pos], 1 / (len(p) * q), proba_all=p)
+    truth = y[p > 0.5].mean()
+    assert e.assisted and e.precision < 1.0  # the model's estimate stands (it knows the p 0.6 band)
+    lo, hi = e.precision_interval
+    assert lo <= truth <= hi, (e.precision_interval, truth)
+    plain = estimate_quality(y[pos], p[pos], 1 / (len(p) * q))
+    assert plain.precision == 1.0 and lo <= plain.precision_interval[0]
+    (r_lo, r_hi), (f_lo, f_hi) = e.recall_interval, e.f1_interval  # F1 claims no more than P and R allow
+    assert f_lo <= 2 * hi * r_lo / (hi + r_lo) + 1e-12 and f_hi >= 2 * lo * r_hi / (lo + r_hi) - 1e-12
