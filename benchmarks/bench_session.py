@@ -726,7 +726,7 @@ def report(out: Path) -> str:
         return f"No records under {out}."
     r0 = runs[0]
     head = (f"Sessions: {_name(r0)} ({r0['n_candidates']} blocked candidates, {r0['candidate_matches']} of "
-            f"its {r0['gold_matches']} gold matches among them); seeds {[r['seed'] for r in runs]}; audit "
+            f"its {r0['gold_matches']} gold matches among them); seeds {sorted(r['seed'] for r in runs)}; audit "
             f"{r0['settings']['audit']} pairs after each round of {r0['settings']['batch']}; {r0['env']}; "
             f"{r0['date']}.")
     return head + "\n\n" + _tables(runs)
