@@ -584,7 +584,7 @@ def _assisted_estimate(
 
     res = {}
     plain = _estimate(y, d, w, threshold, confidence)
-    fell_back = False
+    widen_f1 = False
     # a domain whose audit drew none of the outcome that lowers its measure (no false match among
     # the predicted matches, no missed match among the rest): every residual there agrees with the
     # model, so the delta method sees only the model's own confidence (issue #30: DBLP-Scholar's
@@ -597,7 +597,7 @@ def _assisted_estimate(
             # at a bound (every audited pair of the domain agrees with the model, or TP hit D)
             # the delta method says nothing: the plain estimate and its interval stand
             res[k] = (getattr(plain, k), plain.interval(k))
-            fell_back |= k != "f1"
+            widen_f1 |= k != "f1"
             continue
         lo, hi = interval(k, est, var)
         for name in pulls[k][0]:
@@ -606,7 +606,7 @@ def _assisted_estimate(
             hi = max(hi, interval(k, alt[name][k][0], alt[name][k][1])[1])
         if unseen[k]:  # the model's estimate stands, in an interval at least as wide as the plain one
             lo, hi = min(lo, plain.interval(k)[0]), max(hi, plain.interval(k)[1])
-            fell_back = True
+            widen_f1 = True
         res[k] = (est, (min(lo, est), max(hi, est)))
     out = QualityEstimate(
         precision=res["precision"][0], recall=res["recall"][0], f1=res["f1"][0],
@@ -614,7 +614,7 @@ def _assisted_estimate(
         n_audit=int(len(y)), n_matches=int(y.sum()), threshold=float(threshold), confidence=confidence,
         assisted=True,
     )
-    return _consistent_f1(out) if fell_back else out
+    return _consistent_f1(out) if widen_f1 else out
 
 
 def estimate_quality(
@@ -710,9 +710,10 @@ def _consistent_f1(e: QualityEstimate) -> QualityEstimate:
     F1 is at most ``H(precision high, recall low)``, and with precision at its low end at most
     ``H(precision low, recall high)``; an F1 interval above the first (or below the second) claims
     more than the two intervals it is made of. The model-assisted estimate applies this where the
-    audit drew no missed (or no false) match: recall (or precision) is then at its bound and falls
-    back to the plain interval, while F1's delta-method interval sees no variance in that domain
-    (issue #30: on Abt-Buy's stacked tables such F1 intervals missed the truth).
+    audit drew no missed (or no false) match: recall is then at its bound and falls back to the
+    plain interval (precision keeps its estimate in an interval at least as wide as the plain
+    one), while F1's delta-method interval sees no variance in that domain (issue #30: on Abt-Buy's
+    stacked tables such F1 intervals missed the truth).
     """
     (p_lo, p_hi), (r_lo, r_hi) = e.precision_interval, e.recall_interval
     if not np.isfinite(e.f1):
