@@ -83,16 +83,17 @@ BASELINES = ["random", "entropy", "bald", "coreset", "egl", "badge"]
 SETTINGS = {
     "DBLP-Scholar x forest": ["dblp_scholar_feature_compare_all"],
     "DBLP-Scholar x RNN": ["dblp_scholar_rnn_compare", "dblp_scholar_rnn_compare_runs10"],
-    "DBLP-Scholar x LM": ["al_lm_gpu/dblp_scholar_lm_compare_gpu", "al_lm_gpu/dblp_scholar_lm_compare_gpu6"],
+    "DBLP-Scholar x LM": ["al_lm_gpu/dblp_scholar_lm_compare_gpu", "al_lm_gpu/dblp_scholar_lm_compare_gpu6",
+                          "al_lm_gpu/dblp_scholar_lm_compare_gpu10"],
     "Abt-Buy x forest": ["abt_buy_feature_compare_all"],
     "Abt-Buy x RNN": ["abt_buy_rnn_compare", "abt_buy_rnn_compare_runs10"],
     "Abt-Buy x LM": ["al_lm_gpu/abt_buy_lm_compare_gpu", "al_lm_gpu/abt_buy_lm_compare_gpu6"],
     "Beer x forest": ["beer_feature_compare"],
-    "Beer x RNN": ["beer_rnn_compare"],
+    "Beer x RNN": ["beer_rnn_compare", "beer_rnn_compare_runs10"],
     "Beer x LM": ["al_lm_gpu/beer_lm_compare_gpu"],
     "Fodors-Zagats x forest": ["fodors_zagats_feature_compare"],
-    "Fodors-Zagats x RNN": ["fodors_zagats_rnn_compare"],
-    "Fodors-Zagats x LM": ["al_lm_gpu/fodors_zagats_lm_compare_gpu"],
+    "Fodors-Zagats x RNN": ["fodors_zagats_rnn_compare", "fodors_zagats_rnn_compare_runs10"],
+    "Fodors-Zagats x LM": ["al_lm_gpu/fodors_zagats_lm_compare_gpu", "al_lm_gpu/fodors_zagats_lm_compare_gpu20"],
 }
 #: the settings of issue #7's goal (section 6.9 of the active-learning page)
 GOAL_SETTINGS = ("DBLP-Scholar x forest", "DBLP-Scholar x RNN", "Abt-Buy x forest", "Abt-Buy x RNN")

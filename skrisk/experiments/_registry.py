@@ -156,6 +156,9 @@ _REGISTRY: dict[str, StrategyFactory] = {
                         selection="badge", weighting="risk", preselect=None),
     "risk_oof": _risk("the default with LearnRisk's expectations from out-of-fold probabilities of the labelled "
                       "pairs on 3 folds for every matcher (labelled_proba='oof', cv=3)", labelled_proba="oof", cv=3),
+    "risk_nrm": _risk("the default with a diverse batch when LearnRisk has no risk model (no_risk_model='diverse': "
+                      "unit-weight k-medoids of the whole pool when the matcher predicts every ranking pair correctly)",
+                      no_risk_model="diverse"),
     "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
                                preselect=2, preselect_after="batch", weighting="risk"),
 }

@@ -180,7 +180,7 @@ class RiskSampler(BaseEstimator):
         ``Pipeline``, its last step's). :class:`~skrisk.matchers.LMMatcher` says ``"badge"``:
         a barely trained language model learns little from the batches of its confident
         mistakes that the k-medoids of the riskiest pairs gives it, and risk-weighted BADGE
-        raised its area under the learning curve on the product datasets, while the forest and
+        raised its area under the learning curve on Abt-Buy and Fodors-Zagats, while the forest and
         the RNN keep ``"kmedoids"`` (measured: the active-learning page of
         ``benchmarks/RESULTS.md``).
     preselect : float or None, default=2
@@ -206,6 +206,13 @@ class RiskSampler(BaseEstimator):
         batches are mostly pairs they mispredict; it lowered the area under the learning curve
         of the language-model matcher (the active-learning page of ``benchmarks/RESULTS.md``),
         so it is an option, not the default.
+    no_risk_model : {"uncertainty", "diverse"}, default="uncertainty"
+        The rule of a query for which LearnRisk has no risk model, because the matcher predicts
+        every one of its ranking pairs correctly. ``"uncertainty"``: the risk is the matcher's
+        uncertainty ``min(p, 1 - p)``, chosen from as usual. ``"diverse"``: with
+        ``selection="kmedoids"``, the k-medoids of the whole pool with unit weights, as
+        ``cold_start="diverse"`` (a batch spread over the representation, which the matcher has
+        not shown to be wrong anywhere).
     diversity : float in [0, 1), default=0.0
         With ``selection="kmedoids"``: the share of each batch spread over the whole pool
         instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
@@ -296,6 +303,7 @@ class RiskSampler(BaseEstimator):
         "preselect": [None, Interval(numbers.Real, 1, None)],
         "preselect_after": [Options(str, {"batch"}), Interval(numbers.Integral, 0, None)],
         "cold_start": [Options(str, {"risk", "diverse"})],
+        "no_risk_model": [Options(str, {"uncertainty", "diverse"})],
         "diversity": [Interval(numbers.Real, 0, 1, closed="left")],
         "max_kmedoids_pool": [None, Interval(numbers.Integral, 1, None)],
         "risk_params": [None, Mapping],
@@ -324,6 +332,7 @@ class RiskSampler(BaseEstimator):
         preselect: float | None = 2,
         preselect_after: int | str = "batch",
         cold_start: str = "risk",
+        no_risk_model: str = "uncertainty",
         diversity: float = 0.0,
         max_kmedoids_pool: int | None = 20_000,
         risk_params: dict | None = None,
@@ -349,6 +358,7 @@ class RiskSampler(BaseEstimator):
         self.preselect = preselect
         self.preselect_after = preselect_after
         self.cold_start = cold_start
+        self.no_risk_model = no_risk_model
         self.diversity = diversity
         self.max_kmedoids_pool = max_kmedoids_pool
         self.risk_params = risk_params
@@ -548,6 +558,8 @@ class RiskSampler(BaseEstimator):
         # cold start spreads the first batch over the whole pool with unit weights
         after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
         cold = self.cold_start == "diverse" and selection == "kmedoids" and len(y_lab) <= after
+        # no risk model (the matcher predicts every ranking pair correctly): spread the batch
+        cold |= self.no_risk_model == "diverse" and selection == "kmedoids" and risk_model is None
         chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed, proba=p_pool[:, 1],
                              selection=selection, **({"weighting": "unit", "preselect": None} if cold else {}))
         timings.update(chosen.timings)

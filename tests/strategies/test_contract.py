@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -262,6 +264,38 @@ def test_risk_sampler_cold_start_and_diversity(task):
         query(diversity=1.0)
     with pytest.raises(TypeError, match="unknown selection parameter"):
         s.select(s.last_query_.risk, None, None, 2, weighting_typo="unit")
+
+
+def test_risk_sampler_without_a_risk_model_spreads_the_batch_when_asked(task):
+    """no_risk_model="diverse": when the matcher predicts every ranking pair correctly (LearnRisk has
+    no risk model), the batch is the unit-weight k-medoids of the whole pool; "uncertainty" (the
+    default) chooses by min(p, 1 - p); with a risk model both give the same batch."""
+    F, y, pool, valid = task["F"], task["y"], task["pool"], task["valid"]
+    assert RiskSampler().no_risk_model == "uncertainty"
+    matcher = _learner(task, "ndarray", None, None).estimator
+    right = valid[matcher.predict(F[valid]) == y[valid]]  # the ranking pairs it predicts correctly
+    assert len(right) < len(valid) and set(y[right]) == {0, 1}
+
+    def query(rows, **kw):
+        s = RiskSampler(F[rows], y[rows], risk_params={"epochs": 30}, random_state=0, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # LearnRisk's "nothing to learn from" on the right pairs
+            pos, _ = s(_learner(task, "ndarray", None, s), F[pool], n_instances=6, random_state=0)
+        return s, pos
+
+    s, spread = query(right, no_risk_model="diverse")
+    assert s.last_query_.risk_model is None and (s.last_query_.weights == 1).all()
+    reps = [np.asarray(matcher.represent(F[rows]), dtype=np.float32) for rows in (pool, task["lab"])]
+    again = s.select(s.last_query_.risk, *reps, 6, weighting="unit", preselect=None)
+    np.testing.assert_array_equal(np.sort(spread), np.sort(again.positions))
+    s, uncertain = query(right)
+    assert s.last_query_.risk_model is None and not (s.last_query_.weights == 1).all()
+    assert set(uncertain) != set(spread)
+    s, with_model = query(valid, no_risk_model="diverse")
+    assert s.last_query_.risk_model is not None
+    np.testing.assert_array_equal(np.sort(with_model), np.sort(query(valid)[1]))
+    with pytest.raises(ValueError, match="no_risk_model"):
+        query(valid, no_risk_model="random")
 
 
 def test_risk_sampler_badge_selection(task):
