@@ -66,6 +66,7 @@ from skrisk.matching import MODEL_FILE, load_model
 from skrisk.quality import (
     RiskPlateau,
     StabilizingPredictions,
+    audit_aim,
     audit_design,
     choose_threshold,
     cohen_kappa,
@@ -73,7 +74,6 @@ from skrisk.quality import (
     confirm_stop,
     estimate_quality,
     more_answers,
-    recalibrate,
 )
 
 MEASURES = ("precision", "recall", "f1")
@@ -362,9 +362,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
             if aim == "recalibrated" and pos_all:  # as the session: once its estimate is model-assisted
                 pos = np.concatenate(pos_all)
                 w = 1.0 / (N * np.concatenate([qr[pos_all[i]] for i, qr in enumerate(q_rounds)]))
-                if y[pos].sum() >= 10:
-                    m = recalibrate(y[pos], p_r[pos], w, p_r)
-                    aim_r = np.where(p_r > 0.5, 1.0 - m, m)
+                aim_r, _ = audit_aim(y[pos], p_r[pos], w, p_r, aim_r)
             q_r = audit_design(p_r, risk=aim_r, method=method, floor=floor)
             pos_all.append(_audit_draws(int(z["seed"]), audit_seed, r, args.audit, q_r))
             q_rounds.append(q_r)

@@ -46,13 +46,13 @@ from ..matchers._base import MATCH_THRESHOLD
 from ..quality import (
     RiskPlateau,
     StabilizingPredictions,
+    audit_aim,
     audit_sample,
     choose_threshold,
     compare_f1,
     confirm_stop,
     estimate_quality,
     more_answers,
-    recalibrate,
 )
 from ._config import SessionConfig, parse_target
 from ._journal import Journal, SessionState
@@ -328,9 +328,9 @@ def round_status(
     draws: list[dict] = []
     k = int(getattr(session.config, "audit", 0))
     if k > 0:
-        if status["estimate"] is not None and status["estimate"]["assisted"]:  # issue #30, sixth part
-            m = recalibrate(y, p, w, proba)  # each draw keeps its q: every round's draws still combine
-            risk, status["audit_aim"] = np.where(proba > MATCH_THRESHOLD, 1.0 - m, m), "recalibrated"
+        # the recalibrated matcher once the estimate is model-assisted (issue #30, sixth part); each
+        # draw keeps its q, so every round's draws still combine
+        risk, status["audit_aim"] = audit_aim(y, p, w, proba, risk, threshold=MATCH_THRESHOLD)
         s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)
         draws = [{"left_id": session.keys[i][0], "right_id": session.keys[i][1], "q": float(q), "n": len(proba)}
                  for i, q in zip(s.positions.tolist(), s.probabilities.tolist())]

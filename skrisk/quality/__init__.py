@@ -6,7 +6,8 @@ with the matcher's score, or uniform, always with a uniform floor that bounds th
 matcher on the whole candidate set, with intervals (model-assisted when given the matcher's
 probability of every candidate), and :func:`more_answers` says how many more answers an interval
 needs to narrow to a given width; :func:`recalibrate` fits the matcher's probabilities to the
-audit answers (the model of the model-assisted estimate, and the aim of later audit draws); :func:`choose_threshold` picks the match
+audit answers (the model of the model-assisted estimate) and :func:`audit_aim` aims later audit
+draws with it; :func:`choose_threshold` picks the match
 threshold for a target (F1: 0.5 unless the audit shows another is better; a precision or a recall);
 :func:`compare_f1` estimates the F1 difference of two decisions on the same audit draws (two
 thresholds, or two rounds' matchers). :class:`StabilizingPredictions` and :class:`RiskPlateau`
@@ -32,6 +33,7 @@ from ._estimate import (
     AuditSample,
     QualityEstimate,
     ThresholdChoice,
+    audit_aim,
     audit_design,
     audit_sample,
     estimate_quality,
@@ -46,6 +48,7 @@ __all__ = [
     "RiskPlateau",
     "StabilizingPredictions",
     "ThresholdChoice",
+    "audit_aim",
     "audit_design",
     "audit_sample",
     "choose_threshold",

@@ -738,10 +738,9 @@ def recalibrate(
     towards the identity (``a = 0, b = 1``) by one draw's worth of prior, so that an audit
     with no answer, or of one class only, keeps a finite, gentle calibration: the model that
     :func:`estimate_quality` uses with ``proba_all``. Aiming the next audit draws with it
-    (``audit_sample(proba, risk=where(proba > 0.5, 1 - m, m), method="risk")``, as the labelling
-    session does once its estimate is model-assisted) spends them where the missed matches are
-    likely, as OASIS updates its match probabilities from the labels it draws (issue #30,
-    ``benchmarks/RESULTS.md``).
+    (:func:`audit_aim`, as the labelling session does once its estimate is model-assisted)
+    spends them where the missed matches are likely, as OASIS updates its match probabilities
+    from the labels it draws (issue #30, ``benchmarks/RESULTS.md``).
 
     Parameters
     ----------
@@ -764,6 +763,55 @@ def recalibrate(
     y, p, w = _audit_arrays(y_audit, proba_audit, weights)
     pa = _vector(proba, "proba", low=0, high=1)
     return _calibrate(pa, _calibration(y, p, w))
+
+
+def audit_aim(
+    y_audit: npt.ArrayLike, proba_audit: npt.ArrayLike, weights: npt.ArrayLike, proba: npt.ArrayLike,
+    risk: npt.ArrayLike, *, threshold: float = 0.5,
+) -> tuple[FloatArray, str]:
+    """What the next audit draws should aim at: ``risk``, or the recalibrated matcher once the
+    estimate is model-assisted.
+
+    With at least :data:`ASSISTED_MIN_MATCHES` audited matches (when :func:`estimate_quality`
+    with ``proba_all`` is model-assisted), the chance that each candidate's decision at
+    ``threshold`` is wrong by the probability ``m`` that :func:`recalibrate` gives: ``1 - m`` for a
+    predicted match, ``m`` for a predicted non-match. Before, ``risk`` unchanged. The labelling
+    session draws its audit with ``audit_sample(proba, risk=aim, method="risk")``.
+
+    Parameters
+    ----------
+    y_audit, proba_audit, weights
+        As in :func:`estimate_quality`.
+    proba : array-like of shape (N,)
+        The matcher's probability of every candidate.
+    risk : array-like of shape (N,)
+        The aim until the estimate is model-assisted (e.g. LearnRisk's risk of every candidate).
+    threshold : float, default=0.5
+        The decision threshold.
+
+    Returns
+    -------
+    aim : ndarray of float64, shape (N,)
+    kind : {"risk", "recalibrated"}
+
+    Examples
+    --------
+    >>> y, p = [1] * 10 + [0] * 10, [0.9] * 8 + [0.3] * 2 + [0.1] * 10
+    >>> aim, kind = audit_aim(y, p, [1.0] * 20, [0.2, 0.9], risk=[0.5, 0.5])
+    >>> kind, bool(aim[0] > 0.1 and aim[1] < 0.5)
+    ('recalibrated', True)
+    >>> audit_aim(y[8:], p[8:], [1.0] * 12, [0.2, 0.9], risk=[0.5, 0.5])[1]  # 2 audited matches
+    'risk'
+    """
+    y, p, w = _audit_arrays(y_audit, proba_audit, weights)
+    pa = _vector(proba, "proba", low=0, high=1)
+    r = np.asarray(risk, dtype=np.float64)
+    if r.shape != pa.shape:
+        raise ValueError(f"risk has {r.size} values and proba {pa.size}: give one of each per candidate.")
+    if y.sum() < ASSISTED_MIN_MATCHES:
+        return r, "risk"
+    m = _calibrate(pa, _calibration(y, p, w))
+    return np.where(pa > threshold, 1.0 - m, m), "recalibrated"
 
 
 def more_answers(n_audit: int, interval: tuple[float, float], aim: float = 0.1) -> int:

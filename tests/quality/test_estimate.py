@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 
 from skrisk.exceptions import DataError
-from skrisk.quality import audit_design, audit_sample, choose_threshold, compare_f1, estimate_quality
+from skrisk.quality import (
+    audit_aim,
+    audit_design,
+    audit_sample,
+    choose_threshold,
+    compare_f1,
+    estimate_quality,
+    recalibrate,
+)
 
 
 def _population(n=4000, seed=1):
@@ -569,3 +577,25 @@ def test_assisted_precision_interval_keeps_the_false_matches_an_unlucky_audit_di
     assert plain.precision == 1.0 and lo <= plain.precision_interval[0]
     (r_lo, r_hi), (f_lo, f_hi) = e.recall_interval, e.f1_interval  # F1 claims no more than P and R allow
     assert f_lo <= 2 * hi * r_lo / (hi + r_lo) + 1e-12 and f_hi >= 2 * lo * r_hi / (lo + r_hi) - 1e-12
+
+
+def test_audit_aim_is_the_risk_until_the_estimate_is_model_assisted_then_the_recalibrated_matcher():
+    """audit_aim: LearnRisk's risk before 10 audited matches (when estimate_quality is not yet
+    model-assisted), then the chance that each decision is wrong by the recalibrated matcher."""
+    rng = np.random.RandomState(3)
+    proba = rng.uniform(size=500)
+    truth = (rng.uniform(size=500) < proba).astype(int)
+    risk = rng.uniform(size=500)
+    s = audit_sample(proba, n=40, method="score", random_state=0)
+    y, p, w = truth[s.positions], proba[s.positions], s.weights
+    assert y.sum() >= 10 and estimate_quality(y, p, w, proba_all=proba).assisted
+    aim, kind = audit_aim(y, p, w, proba, risk)
+    m = recalibrate(y, p, w, proba)
+    assert kind == "recalibrated"
+    np.testing.assert_allclose(aim, np.where(proba > 0.5, 1 - m, m))
+    keep = np.setdiff1d(np.arange(len(y)), np.flatnonzero(y == 1)[9:])  # the draws with 9 matches
+    assert y[keep].sum() == 9 and not estimate_quality(y[keep], p[keep], w[keep], proba_all=proba).assisted
+    aim, kind = audit_aim(y[keep], p[keep], w[keep], proba, risk)
+    assert kind == "risk" and np.array_equal(aim, risk)
+    with pytest.raises(ValueError, match="risk has 3 values"):
+        audit_aim(y, p, w, proba, risk[:3])
