@@ -212,7 +212,9 @@ class RiskSampler(BaseEstimator):
         uncertainty ``min(p, 1 - p)``, chosen from as usual. ``"diverse"``: with
         ``selection="kmedoids"``, the k-medoids of the whole pool with unit weights, as
         ``cold_start="diverse"`` (a batch spread over the representation, which the matcher has
-        not shown to be wrong anywhere).
+        not shown to be wrong anywhere). Tried for the RNN on Fodors-Zagats, where this state is
+        common; within noise of ``"uncertainty"`` there (the active-learning page of
+        ``benchmarks/RESULTS.md``), so it is an option, not the default.
     diversity : float in [0, 1), default=0.0
         With ``selection="kmedoids"``: the share of each batch spread over the whole pool
         instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
