@@ -810,7 +810,7 @@ def audit_aim(
         raise ValueError(f"risk has {r.size} values and proba {pa.size}: give one of each per candidate.")
     if y.sum() < ASSISTED_MIN_MATCHES:
         return r, "risk"
-    m = _calibrate(pa, _calibration(y, p, w))
+    m = recalibrate(y, p, w, pa)
     return np.where(pa > threshold, 1.0 - m, m), "recalibrated"
 
 

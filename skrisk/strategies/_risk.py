@@ -214,7 +214,8 @@ class RiskSampler(BaseEstimator):
         ``cold_start="diverse"`` (a batch spread over the representation, which the matcher has
         not shown to be wrong anywhere). Tried for the RNN on Fodors-Zagats, where this state is
         common; within noise of ``"uncertainty"`` there (the active-learning page of
-        ``benchmarks/RESULTS.md``), so it is an option, not the default.
+        ``benchmarks/RESULTS.md``), so it is an option, not the default. Like ``cold_start``, it
+        acts in this sampler's own query; the queries of :mod:`skrisk.pools` do not read it.
     diversity : float in [0, 1), default=0.0
         With ``selection="kmedoids"``: the share of each batch spread over the whole pool
         instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
@@ -557,13 +558,16 @@ class RiskSampler(BaseEstimator):
         risk_model = model if model.risk_model_ is not None else None
 
         # 3-5. eq. 6 weights and the batch (the one selection core, shared with skrisk.pools); a
-        # cold start spreads the first batch over the whole pool with unit weights
+        # cold start, or a query without a risk model where asked, spreads the batch over the
+        # whole pool with unit weights
         after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
-        cold = self.cold_start == "diverse" and selection == "kmedoids" and len(y_lab) <= after
-        # no risk model (the matcher predicts every ranking pair correctly): spread the batch
-        cold |= self.no_risk_model == "diverse" and selection == "kmedoids" and risk_model is None
+        unit_batch = selection == "kmedoids" and (
+            (self.cold_start == "diverse" and len(y_lab) <= after)
+            or (self.no_risk_model == "diverse" and risk_model is None)
+        )
+        overrides = {"weighting": "unit", "preselect": None} if unit_batch else {}
         chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed, proba=p_pool[:, 1],
-                             selection=selection, **({"weighting": "unit", "preselect": None} if cold else {}))
+                             selection=selection, **overrides)
         timings.update(chosen.timings)
         timings["total"] = time.perf_counter() - start
         return RiskQuery(
