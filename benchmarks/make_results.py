@@ -282,6 +282,26 @@ def block_paired_table(_: str, ctx: dict) -> str:
     return "\n".join(lines)
 
 
+def block_candidate(name: str, ctx: dict) -> str:
+    """A candidate strategy ``name`` against the default and the setting's best baseline, paired
+    over runs, in every setting whose tables hold its complete runs."""
+    lines = [f"| setting | runs | `{name}` | default | best baseline | `{name}` minus the default "
+             f"| `{name}` minus the best baseline |", "|---|---|---|---|---|---|---|"]
+
+    def cell(p: dict) -> str:
+        return (f"{_signed(p['mean'], 3)} [{_signed(p['lo'], 3)}, {_signed(p['hi'], 3)}], "
+                f"{p['wins']} / {p['ties']} / {p['losses']}")
+
+    for setting, s in ctx["summaries"].items():
+        if name not in s["aulc"].index:
+            continue
+        base = s["best_base"]
+        vs_def, vs_base = _paired(s["per_run"], name, DEFAULT), _paired(s["per_run"], name, base)
+        lines.append(f"| {setting} | {vs_def['n']} | {s['aulc'][name]:.3f} | {s['aulc'][DEFAULT]:.3f} "
+                     f"| {STRATEGIES[base]} {s['aulc'][base]:.3f} | {cell(vs_def)} | {cell(vs_base)} |")
+    return "\n".join(lines)
+
+
 def _first3(s: dict, strat: str) -> list[float]:
     return [float(s["curve"][(strat, b)]) for b in s["first3"]]
 
@@ -394,7 +414,7 @@ def block_components(_: str, ctx: dict) -> str:
     lines = [
         f"- **Kernel against `kmedoids` (Rust FasterPAM), unit weights, k = 200, idle machine:** "
         f"{speed}{al_txt}. [kmedoids.md](results/kmedoids.md)",
-        f"- **Matcher:** hybrid RNN on the full training split, test F1 "
+        "- **Matcher:** hybrid RNN on the full training split, test F1 "
         + ", ".join(f"{NAMES.get(d, d)} {r['test_f1']:.4f}" for d, r in sorted(full.items()))
         + ". [matcher.md](results/matcher.md)",
         "- **LearnRisk:** ROC AUC of the risk for a plain RNN's test mistakes, against the RNN's own "
@@ -902,6 +922,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "api16": block_api16,
     "summary_table": block_summary_table,
     "paired_table": block_paired_table,
+    "candidate": block_candidate,
     "recommendation": block_recommendation,
     "matcher_choice": block_matcher_choice,
     "sources": block_sources,

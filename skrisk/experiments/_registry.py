@@ -159,6 +159,17 @@ _REGISTRY: dict[str, StrategyFactory] = {
     "risk_nrm": _risk("the default with a diverse batch when LearnRisk has no risk model (no_risk_model='diverse': "
                       "unit-weight k-medoids of the whole pool when the matcher predicts every ranking pair correctly)",
                       no_risk_model="diverse"),
+    # issue #27, tenth session: risk-weighted k-center (core-set's greedy, each step the largest
+    # risk * distance to the nearest centre), measured against core-set's lead
+    "risk_kcenter": _risk("risk-weighted core-set: greedy k-center over the whole pool with the labelled pairs as "
+                          "centres, each step the largest risk * distance (selection='kcenter', weighting='risk')",
+                          selection="kcenter", weighting="risk", preselect=None),
+    "risk_kcenter2w": _risk("the default's preselection (2 * n_instances riskiest once more than n_instances are "
+                            "labelled) with risk-weighted k-center instead of k-medoids (selection='kcenter')",
+                            selection="kcenter", weighting="risk"),
+    "risk_kcenter5u": _risk("core-set's k-center over the 5 * n_instances riskiest pool pairs once more than "
+                            "n_instances are labelled, the whole pool before (selection='kcenter', weighting='unit', "
+                            "preselect=5)", selection="kcenter", weighting="unit", preselect=5),
     "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
                                preselect=2, preselect_after="batch", weighting="risk"),
 }

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.utils import check_random_state
 
 from .._device import resolve_device
@@ -22,6 +21,7 @@ from ..matchers._base import require
 from ._selection import (
     check_query,
     checked_finite,
+    kcenter_greedy,
     kmeanspp_seeding,
     labelled_pool,
     min_distances,
@@ -131,29 +131,8 @@ def coreset_sampling(
     check_query(X_pool, n_instances, "coreset_sampling", learner)
     pool, lab = _representations(learner, X_pool, "coreset_sampling", transform)
     dev = resolve_device(device)
-    dist = torch.as_tensor(min_distances(pool, lab, device=dev), dtype=torch.float32, device=dev)
-    P = torch.as_tensor(pool, device=dev)
-    rng = check_random_state(random_state)
-    # seeded tie-break: among the pairs at the largest distance, the one first in a seeded
-    # permutation (a rank per pair; adding tiny multiples of it to float32 distances would be
-    # lost to rounding and hand every tie to the lowest index)
-    n_pool = len(pool)
-    rank = torch.as_tensor(rng.permutation(n_pool), dtype=torch.int64, device=dev)
-    chosen, scores = [], []
-    for _ in range(n_instances):
-        if torch.isinf(dist).all():  # no labelled set: start from a random pair
-            j = int(rng.randint(n_pool))
-            score = float("inf")
-        else:
-            at_max = dist == dist.max()
-            j = int(torch.argmin(torch.where(at_max, rank, n_pool)))
-            score = float(dist[j])
-        chosen.append(j)
-        scores.append(score)
-        d_new = torch.linalg.vector_norm(P - P[j], dim=1)
-        dist = torch.minimum(dist, d_new)
-        dist[j] = -1.0
-    return np.asarray(chosen, dtype=np.intp), np.asarray(scores)
+    return kcenter_greedy(pool, min_distances(pool, lab, device=dev), n_instances, check_random_state(random_state),
+                          dev)
 
 
 def egl_sampling(

@@ -19,7 +19,7 @@ from .._device import resolve_device
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError
 from ..kmedoids import KMedoidsResult, representative_sample, weighted_fastpam
-from ._selection import kmeanspp_seeding, lipschitz_weights, min_distances, top_k
+from ._selection import kcenter_greedy, kmeanspp_seeding, lipschitz_weights, min_distances, top_k
 
 __all__ = ["BatchSelection", "select_batch"]
 
@@ -80,6 +80,11 @@ def select_batch(
     4. solves the weighted k-medoids problem over the labelled rows (fixed medoids, weight 0)
        and the candidates with :func:`~skrisk.kmedoids.weighted_fastpam`.
 
+    With ``selection="kcenter"`` step 4 is instead core-set's greedy k-center over the candidates
+    with the labelled rows as fixed centres, each step taking the largest ``w_i * d_i`` (``d_i``
+    the distance to the nearest centre so far; ``"lipschitz"`` is read as ``"risk"``, as its
+    distance term is the k-center's own, and ``"unit"`` is core-set itself).
+
     With ``selection="badge"`` steps 3-4 are instead BADGE's k-means++ seeding on the whole pool's
     gradient embeddings (:func:`badge_embedding`), each draw weighted by the row's risk (by 1 with
     ``weighting="unit"``, which is BADGE itself; ``"lipschitz"`` is read as ``"risk"``: the draw's
@@ -135,7 +140,7 @@ init, schedule, block_size, device
     start = time.perf_counter()
     if weighting == "unit":
         weights = np.ones_like(risk)
-    elif weighting == "risk" or n_lab == 0 or selection == "badge":
+    elif weighting == "risk" or n_lab == 0 or selection in ("badge", "kcenter"):
         weights = risk.copy()
     else:
         _check_widths(rep_pool, rep_lab)
@@ -173,6 +178,18 @@ init, schedule, block_size, device
     if preselect is not None and n_lab > after:
         m = min(len(weights), max(n_instances, int(np.ceil(float(preselect) * n_instances))))
         cand = np.sort(top_k(risk, m, random_state)[0])
+    if selection == "kcenter":
+        start = time.perf_counter()
+        dev = resolve_device(device)
+        rep_cand = np.asarray(rep_pool)[cand]
+        d_lab = min_distances(rep_cand, np.asarray(rep_lab).reshape(n_lab, -1) if n_lab else rep_cand[:0],
+                              device=dev, dtype=torch.float64)
+        pos, _ = kcenter_greedy(rep_cand, d_lab, n_instances, check_random_state(random_state), dev,
+                                weights[cand])
+        timings["kcenter"] = time.perf_counter() - start
+        pos = cand[pos]
+        order = np.argsort(-risk[pos], kind="stable")
+        return BatchSelection(pos[order], weights, None, timings)
     w_cand = weights[cand]
     if max_kmedoids_pool is not None and len(cand) > max(int(max_kmedoids_pool), 2 * n_instances):
         start = time.perf_counter()

@@ -75,7 +75,7 @@ def _summary(value: Any) -> str:
 
 
 #: The selections of a query (``RiskSampler(selection="auto")`` resolves to one of them).
-_SELECTIONS = ("kmedoids", "topk", "badge")
+_SELECTIONS = ("kmedoids", "topk", "badge", "kcenter")
 
 
 @dataclass(frozen=True)
@@ -167,11 +167,17 @@ class RiskSampler(BaseEstimator):
         Point weights of the k-medoids problem: eq. 6, the risk alone (no distance term), or 1.
         ``"risk"`` is the option to try where a batch is a large share of the pool (measured in
         ``benchmarks/RESULTS.md``, section 6.8 of the ablations page). With ``selection="badge"``
-        the draw weights are the risk (``"unit"``: 1): its distance term is BADGE's own.
-    selection : {"auto", "kmedoids", "topk", "badge"}, default="auto"
+        the draw weights are the risk (``"unit"``: 1): its distance term is BADGE's own; so with
+        ``selection="kcenter"``, whose distance term is the k-center's.
+    selection : {"auto", "kmedoids", "topk", "badge", "kcenter"}, default="auto"
         How the batch is chosen from the risks. ``"kmedoids"``: the weighted k-medoids problem
         (eq. 7) solved by weighted fastPAM with the labelled set fixed (steps 4-5 above).
-        ``"topk"``: simply the ``n`` largest weights. ``"badge"``: risk-weighted BADGE, the
+        ``"topk"``: simply the ``n`` largest weights. ``"kcenter"``: core-set's greedy k-center
+        over the (preselected) candidates with the labelled pairs as centres, each step taking
+        the largest risk times distance to the nearest centre (``weighting="unit"``: the
+        distance alone, core-set itself over the candidates); tried for the RNN and the forest
+        where core-set led, not the default (the active-learning page of
+        ``benchmarks/RESULTS.md``). ``"badge"``: risk-weighted BADGE, the
         k-means++ seeding of BADGE on the whole pool's gradient embeddings (the matcher's
         representation scaled by its signed uncertainty), each draw's probability multiplied by
         the pair's risk (by 1 with ``weighting="unit"``, which is BADGE itself; see
@@ -184,8 +190,8 @@ class RiskSampler(BaseEstimator):
         the RNN keep ``"kmedoids"`` (measured: the active-learning page of
         ``benchmarks/RESULTS.md``).
     preselect : float or None, default=2
-        With ``selection="kmedoids"``: solve the k-medoids problem over only the
-        ``ceil(preselect * n)`` pool pairs of highest risk (the labelled pairs stay fixed
+        With ``selection="kmedoids"`` (and ``"kcenter"``): solve the k-medoids problem over only
+        the ``ceil(preselect * n)`` pool pairs of highest risk (the labelled pairs stay fixed
         medoids), so the batch is spread over the riskiest pairs instead of the whole pool.
         None: the whole pool, as in the paper. Must be >= 1 (1 is top-n by risk).
     preselect_after : int or "batch", default="batch"
@@ -511,7 +517,7 @@ class RiskSampler(BaseEstimator):
         seed = random_state if random_state is not None else self.random_state
         valid = self._valid_subset(X_lab)
         selection = self.resolve_selection(learner)
-        need_repr = selection in ("kmedoids", "badge") or self.weighting == "lipschitz"
+        need_repr = selection in ("kmedoids", "badge", "kcenter") or self.weighting == "lipschitz"
 
         # 0. the matcher's probabilities (and representations) of the pool and the labelled set;
         # a Pipeline's steps before the last transform the pool once, for all three uses
@@ -588,7 +594,7 @@ class RiskSampler(BaseEstimator):
         Returns
         -------
         str
-            ``"kmedoids"``, ``"topk"`` or ``"badge"``.
+            ``"kmedoids"``, ``"topk"``, ``"badge"`` or ``"kcenter"``.
 
         Examples
         --------

@@ -311,6 +311,53 @@ def kmeanspp_seeding(
     return np.asarray(chosen, dtype=np.intp), np.asarray(scores)
 
 
+def kcenter_greedy(
+    pool: np.ndarray, dist: np.ndarray, k: int, rng: np.random.RandomState, device: torch.device,
+    weights: FloatArray | None = None,
+) -> tuple[IntArray, FloatArray]:
+    """``k`` rows of ``pool`` by greedy k-center (core-set's rule), with optional point weights.
+
+    Each step takes the row with the largest distance to its nearest centre so far (``dist``
+    holds each row's distance to the fixed centres, ``inf`` where there are none; the rows chosen
+    become centres), with ``weights``: the largest ``w_i * d_i``. Ties go to the row first in a
+    seeded permutation. With no fixed centre (every distance ``inf``) the first row is the
+    heaviest (without weights, a random one). When every score left is 0 (every row coincides
+    with a centre, or weighs nothing) the distance alone decides the next row.
+
+    Returns ``(positions, scores)`` in draw order: each chosen row's distance (times its weight).
+    """
+    dev = device
+    d = torch.as_tensor(np.asarray(dist, dtype=np.float64), device=dev)
+    P = torch.as_tensor(np.asarray(pool, dtype=np.float32), device=dev)
+    n = len(d)
+    w = None if weights is None else torch.as_tensor(np.asarray(weights, dtype=np.float64), device=dev)
+    # seeded tie-break: among the rows at the largest score, the one first in a seeded permutation
+    # (a rank per row; adding tiny multiples of it to the scores would be lost to rounding)
+    rank = torch.as_tensor(rng.permutation(n), dtype=torch.int64, device=dev)
+    taken = torch.zeros(n, dtype=torch.bool, device=dev)
+    chosen, scores = [], []
+    for _ in range(k):
+        if torch.isinf(d[~taken]).all():  # no centre yet: the heaviest row, or a random one
+            if w is None:
+                j = int(rng.randint(n))
+            else:
+                s = torch.where(taken, -torch.inf, w)
+                j = int(torch.argmin(torch.where(s == s.max(), rank, n)))
+            score = float("inf")
+        else:
+            s = d if w is None else w * d
+            if w is not None and not bool((s[~taken] > 0).any()):
+                s = d
+            s = torch.where(taken, -torch.inf, s)
+            j = int(torch.argmin(torch.where(s == s.max(), rank, n)))
+            score = float(s[j])
+        chosen.append(j)
+        scores.append(score)
+        taken[j] = True
+        d = torch.minimum(d, torch.linalg.vector_norm(P - P[j], dim=1).double())
+    return np.asarray(chosen, dtype=np.intp), np.asarray(scores)
+
+
 def labelled_pool(learner: Any) -> Any | None:
     """The learner's labelled set (``X_training``), or None when it has none."""
     return getattr(learner, "X_training", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -298,22 +299,32 @@ def test_risk_sampler_without_a_risk_model_spreads_the_batch_when_asked(task):
         query(valid, no_risk_model="random")
 
 
+def _selection_query(task, clf, selection, n=8, **kw):
+    """A RiskSampler with ``selection`` over the whole pool (no preselection), its learner, and the
+    positions of its batch of ``n``."""
+    F, y = task["F"], task["y"]
+    s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0,
+                    selection=selection, preselect=None, **kw)
+    learner = _learner(task, "ndarray", clf, s)
+    return s, learner, s(learner, F[task["pool"]], n_instances=n, random_state=0)[0]
+
+
+def _unit_weights_give(task, clf, selection, baseline, timing):
+    """Check that ``selection`` with unit weights picks the batch of ``baseline`` (without the
+    kernel, timed as ``timing``); returns the query function and that batch."""
+    query = partial(_selection_query, task, clf, selection)
+    s, learner, unit = query(weighting="unit")
+    ref, _ = baseline(learner, task["F"][task["pool"]], n_instances=8, random_state=0)
+    np.testing.assert_array_equal(np.sort(unit), np.sort(ref))
+    assert s.last_query_.kmedoids is None and timing in s.last_query_.timings
+    return query, unit
+
+
 def test_risk_sampler_badge_selection(task):
     """selection="badge": k-means++ on BADGE's gradient embeddings with point weights; unit weights
     are BADGE itself (the same batch as badge_sampling), risk weights draw only pairs at risk."""
-    F, y, pool = task["F"], task["y"], task["pool"]
-    clf = LogisticRegression(max_iter=1000)  # the matcher's gradient_embedding needs a softmax layer
-
-    def query(n=8, **kw):
-        s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0,
-                        selection="badge", preselect=None, **kw)
-        learner = _learner(task, "ndarray", clf, s)
-        return s, learner, s(learner, F[pool], n_instances=n, random_state=0)[0]
-
-    s, learner, unit = query(weighting="unit")
-    badge, _ = badge_sampling(learner, F[pool], n_instances=8, random_state=0)
-    np.testing.assert_array_equal(np.sort(unit), np.sort(badge))
-    assert s.last_query_.kmedoids is None and "kmeanspp" in s.last_query_.timings
+    # the matcher's gradient_embedding needs a softmax layer
+    query, unit = _unit_weights_give(task, LogisticRegression(max_iter=1000), "badge", badge_sampling, "kmeanspp")
     s, _, risky = query(weighting="risk")
     risk = s.last_query_.risk
     assert len(np.unique(risky)) == 8 and (risk[risky] > 0).all()
@@ -330,6 +341,45 @@ def test_risk_sampler_badge_selection(task):
     bad[3] = np.nan
     with pytest.raises(ValueError, match="first at row 3"):
         s.select(risk, np.zeros((len(risk), 2), np.float32), None, 2, proba=bad)
+
+
+def test_risk_sampler_kcenter_selection(task):
+    """selection="kcenter": core-set's greedy k-center with the labelled pairs as centres, each step
+    the largest risk * distance; unit weights are core-set itself (the same batch as
+    coreset_sampling), risk weights pass over pairs of no risk while any pair at risk is left."""
+    query, unit = _unit_weights_give(task, None, "kcenter", coreset_sampling, "kcenter")
+    s, _, risky = query(weighting="risk")
+    risk = s.last_query_.risk
+    assert len(np.unique(risky)) == 8 and set(risky) != set(unit)
+    zero = np.flatnonzero(risk == 0)
+    if len(zero) and (risk > 0).sum() >= 8:
+        assert not set(risky) & set(zero)
+    np.testing.assert_array_equal(query(weighting="risk")[2], risky)
+    # "lipschitz" (the default weighting) is read as "risk": its distance term is the k-center's own
+    np.testing.assert_array_equal(query()[2], risky)
+
+
+def test_kcenter_selection_by_hand():
+    """Three pairs on a line and a labelled pair at 0: unit weights take the farthest pair first,
+    risk weights the largest risk * distance; a preselection keeps the k-center among the riskiest."""
+    from skrisk.strategies import select_batch
+
+    rep = np.array([[1.0], [4.0], [10.0]], dtype=np.float32)
+    lab = np.array([[0.0]], dtype=np.float32)
+    risk = np.array([0.9, 0.5, 0.1])  # risk * distance: 0.9, 2.0, 1.0
+    pick = lambda **kw: select_batch(risk, rep, lab, 1, selection="kcenter", device="cpu",  # noqa: E731
+                                     random_state=0, **kw).positions.tolist()
+    assert pick(weighting="unit", preselect=None) == [2]
+    assert pick(weighting="risk", preselect=None) == [1]
+    assert pick(weighting="unit", preselect=2, preselect_after=0) == [1]
+    # after the pair at 4 is taken, the pair at 10 is 6 from it (0.6) and the pair at 1 is 1 from
+    # the labelled pair (0.9): the second pick is the pair at 1; the batch comes riskiest first
+    out = select_batch(risk, rep, lab, 2, selection="kcenter", weighting="risk", preselect=None,
+                       device="cpu", random_state=0)
+    assert out.positions.tolist() == [0, 1]
+    # no labelled pair: the heaviest first
+    assert select_batch(risk, rep, None, 1, selection="kcenter", weighting="risk", preselect=None,
+                        device="cpu", random_state=0).positions.tolist() == [0]
 
 
 def test_selection_auto_reads_the_matchers_risk_selection(task):
