@@ -517,7 +517,7 @@ class RiskSampler(BaseEstimator):
         seed = random_state if random_state is not None else self.random_state
         valid = self._valid_subset(X_lab)
         selection = self.resolve_selection(learner)
-        need_repr = selection in ("kmedoids", "badge", "kcenter") or self.weighting == "lipschitz"
+        need_repr = selection != "topk" or self.weighting == "lipschitz"
 
         # 0. the matcher's probabilities (and representations) of the pool and the labelled set;
         # a Pipeline's steps before the last transform the pool once, for all three uses

@@ -326,23 +326,18 @@ def kcenter_greedy(
 
     Returns ``(positions, scores)`` in draw order: each chosen row's distance (times its weight).
     """
-    dev = device
-    d = torch.as_tensor(np.asarray(dist, dtype=np.float64), device=dev)
-    P = torch.as_tensor(np.asarray(pool, dtype=np.float32), device=dev)
+    d = torch.as_tensor(np.asarray(dist, dtype=np.float64), device=device)
+    P = torch.as_tensor(np.asarray(pool, dtype=np.float32), device=device)
     n = len(d)
-    w = None if weights is None else torch.as_tensor(np.asarray(weights, dtype=np.float64), device=dev)
+    w = None if weights is None else torch.as_tensor(np.asarray(weights, dtype=np.float64), device=device)
     # seeded tie-break: among the rows at the largest score, the one first in a seeded permutation
     # (a rank per row; adding tiny multiples of it to the scores would be lost to rounding)
-    rank = torch.as_tensor(rng.permutation(n), dtype=torch.int64, device=dev)
-    taken = torch.zeros(n, dtype=torch.bool, device=dev)
+    rank = torch.as_tensor(rng.permutation(n), dtype=torch.int64, device=device)
+    taken = torch.zeros(n, dtype=torch.bool, device=device)
     chosen, scores = [], []
     for _ in range(k):
-        if torch.isinf(d[~taken]).all():  # no centre yet: the heaviest row, or a random one
-            if w is None:
-                j = int(rng.randint(n))
-            else:
-                s = torch.where(taken, -torch.inf, w)
-                j = int(torch.argmin(torch.where(s == s.max(), rank, n)))
+        if not chosen and bool(torch.isinf(d).all()):  # no centre yet: the heaviest row, or a random one
+            j = int(rng.randint(n)) if w is None else int(torch.argmin(torch.where(w == w.max(), rank, n)))
             score = float("inf")
         else:
             s = d if w is None else w * d
