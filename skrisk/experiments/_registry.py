@@ -135,30 +135,35 @@ _REGISTRY: dict[str, StrategyFactory] = {
                          selection="kmedoids", weighting="risk", preselect=None),
     # variants: preselect m * n_instances riskiest pairs from the first query on
     **{f"risk_pre{m}": _risk(f"k-medoids over the {m} * n_instances riskiest pairs at every query",
-                             preselect=m, preselect_after=0) for m in (2, 3, 5, 10)},
+                             selection="kmedoids", preselect=m, preselect_after=0) for m in (2, 3, 5, 10)},
     "risk_topk_lip": _risk("the n_instances largest Lipschitz weights (eq. 6) among the default's "
                            "preselected pairs, no k-medoids", selection="topk"),
     # variants of the default: another preselection factor, or no distance term
     **{f"risk_pre{m}w": _risk(f"the default with {m} * n_instances preselected pairs",
-                              preselect=m, preselect_after="batch") for m in (3, 5)},
+                              selection="kmedoids", preselect=m, preselect_after="batch") for m in (3, 5)},
     # the default with its whole-pool k-medoids stage capped far below the pool (issue #19: what
     # the sample of benchmarks/bench_scale.py costs in label efficiency on a pool that fits)
     "risk_cap2k": _risk("the default with the k-medoids stage on a 2,000-pair weight-stratified sample "
-                        "of the pool (max_kmedoids_pool=2000)", max_kmedoids_pool=2000),
-    # issue #27: candidates for neural matchers, measured and not adopted
+                        "of the pool (max_kmedoids_pool=2000)", selection="kmedoids",
+                        max_kmedoids_pool=2000),
+    # issue #27: candidates for neural matchers, measured and not adopted. The variants of the
+    # default name selection="kmedoids": they change the k-medoids default (the language model's
+    # records of risk_cold, risk_mix, risk_pre5w and risk_oof predate LMMatcher's BADGE default)
     "risk_cold": _risk("the default with a diverse first query for every matcher (cold_start='diverse': "
                        "unit-weight k-medoids of the whole pool while at most n_instances pairs are labelled)",
-                       cold_start="diverse"),
+                       selection="kmedoids", cold_start="diverse"),
     "risk_mix": _risk("the default with half of each batch spread over the whole pool (diversity=0.5: "
-                      "unit-weight k-medoids with the labelled pairs and the risk half fixed)", diversity=0.5),
+                      "unit-weight k-medoids with the labelled pairs and the risk half fixed)",
+                      selection="kmedoids", diversity=0.5),
     "risk_badge": _risk("risk-weighted BADGE: k-means++ seeding on the whole pool's gradient embeddings, each "
                         "draw weighted by the pair's risk (selection='badge', weighting='risk')",
                         selection="badge", weighting="risk", preselect=None),
     "risk_oof": _risk("the default with LearnRisk's expectations from out-of-fold probabilities of the labelled "
-                      "pairs on 3 folds for every matcher (labelled_proba='oof', cv=3)", labelled_proba="oof", cv=3),
+                      "pairs on 3 folds for every matcher (labelled_proba='oof', cv=3)", selection="kmedoids",
+                      labelled_proba="oof", cv=3),
     "risk_nrm": _risk("the default with a diverse batch when LearnRisk has no risk model (no_risk_model='diverse': "
                       "unit-weight k-medoids of the whole pool when the matcher predicts every ranking pair correctly)",
-                      no_risk_model="diverse"),
+                      selection="kmedoids", no_risk_model="diverse"),
     # issue #27, tenth session: risk-weighted k-center (core-set's greedy, each step the largest
     # risk * distance to the nearest centre), measured against core-set's lead
     "risk_kcenter": _risk("risk-weighted core-set: greedy k-center over the whole pool with the labelled pairs as "
@@ -171,7 +176,7 @@ _REGISTRY: dict[str, StrategyFactory] = {
                             "n_instances are labelled, the whole pool before (selection='kcenter', weighting='unit', "
                             "preselect=5)", selection="kcenter", weighting="unit", preselect=5),
     "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
-                               preselect=2, preselect_after="batch", weighting="risk"),
+                               selection="kmedoids", preselect=2, preselect_after="batch", weighting="risk"),
 }
 
 #: Strategy name -> :class:`StrategyFactory`, read-only. ``STRATEGIES[name](task, random_state=seed)``

@@ -207,24 +207,26 @@ class RiskSampler(BaseEstimator):
     cold_start : {"risk", "diverse"}, default="risk"
         The first query's rule, while the labelled set holds at most ``preselect_after`` pairs
         (``"batch"``: ``n``). ``"risk"``: risk sampling, as at every later query. ``"diverse"``:
-        the k-medoids of the whole pool with unit weights, a batch spread evenly over the
-        matcher's representation (as core-set). Tried for neural matchers, whose first risk
-        batches are mostly pairs they mispredict; it lowered the area under the learning curve
+        the selection's own batch with unit weights over the whole pool, spread evenly over the
+        matcher's representation: the unit-weight k-medoids (``selection="kmedoids"``), core-set
+        (``"kcenter"``) or BADGE (``"badge"``); ``"topk"`` has no such batch and the query
+        refuses it. Tried (with k-medoids) for neural matchers, whose first risk batches are
+        mostly pairs they mispredict; it lowered the area under the learning curve
         of the language-model matcher (the active-learning page of ``benchmarks/RESULTS.md``),
         so it is an option, not the default.
     no_risk_model : {"uncertainty", "diverse"}, default="uncertainty"
         The rule of a query for which LearnRisk has no risk model, because the matcher predicts
         every one of its ranking pairs correctly. ``"uncertainty"``: the risk is the matcher's
-        uncertainty ``min(p, 1 - p)``, chosen from as usual. ``"diverse"``: with
-        ``selection="kmedoids"``, the k-medoids of the whole pool with unit weights, as
+        uncertainty ``min(p, 1 - p)``, chosen from as usual. ``"diverse"``: the batch of
         ``cold_start="diverse"`` (a batch spread over the representation, which the matcher has
-        not shown to be wrong anywhere). Tried for the RNN on Fodors-Zagats, where this state is
-        common; within noise of ``"uncertainty"`` there (the active-learning page of
+        not shown to be wrong anywhere; refused with ``"topk"``). Tried for the RNN on
+        Fodors-Zagats, where this state is common; within noise of ``"uncertainty"`` there (the active-learning page of
         ``benchmarks/RESULTS.md``), so it is an option, not the default. Like ``cold_start``, it
         acts in this sampler's own query; the queries of :mod:`skrisk.pools` do not read it.
     diversity : float in [0, 1), default=0.0
-        With ``selection="kmedoids"``: the share of each batch spread over the whole pool
-        instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
+        With ``selection="kmedoids"`` only (another selection, ``"auto"`` resolved included,
+        refuses a share above 0 rather than ignore it): the share of each batch spread over the
+        whole pool instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
         as usual; the rest is the unit-weight k-medoids of the remaining pool with the labelled
         pairs and the risk part fixed as medoids, so it covers what neither covers. 0: risk
         sampling alone (the default; 0.5 did not help the language-model matcher, measured on
@@ -517,6 +519,7 @@ class RiskSampler(BaseEstimator):
         seed = random_state if random_state is not None else self.random_state
         valid = self._valid_subset(X_lab)
         selection = self.resolve_selection(learner)
+        self._check_applies(selection)
         need_repr = selection != "topk" or self.weighting == "lipschitz"
 
         # 0. the matcher's probabilities (and representations) of the pool and the labelled set;
@@ -567,10 +570,8 @@ class RiskSampler(BaseEstimator):
         # cold start, or a query without a risk model where asked, spreads the batch over the
         # whole pool with unit weights
         after = n_instances if self.preselect_after == "batch" else int(self.preselect_after)
-        unit_batch = selection == "kmedoids" and (
-            (self.cold_start == "diverse" and len(y_lab) <= after)
-            or (self.no_risk_model == "diverse" and risk_model is None)
-        )
+        unit_batch = (self.cold_start == "diverse" and len(y_lab) <= after) or (
+            self.no_risk_model == "diverse" and risk_model is None)
         overrides = {"weighting": "unit", "preselect": None} if unit_batch else {}
         chosen = self.select(risk, rep_pool, rep_lab, n_instances, random_state=seed, proba=p_pool[:, 1],
                              selection=selection, **overrides)
@@ -690,6 +691,7 @@ class RiskSampler(BaseEstimator):
         if params["selection"] == "auto":
             params["selection"] = self.resolve_selection(matcher)
         seed = random_state if random_state is not None else self.random_state
+        self._check_applies(params["selection"], spread_options=False)
         n_div = int(round(self.diversity * n_instances)) if params["selection"] == "kmedoids" else 0
         if n_div == 0 or params["weighting"] == "unit" or len(risk) <= n_instances:
             return select_batch(risk, rep_pool, rep_lab, n_instances, **params, proba=proba, random_state=seed)
@@ -708,6 +710,24 @@ class RiskSampler(BaseEstimator):
             timings[key] = timings.get(key, 0.0) + value
         return BatchSelection(np.concatenate([first.positions, rest[spread.positions]]), first.weights,
                               first.kmedoids, timings)
+
+    def _check_applies(self, selection: str, spread_options: bool = True) -> None:
+        """Refuse, by name, an option that ``selection`` (resolved) would otherwise ignore:
+        ``diversity`` spreads part of a k-medoids batch, and the "diverse" rules of ``cold_start``
+        and ``no_risk_model`` need a selection with a unit-weight batch of its own."""
+        why = (f"selection='auto' resolves to {selection!r} for this matcher" if self.selection == "auto"
+               else f"selection={selection!r}")
+        if self.diversity > 0 and selection != "kmedoids":
+            raise ValueError(
+                f"RiskSampler(diversity={self.diversity}) spreads part of a k-medoids batch, but {why}. "
+                f"Give selection='kmedoids', or diversity=0.")
+        asked = [f"{name}='diverse'" for name in ("cold_start", "no_risk_model")
+                 if getattr(self, name) == "diverse"]
+        if spread_options and asked and selection == "topk":
+            raise ValueError(
+                f"RiskSampler({', '.join(asked)}) asks for a batch spread over the representation, "
+                f"which a top-k batch cannot give ({why}). Give selection='kmedoids' (or "
+                f"'kcenter', 'badge'), or leave {' and '.join(a.split('=')[0] for a in asked)} at the default.")
 
     def _proba_and_repr(
         self, learner: Any, X_pool: Any, n_pool: int, X_lab: Any, proba_fn: Any, need_repr: bool,

@@ -6,6 +6,7 @@ records and compared with the committed pages.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -73,6 +74,31 @@ def test_paired_comparison_on_a_hand_computed_case(mr, tmp_path):
     half = 2.919986 * np.std(da, ddof=1) / np.sqrt(3)  # t(0.95, 2 degrees of freedom)
     assert (p["lo"], p["hi"]) == pytest.approx((np.mean(da) - half, np.mean(da) + half), abs=1e-6)
     assert (p["wins"], p["ties"], p["losses"]) == (2, 0, 1)
+
+
+def test_runs_recorded_before_a_date_are_named(mr, tmp_path):
+    """The RNN rows name the runs recorded before the RNN's rewrite (a record without a date
+    counts as before); complete runs only, other matchers never."""
+    rows = [{"dataset": "x", "strategy": st, "seed": seed, "round": r, "n_labelled": 10 * r, "f1": 0.5}
+            for st in ("risk", "entropy") for seed in (0, 1) for r in range(2)]
+    for stem in ("toy_rnn_compare", "toy_feature_compare"):
+        pd.DataFrame(rows).to_csv(tmp_path / f"{stem}_rounds.csv", index=False)
+    (tmp_path / "raw").mkdir()
+    for name, date in (("risk_seed0", "2026-11-23"), ("risk_seed1", "2026-11-28"), ("entropy_seed0", None),
+                       ("entropy_seed1", "2026-11-25")):
+        for matcher in ("rnn", "feature"):
+            first = {"dataset": "x", "round": 0, **({"date": date} if date else {})}
+            (tmp_path / "raw" / f"x_{matcher}_{name}.jsonl").write_text(f"{json.dumps(first)}\n")
+    per_run = mr.run_aulc(pd.DataFrame(rows))
+    assert mr.runs_before("toy_rnn_compare", per_run, "2026-11-25", tmp_path) == {"risk": [0], "entropy": [0]}
+    assert mr.runs_before("toy_feature_compare", per_run, "2026-11-25", tmp_path) == {}
+    # a run a later table holds (read first) shadows the earlier table's record of it
+    seen = {("risk", 0)}
+    assert mr.runs_before("toy_rnn_compare", per_run, "2026-11-25", tmp_path, seen) == {"entropy": [0]}
+    assert seen == {("risk", 0), ("risk", 1), ("entropy", 0), ("entropy", 1)}
+    (tmp_path / "raw" / "x_rnn_entropy_seed1.jsonl").unlink()
+    with pytest.raises(mr.ResultsError, match=r"x_rnn_entropy_seed1\.jsonl is missing"):
+        mr.runs_before("toy_rnn_compare", per_run, "2026-11-25", tmp_path)
 
 
 def test_incomplete_runs_are_left_out_of_the_areas(mr):

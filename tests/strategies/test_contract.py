@@ -413,3 +413,41 @@ def test_selection_auto_reads_the_matchers_risk_selection(task):
                                                     .represent(F[pool]), dtype=np.float32),
                      None, 5, proba=learner.predict_proba(F[pool])[:, 1], matcher=learner, random_state=0)
     assert again.kmedoids is None
+
+
+def test_diverse_options_follow_the_selection_or_are_refused(task):
+    """cold_start / no_risk_model "diverse" is the resolved selection's own unit-weight batch over
+    the whole pool (core-set for "kcenter", BADGE for "badge", as the unit k-medoids for
+    "kmedoids"); where the selection has no such batch ("topk"), or diversity is asked of a
+    selection other than k-medoids, the query refuses by name instead of ignoring the option."""
+    F, pool = task["F"], task["pool"]
+    # 38 labelled pairs: a batch of 40 is a first query
+    for selection, clf, baseline in (("kcenter", None, coreset_sampling),
+                                     ("badge", LogisticRegression(max_iter=1000), badge_sampling)):
+        s, learner, cold = _selection_query(task, clf, selection, n=40, cold_start="diverse")
+        assert (s.last_query_.weights == 1).all()
+        ref, _ = baseline(learner, F[pool], n_instances=40, random_state=0)
+        np.testing.assert_array_equal(np.sort(cold), np.sort(ref))
+        _, _, hot = _selection_query(task, clf, selection, n=40)
+        assert set(hot) != set(cold)
+    for kw in ({"cold_start": "diverse"}, {"no_risk_model": "diverse"}):
+        with pytest.raises(ValueError, match=r"selection='topk'.*kmedoids"):
+            _selection_query(task, None, "topk", n=40, **kw)
+    for selection in ("kcenter", "badge", "topk"):
+        with pytest.raises(ValueError, match=rf"diversity=0\.5\).*'{selection}'"):
+            _selection_query(task, LogisticRegression(max_iter=1000), selection, diversity=0.5)
+
+
+def test_registered_variants_of_the_kmedoids_default_keep_kmedoids():
+    """The variants measured as changes to the k-medoids default (the language model's records of
+    risk_cold, risk_mix, risk_pre5w and risk_oof were made before LMMatcher's default became
+    risk-weighted BADGE) name selection="kmedoids", so they rerun as recorded with every matcher."""
+    from skrisk.experiments import STRATEGIES
+    from skrisk.matchers import LMMatcher
+
+    names = ["risk_cold", "risk_mix", "risk_oof", "risk_nrm", "risk_cap2k", "risk_pre3w", "risk_pre5w",
+             "risk_pre2w_nodist", "risk_pre2", "risk_pre10"]
+    for name in names:
+        sampler = RiskSampler(**STRATEGIES[name].sampler_params)
+        assert sampler.resolve_selection(LMMatcher()) == "kmedoids", name
+    assert RiskSampler(**STRATEGIES["risk"].sampler_params).resolve_selection(LMMatcher()) == "badge"
