@@ -367,14 +367,14 @@ def runs_before(stem: str, per_run: pd.DataFrame, date: str, al_dir: Path = AL,
     whose raw record is dated before ``date`` (its first round's date; a record without one
     counts as before). ``skip``: (strategy, seed) pairs to pass over; the pairs the table holds
     are added to it, so that a later table's runs, read first, shadow an earlier table's."""
+    out: dict[str, list[int]] = {}
+    if "_rnn_" not in Path(stem).name:
+        return out
     table = stem_file(stem, "_rounds.csv", al_dir)
     frame = _read_csv(table)
     held = set(zip(frame["strategy"], frame["seed"].astype(int)))
     raw = table.parent / "raw"
     dataset = str(frame["dataset"].iloc[0])
-    out: dict[str, list[int]] = {}
-    if "_rnn_" not in Path(stem).name:
-        return out
     skip = set() if skip is None else skip
     for strat, seed in per_run[["strategy", "seed"]].itertuples(index=False):
         key = (strat, int(seed))

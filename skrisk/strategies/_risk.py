@@ -220,14 +220,14 @@ class RiskSampler(BaseEstimator):
         uncertainty ``min(p, 1 - p)``, chosen from as usual. ``"diverse"``: the batch of
         ``cold_start="diverse"`` (a batch spread over the representation, which the matcher has
         not shown to be wrong anywhere; refused with ``"topk"``). Tried for the RNN on
-        Fodors-Zagats, where this state is common; within noise of ``"uncertainty"`` there (the active-learning page of
-        ``benchmarks/RESULTS.md``), so it is an option, not the default. Like ``cold_start``, it
+        Fodors-Zagats, where this state is common; within noise of ``"uncertainty"`` there (the
+        active-learning page of ``benchmarks/RESULTS.md``), so it is an option, not the default. Like ``cold_start``, it
         acts in this sampler's own query; the queries of :mod:`skrisk.pools` do not read it.
     diversity : float in [0, 1), default=0.0
         With ``selection="kmedoids"`` only (another selection, ``"auto"`` resolved included,
         refuses a share above 0 rather than ignore it): the share of each batch spread over the
-        whole pool instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs) is chosen
-        as usual; the rest is the unit-weight k-medoids of the remaining pool with the labelled
+        whole pool instead of chosen by risk. The risk part (``n - round(diversity * n)`` pairs)
+        is chosen as usual; the rest is the unit-weight k-medoids of the remaining pool with the labelled
         pairs and the risk part fixed as medoids, so it covers what neither covers. 0: risk
         sampling alone (the default; 0.5 did not help the language-model matcher, measured on
         the active-learning page of ``benchmarks/RESULTS.md``).
@@ -721,13 +721,13 @@ class RiskSampler(BaseEstimator):
             raise ValueError(
                 f"RiskSampler(diversity={self.diversity}) spreads part of a k-medoids batch, but {why}. "
                 f"Give selection='kmedoids', or diversity=0.")
-        asked = [f"{name}='diverse'" for name in ("cold_start", "no_risk_model")
-                 if getattr(self, name) == "diverse"]
+        asked = [name for name in ("cold_start", "no_risk_model") if getattr(self, name) == "diverse"]
         if spread_options and asked and selection == "topk":
+            given = ", ".join(f"{name}='diverse'" for name in asked)
             raise ValueError(
-                f"RiskSampler({', '.join(asked)}) asks for a batch spread over the representation, "
-                f"which a top-k batch cannot give ({why}). Give selection='kmedoids' (or "
-                f"'kcenter', 'badge'), or leave {' and '.join(a.split('=')[0] for a in asked)} at the default.")
+                f"RiskSampler({given}) asks for a batch "
+                f"spread over the representation, which a top-k batch cannot give ({why}). Give "
+                f"selection='kmedoids' (or 'kcenter', 'badge'), or leave {' and '.join(asked)} at the default.")
 
     def _proba_and_repr(
         self, learner: Any, X_pool: Any, n_pool: int, X_lab: Any, proba_fn: Any, need_repr: bool,
