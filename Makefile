@@ -26,7 +26,9 @@ demo: setup
 	$(BIN)/skrisk demo
 
 test: setup
-	$(BIN)/python -m pytest
+	# one worker per core (pytest-xdist), each on one thread: OpenMP threads beyond the cores run
+	# many times slower; a file's tests share a worker, so its module fixtures are built once
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n auto --dist loadfile
 
 clean:
 	rm -rf $(VENV) skrisk_demo

@@ -68,6 +68,19 @@ def _seeds_fixed():
     yield
 
 
+@pytest.fixture
+def two_torch_threads():
+    """torch on two threads for the test, restored after: a test that a thread limit is set and
+    undone must start from more than one thread, whatever the runner set (``make test`` runs its
+    workers with ``OMP_NUM_THREADS=1``)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def data_home() -> Path:
     home = _data_home()

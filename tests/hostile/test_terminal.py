@@ -71,8 +71,9 @@ def _pair_tables(tmp_path, left_value, right_value, attr="name", left_id="1", ri
     return write_tables(tmp_path / "t", left, right, pairs)
 
 
-def _show_one_pair(tmp_path, monkeypatch, capsys, *values, columns=100, **kw):
+def _show_one_pair(tmp_path, monkeypatch, capsys, *values, columns=100, lines=40, **kw):
     monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("LINES", str(lines))  # not the runner's: a terminal or pytest-xdist's worker
     args = _pair_tables(tmp_path, *values, **kw)
     rc, cap = label(monkeypatch, capsys, [*args, "--session", str(tmp_path / "s")], ["q"])
     assert rc == 0, cap.err
@@ -122,7 +123,7 @@ def test_a_narrow_terminal_gets_lines_that_fit(columns, tmp_path, monkeypatch, c
                            "東京都千代田区丸の内一丁目", columns=columns)
     lines = shown.splitlines()
     assert all(display_width(line) <= columns for line in lines), max(lines, key=display_width)
-    assert any("L: the blue cafe" in line for line in lines) and any("R: 東京都" in line for line in lines)
+    assert any("L: the blue cafe" in line for line in lines) and any("R: 東京都" in line for line in lines), shown
 
 
 def test_rtl_emoji_and_accents_are_shown_as_they_are(tmp_path, monkeypatch, capsys):  # (kept)

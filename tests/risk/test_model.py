@@ -121,8 +121,9 @@ def test_training_is_deterministic_under_a_seeded_generator():
     assert torch.equal(outs[0], outs[1])
 
 
-def test_single_thread_restores_thread_count():
+def test_single_thread_restores_thread_count(two_torch_threads):
     before = torch.get_num_threads()
+    assert before == 2
     with _model.single_thread(torch.device("cpu")):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before

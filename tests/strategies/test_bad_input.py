@@ -154,7 +154,7 @@ def test_min_distances_float64_sees_zero():
     np.testing.assert_allclose(min_distances(A, B)[5:], d64[5:], rtol=1e-3)
 
 
-def test_risk_sampler_defaults_threads_and_timings(task):
+def test_risk_sampler_defaults_threads_and_timings(task, two_torch_threads):
     assert DEFAULT_EPOCHS == 200 and RiskSampler().n_threads is None  # torch's threads by default
     assert LearnRisk().epochs == DEFAULT_EPOCHS
     F, y = task["F"], task["y"]

@@ -38,7 +38,7 @@ def _learner(task, estimator, strategy):
     return ActiveLearner(estimator, strategy, X_training=F[lab], y_training=y[lab])
 
 
-def test_risk_sampling_is_a_function_that_keeps_nothing(task):
+def test_risk_sampling_is_a_function_that_keeps_nothing(task, two_torch_threads):
     assert callable(risk_sampling) and not isinstance(risk_sampling, RiskSampler)
     assert not any(isinstance(v, RiskSampler) for v in vars(risk_module).values())
     F, y = task["F"], task["y"]
@@ -135,7 +135,7 @@ def test_coreset_ties_follow_the_seed():
     assert len(picks) > 1  # not always the lowest index
 
 
-def test_overlapping_thread_limits_restore_torchs_setting():
+def test_overlapping_thread_limits_restore_torchs_setting(two_torch_threads):
     # internal on purpose: the thread-limit context
     from skrisk._device import torch_threads
 
