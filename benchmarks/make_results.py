@@ -83,8 +83,8 @@ BASELINES = ["random", "entropy", "bald", "coreset", "egl", "badge"]
 SETTINGS = {
     "DBLP-Scholar x forest": ["dblp_scholar_feature_compare_all"],
     # 6.5's tables (dblp_scholar_rnn_compare, ..._runs10) predate the RNN's rewrite: the runs of
-    # every strategy there are rerun on main (6.17, 6.19), the baselines' seeds 0-4
-    "DBLP-Scholar x RNN": ["al_rerun/dblp_scholar_rnn_compare_main_base",
+    # every strategy there are rerun on main (6.17, 6.19): BALD, EGL, BADGE seeds 0-7, core-set, random 0-4
+    "DBLP-Scholar x RNN": ["al_rerun/dblp_scholar_rnn_compare_main_base", "al_rerun/dblp_scholar_rnn_compare_main_base10",
                            "al_rerun/dblp_scholar_rnn_compare_main_kcenter", "al_rerun/dblp_scholar_rnn_compare_main"],
     "DBLP-Scholar x LM": ["al_lm_gpu/dblp_scholar_lm_compare_gpu", "al_lm_gpu/dblp_scholar_lm_compare_gpu6",
                           "al_lm_gpu/dblp_scholar_lm_compare_gpu10"],
