@@ -73,10 +73,20 @@ def two_torch_threads():
     """torch on two threads for the test, restored after: a test that a thread limit is set and
     undone must start from more than one thread, whatever the runner set (``make test`` runs its
     workers with ``OMP_NUM_THREADS=1``)."""
+    yield from _torch_threads(2)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """torch on one thread for the test, restored after (the setting is process-wide)."""
+    yield from _torch_threads(1)
+
+
+def _torch_threads(n: int):
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(n)
     yield
     torch.set_num_threads(before)
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.datasets import make_pairs
@@ -68,17 +67,8 @@ def test_pipeline_round_trip(data, tmp_path):
     assert after.risk is None
 
 
-def test_rnn_pipeline_round_trip(data, tmp_path):
+def test_rnn_pipeline_round_trip(data, tmp_path, one_torch_thread):
     tr, te = data
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        _round_trip(tr, te, tmp_path)
-    finally:
-        torch.set_num_threads(before)  # torch's process-wide setting, for the tests after this one
-
-
-def _round_trip(tr, te, tmp_path):
     sf = SimilarityFeatures().fit(tr.to_frame())
     matcher = make_rnn_pipeline(max_length=6, features=SimilarityFeatures(), hidden_size=4, classifier_size=8,
                                 embedding_dim=8, max_epochs=1, batch_size=64, device="cpu",
