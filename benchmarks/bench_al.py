@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from skrisk.utils import atomic_write_text
+from skrisk import LearnRisk
 from skrisk.exceptions import DataError
 from skrisk.experiments import (
     STRATEGIES,
@@ -113,7 +114,7 @@ def _run_one(args: argparse.Namespace, strategy: str, seed: int, valid_ratio: fl
     torch.set_num_threads(args.threads)
     task = _task(args)
     strat = make_strategy(strategy, task, valid_ratio=valid_ratio,
-                          risk_params={"epochs": args.risk_epochs}, random_state=seed)
+                          risk=LearnRisk(epochs=args.risk_epochs), random_state=seed)
     name = _name(strategy, valid_ratio)
     query_kwargs = {"subsample": args.egl_subsample} if strategy == "egl" and args.egl_subsample else None
     return run_active_learning(

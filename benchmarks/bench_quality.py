@@ -50,6 +50,7 @@ import numpy as np
 
 import pandas as pd
 
+from skrisk import LearnRisk
 from skrisk.data import PairDataset, SimilarityFeatures, block
 from skrisk.experiments import (
     ALTask,
@@ -148,7 +149,7 @@ def run_one(name: str, seed: int, args: argparse.Namespace) -> dict:
     else:
         task = build_task(name, matcher="feature", cache_dir=args.cache, max_pool=args.max_pool)
     X_test, y_test = task.rows(task.test), task.y[task.test]
-    strategy = make_strategy("risk", task, risk_params={"epochs": args.risk_epochs}, random_state=seed)
+    strategy = make_strategy("risk", task, risk=LearnRisk(epochs=args.risk_epochs), random_state=seed)
     states: list[dict] = []
 
     def observed(learner, X_pool, n_instances=1, *, random_state=None, **kw):

@@ -57,11 +57,12 @@ import torch  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from skrisk import LearnRisk  # noqa: E402
 from skrisk.active import ActiveLearner  # noqa: E402
 from skrisk.data import SimilarityFeatures  # noqa: E402
 from skrisk.data import load_deepmatcher  # noqa: E402
 from skrisk.matchers import match_labels  # noqa: E402
-from skrisk.strategies import RiskSampler  # noqa: E402
+from skrisk.strategies import KMedoidsSelector, RiskSampler  # noqa: E402
 from skrisk.risk import DEFAULT_EPOCHS  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "query" / "query_bench.jsonl"
@@ -163,16 +164,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     X_tr, y_tr, lab, pool = data["X_tr"], data["y_tr"], data["lab"], data["pool"]
     X_lab, X_pool = X_tr[lab], X_tr[pool]  # an ndarray or a SliceDict: both take rows by position
     matcher = make_matcher(args, prep)
-    kw: dict[str, Any] = {}
-    if args.risk_params is not None:
-        kw["risk_params"] = args.risk_params
+    risk_kw: dict[str, Any] = dict(args.risk_params or {})
     if args.cv is not None:
-        kw["cv"] = args.cv
-    if args.n_threads is not None:
-        nt = args.n_threads
-        kw["n_threads"] = None if nt == "none" else int(nt)
-    sampler = RiskSampler(data["X_va"], data["y_va"], feature_names=data["names"], random_state=args.seed,
-                          device="cpu", **kw)
+        risk_kw["cv"] = args.cv
+    nt = args.n_threads
+    sampler = RiskSampler(data["X_va"], data["y_va"], risk=LearnRisk(feature_names=data["names"], **risk_kw),
+                          selector=KMedoidsSelector(device="cpu"), random_state=args.seed,
+                          n_threads=None if nt is None or nt == "none" else int(nt))
     t = time.perf_counter()
     learner = ActiveLearner(matcher, sampler, X_training=X_lab, y_training=y_tr[lab])
     prep["matcher_fit_s"] = time.perf_counter() - t
@@ -211,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "valid": int(len(data["y_va"])),
         "batch": args.batch,
         "risk_params": {"epochs": DEFAULT_EPOCHS, **(args.risk_params or {})},
-        "cv": sampler.cv,
+        "cv": sampler.risk.cv,
         "n_threads": sampler.n_threads,
         "labelled_proba": sampler.labelled_proba,
         "n_rules": None if q.risk_model is None else len(q.risk_model.rules_),

@@ -33,6 +33,7 @@ import pandas as pd
 import torch
 from sklearn.metrics import f1_score, roc_auc_score
 
+from skrisk import LearnRisk
 from skrisk.active import ActiveLearner
 from skrisk.experiments import (
     build_task,
@@ -71,7 +72,7 @@ def score_state(task, matcher: str, labelled: np.ndarray, seed: int, r: int, bat
     p = np.asarray(learner.predict_proba(X_unl))[:, 1]
     wrong = match_labels(p) != y_pool[unl]
     # risk ranking as RiskSampler computes it in that run (its LearnRisk settings and seed)
-    sampler = make_strategy("risk_topk", task, risk_params={"epochs": risk_epochs}, random_state=seed)
+    sampler = make_strategy("risk_topk", task, risk=LearnRisk(epochs=risk_epochs), random_state=seed)
     t1 = time.perf_counter()
     sampler(learner, X_unl, n_instances=min(batch, len(unl)), random_state=seed * 10007 + r)
     risk = np.asarray(sampler.last_query_.risk, dtype=float)

@@ -162,10 +162,12 @@ def _phases(timings: dict[str, float]) -> dict[str, float]:
 
 
 def _sampler(data: dict[str, Any], args: argparse.Namespace, **kw: Any) -> Any:
-    from skrisk.strategies import RiskSampler
+    from skrisk import LearnRisk
+    from skrisk.strategies import KMedoidsSelector, RiskSampler
 
-    return RiskSampler(data["X_va"], data["y_va"], feature_names=data["names"], random_state=args.seed,
-                       device="cpu", n_threads=args.threads, **kw)
+    return RiskSampler(data["X_va"], data["y_va"], risk=LearnRisk(feature_names=data["names"]),
+                       selector=KMedoidsSelector(device="cpu", **kw), random_state=args.seed,
+                       n_threads=args.threads)
 
 
 def _child_scale(size: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -187,15 +189,13 @@ def _child_scale(size: int, args: argparse.Namespace) -> dict[str, Any]:
                      "threads": q.n_threads, "peak_rss_mb_so_far": _hwm_mb(),
                      "kmedoids_points": None if q.kmedoids is None else int(len(q.kmedoids.labels)),
                      "n_swaps": None if q.kmedoids is None else int(q.kmedoids.n_swaps),
-                     "max_kmedoids_pool": sampler.max_kmedoids_pool}
+                     "max_kmedoids_pool": sampler.selector.max_pool}
     return rec
 
 
 def _child_td(size: int, args: argparse.Namespace) -> list[dict[str, Any]]:
     import numpy as np
-    import torch
-
-    from skrisk.strategies import min_distances
+    from scipy.spatial.distance import cdist
 
     prep: dict[str, float] = {}
     data = _build(size, args, prep)
@@ -203,7 +203,7 @@ def _child_td(size: int, args: argparse.Namespace) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     ref = None
     for cap in [None, *caps]:
-        sampler = _sampler(data, args, max_kmedoids_pool=cap)
+        sampler = _sampler(data, args, max_pool=cap)
         learner = _learner(data, sampler, args.seed)
         load_before = _load()
         pos, _ = learner.query(data["X_pool"], n_instances=args.batch, random_state=args.seed)
@@ -211,7 +211,9 @@ def _child_td(size: int, args: argparse.Namespace) -> list[dict[str, Any]]:
         est = learner.estimator
         rep_pool = est.represent(data["X_pool"])
         rep_lab = est.represent(data["X_lab"])
-        d = min_distances(rep_pool, np.concatenate([rep_lab, rep_pool[pos]]), dtype=torch.float64)
+        fixed = np.concatenate([rep_lab, rep_pool[pos]]).astype(np.float64)
+        d = np.concatenate([cdist(rep_pool[s:s + 8192].astype(np.float64), fixed).min(axis=1)
+                            for s in range(0, len(rep_pool), 8192)])
         td = float((q.weights * d).sum())
         if ref is None:
             ref = {"td": td, "pos": set(pos.tolist()), "weights": q.weights}
@@ -236,7 +238,7 @@ def _child_stream(size: int, args: argparse.Namespace) -> dict[str, Any]:
     from skrisk.matchers import FeatureMatcher
     from skrisk.pools import stream_query
     from skrisk.pools import ChunkScorer
-    from skrisk.strategies import RiskSampler
+    from skrisk.strategies import KMedoidsSelector, RiskSampler
 
     t: dict[str, float] = {}
     start = time.perf_counter()
@@ -279,7 +281,8 @@ def _child_stream(size: int, args: argparse.Namespace) -> dict[str, Any]:
 
     load_before = _load()
     q = stream_query(scorer, chunks(), labelled=labelled, n_instances=args.batch, chunk_size=args.chunk_size,
-                     sampler=RiskSampler(device="cpu"), random_state=args.seed, progress=False)
+                     sampler=RiskSampler(selector=KMedoidsSelector(device="cpu")), random_state=args.seed,
+                     progress=False)
     assert len(q.positions) == args.batch
     if q.n_pairs + sum(q.n_filtered.values()) != size:
         raise SystemExit(f"the source held {q.n_pairs + sum(q.n_filtered.values())} pairs, not {size}")

@@ -110,16 +110,17 @@ A query strategy is a callable `strategy(learner, X_pool, n_instances)` that ret
 pool positions and their scores. `RiskSampler(X_valid, y_valid)` is one; `skrisk.risk_sampling` is
 a plain function that makes a fresh `RiskSampler()` per call, without validation pairs (LearnRisk
 then ranks out-of-fold probabilities of the labelled set).
-`feature_names` makes LearnRisk's rules read `surname_jaccard <= 0.5` instead of `x3 <= 0.5`.
+`risk=LearnRisk(feature_names=names)` makes LearnRisk's rules read `surname_jaccard <= 0.5` instead of
+`x3 <= 0.5`.
 
 modAL's `query` works with it. modAL 0.4.x's `teach` fails on scikit-learn >= 1.8 (it passes the
 removed `force_all_finite` argument): the next section uses skrisk's learner for the loop.
 """),
     ("code", """
-from skrisk import RiskSampler
+from skrisk import LearnRisk, RiskSampler
 from skrisk.matchers import FeatureMatcher  # a random forest on the similarity features
 
-sampler = RiskSampler(X[valid], y[valid], feature_names=names, random_state=0)
+sampler = RiskSampler(X[valid], y[valid], risk=LearnRisk(feature_names=names), random_state=0)
 try:
     from modAL.models import ActiveLearner as ModalActiveLearner
 except ImportError:

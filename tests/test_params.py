@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from skrisk import LearnRisk, RiskSampler
+from skrisk.strategies import BadgeSelector, KMedoidsSelector, TopKSelector
 # internal on purpose: the parameter checker
 from skrisk._params import HasMethods, Interval, Options, SubsetOf, validate_params
 from skrisk.data import PairEncoder, SimilarityFeatures
@@ -22,7 +23,8 @@ from skrisk.risk.research import LearnRiskEstimator
 def _classes():
     from skrisk.matchers import LMMatcher, RNNMatcher
 
-    return [RiskSampler, LearnRisk, LearnRiskEstimator, PairEncoder, SimilarityFeatures, RNNMatcher, LMMatcher]
+    return [RiskSampler, KMedoidsSelector, BadgeSelector, TopKSelector, LearnRisk, LearnRiskEstimator, PairEncoder,
+            SimilarityFeatures, RNNMatcher, LMMatcher]
 
 
 @pytest.mark.parametrize("cls", _classes(), ids=lambda c: c.__name__)
@@ -41,17 +43,17 @@ def test_every_class_declares_its_parameters_and_its_defaults_pass(cls):
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: RiskSampler(preselect=0.5),
-         "The 'preselect' parameter of RiskSampler must be None or a float in the range [1, inf). "
+        (lambda: KMedoidsSelector(preselect=0.5),
+         "The 'preselect' parameter of KMedoidsSelector must be None or a float in the range [1, inf). "
          "Got 0.5 instead."),
-        (lambda: RiskSampler(weighting="lipshitz"),
-         "The 'weighting' parameter of RiskSampler must be a str among {'lipschitz', 'risk', 'unit'}. "
+        (lambda: KMedoidsSelector(weighting="lipshitz"),
+         "The 'weighting' parameter of KMedoidsSelector must be a str among {'lipschitz', 'risk', 'unit'}. "
          "Got 'lipshitz' instead."),
         (lambda: RiskSampler(n_threads=True),
          "The 'n_threads' parameter of RiskSampler must be None or an int in the range [1, inf). "
          "Got True instead."),
-        (lambda: RiskSampler(distance_floor=float("nan")),
-         "The 'distance_floor' parameter of RiskSampler must be a str among {'auto'} or a float in the "
+        (lambda: KMedoidsSelector(distance_floor=float("nan")),
+         "The 'distance_floor' parameter of KMedoidsSelector must be a str among {'auto'} or a float in the "
          "range [0, inf). Got nan instead."),
         (lambda: LearnRisk(theta=1.0),
          "The 'theta' parameter of LearnRisk must be a float in the range (0.5, 1). Got 1.0 instead."),
@@ -79,7 +81,7 @@ def test_constraints():
 
 
 def test_checked_when_used_never_in_init():
-    sampler = RiskSampler(preselect=0)  # sklearn: no validation in __init__
-    assert sampler.preselect == 0
-    with pytest.raises(ValueError, match="The 'preselect' parameter of RiskSampler"):
-        sampler.select(np.zeros(3), np.zeros((3, 1), np.float32), np.zeros((1, 1), np.float32), 1)
+    selector = KMedoidsSelector(preselect=0)  # sklearn: no validation in __init__
+    assert selector.preselect == 0
+    with pytest.raises(ValueError, match="The 'preselect' parameter of KMedoidsSelector"):
+        selector.select(np.zeros(3), np.zeros((3, 1), np.float32), np.zeros((1, 1), np.float32), 1)

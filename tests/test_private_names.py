@@ -160,6 +160,7 @@ TESTS_ALLOWED = {
     "risk/test_rules.py": {"skrisk.risk._rules"},
     "strategies/test_bad_input.py": {"skrisk.strategies._selection"},
     "strategies/test_e2e.py": {"skrisk._rows"},
+    "strategies/test_properties.py": {"skrisk.strategies._selection"},
     "strategies/test_stateless.py": {"skrisk._device", "skrisk.strategies._risk"},
     "test_device.py": {"skrisk._device"},
     "test_params.py": {"skrisk._params"},

@@ -136,6 +136,8 @@ def _run_grid(
         bar.update(1)
         return make_matcher(seed)
 
+    from ..risk import LearnRisk
+
     records: list[dict] = []
     try:
         with _warnings_above(bar):
@@ -143,7 +145,7 @@ def _run_grid(
                 for name in strategies:
                     bar.set_postfix_str(f"{name}, seed {seed}")
                     recs = run_active_learning(
-                        task, make_strategy(name, task, risk_params={"epochs": epochs}, random_state=seed), counted,
+                        task, make_strategy(name, task, risk=LearnRisk(epochs=epochs), random_state=seed), counted,
                         n_seed=n_seed, n_instances=n_instances, n_rounds=rounds, seed=seed, strategy_name=name,
                         fit_kwargs=fit_kwargs, results_file=results_file,
                     )

@@ -298,6 +298,7 @@ class SessionRound:
     def _risk_batch(self, free: list[int], labels: dict, round_no: int) -> dict:
         from .._rows import take_rows
         from ..active import ActiveLearner
+        from ..risk import LearnRisk
         from ..strategies import RiskSampler
 
         cfg = self.config
@@ -315,11 +316,12 @@ class SessionRound:
         )
         # LearnRisk learns its rules and ranks its weights on out-of-fold probabilities of the
         # labelled pairs (a forest is always right on the pairs it was fitted on)
-        sampler = RiskSampler(
-            risk_params={"epochs": cfg.epochs}, random_state=_round_seed(cfg.seed, round_no, 1),
-            device="cpu", feature_names=self._feature_names,
-        )
         matcher = self.new_matcher()
+        sampler = RiskSampler(
+            risk=LearnRisk(epochs=cfg.epochs, feature_names=self._feature_names),
+            selector=RiskSampler().resolve_selector(matcher).set_params(device="cpu"),
+            random_state=_round_seed(cfg.seed, round_no, 1),
+        )
         learner = ActiveLearner(matcher, sampler, X_training=take_rows(F, lab_pos), y_training=y_lab)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

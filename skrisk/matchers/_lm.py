@@ -156,8 +156,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         ``"frame"``: pair frames are its input (what :class:`~skrisk.pools.ChunkScorer` and
         ``skrisk match`` give it), whatever it was fitted on.
     risk_selection : str
-        ``"badge"`` (a class attribute): the batch selection ``RiskSampler(selection="auto")``,
-        skrisk's default, uses with this matcher (see :class:`~skrisk.RiskSampler`).
+        ``"badge"`` (a class attribute): ``RiskSampler(selector="auto")``, skrisk's default,
+        chooses this matcher's batches with :class:`~skrisk.strategies.BadgeSelector` (see
+        :class:`~skrisk.RiskSampler`).
 
     Notes
     -----
@@ -179,7 +180,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     LMMatcher(max_length=64, random_state=0)
     """
 
-    #: The selection of ``RiskSampler(selection="auto")`` for this matcher: risk-weighted BADGE.
+    #: The selector of ``RiskSampler(selector="auto")`` for this matcher: risk-weighted BADGE.
     risk_selection = "badge"
 
     _parameter_constraints: dict = {

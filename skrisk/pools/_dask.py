@@ -18,7 +18,6 @@ from ..data import normalize_text
 from ..exceptions import DataError, SkriskError
 from ._scorer import PAIR_COLUMNS, ChunkScorer
 from ._select import (
-    DEPRECATED,
     Candidates,
     PairFilter,
     PoolQuery,
@@ -27,7 +26,7 @@ from ._select import (
     labelled_representation,
     n_candidates,
     pool_query,
-    query_sampler,
+    query_selector,
 )
 
 try:
@@ -115,11 +114,6 @@ def dask_query(
     random_state: RandomStateLike = None,
     client: Any = None,
     progress: bool = True,
-    preselect: Any = DEPRECATED,
-    weighting: Any = DEPRECATED,
-    eps: Any = DEPRECATED,
-    distance_floor: Any = DEPRECATED,
-    device: Any = DEPRECATED,
 ) -> PoolQuery:
     """Risk sampling over a Dask DataFrame of candidate pairs: the same batch as
     :func:`stream_query`, with the scoring spread over the workers.
@@ -127,9 +121,10 @@ def dask_query(
     The scorer (tables and fitted models) and the labelled-pair filter are sent to every worker
     once (``client.scatter(..., broadcast=True)``; without a distributed client, one shared graph
     node). Each partition is filtered, scored in pieces of ``chunk_size`` and reduced to its
-    ``ceil(preselect * n_instances)`` riskiest pairs with their representations on the worker;
-    the client merges those lists (the global riskiest pairs, ties to the earlier pair) and runs
-    the kernel (Lipschitz weights, weighted k-medoids with the labelled pairs fixed).
+    riskiest pairs with their representations on the worker (as many as :func:`stream_query`
+    keeps); the client merges those lists (the global riskiest pairs, ties to the earlier pair)
+    and runs the sampler's selector (by default Lipschitz weights and weighted k-medoids with the
+    labelled pairs fixed).
 
     Parameters
     ----------
@@ -144,8 +139,6 @@ def dask_query(
         local scheduler.
     progress : bool, default=True
         A tqdm bar of the pairs scored (updated as partitions finish).
-    preselect, weighting, eps, distance_floor, device
-        Deprecated, as in :func:`stream_query`.
 
     Returns
     -------
@@ -167,7 +160,7 @@ def dask_query(
     Notes
     -----
     Memory per worker is that of :func:`stream_query` for one chunk, plus the scorer; the client
-    holds ``n_partitions * ceil(preselect * n_instances)`` candidates at most (each worker sends
+    holds ``n_partitions * m`` candidates at most (``m`` those of :func:`stream_query`) (each worker sends
     only its partition's riskiest pairs) and the kernel.
 
     Examples
@@ -178,9 +171,9 @@ def dask_query(
     >>> q = dask_query(scorer, ddf, labelled=labelled_pairs, n_instances=100)  # doctest: +SKIP
     """
     who = "dask_query"
-    sampler = query_sampler(sampler, who, {"preselect": preselect, "weighting": weighting, "eps": eps,
-                                           "distance_floor": distance_floor, "device": device})
-    m = n_candidates(n_instances, sampler)
+    selector = query_selector(sampler, scorer.matcher, who)
+    seed = random_state if random_state is not None or sampler is None else sampler.random_state
+    m = n_candidates(n_instances, selector)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}.")
     if not isinstance(ddf, dd.DataFrame):
@@ -220,7 +213,7 @@ def dask_query(
     if n_pairs < n_instances:
         raise empty_pool_error(who, "the dask DataFrame", int(offsets[-1]), filtered, n_pairs, n_instances)
     cands = cands.in_key_order()
-    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings, scorer.matcher)
+    chosen, res = choose_batch(cands, rep_lab, n_instances, selector, seed, timings)
     key = cands.key[chosen]
     positions = offsets[key >> _ROW_BITS] + (key & ((1 << _ROW_BITS) - 1))
     timings["total"] = time.perf_counter() - start

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from .._params import validate_params
 from .._typing import RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
 from ..risk import matcher_uncertainty
@@ -48,11 +46,11 @@ class PoolQuery:
         Pairs left out before scoring: ``"labelled"`` (already labelled) and ``"self_pairs"``
         (a record paired with itself, deduplication only).
     n_candidates : int
-        Riskiest pairs kept for the kernel (``ceil(preselect * n_instances)``, fewer when the pool
+        Riskiest pairs kept for the selector (its ``candidates(n_instances)``, fewer when the pool
         is smaller).
     kmedoids : KMedoidsResult or None
         The kernel's result over the labelled pairs (fixed medoids, first) and the candidates
-        (None when the sampler's ``selection`` is ``"topk"``).
+        (None for a selector other than :class:`~skrisk.strategies.KMedoidsSelector`).
     timings : dict of str to float
         Wall seconds: ``"labelled"`` (scoring the labelled pairs), ``"score"`` (reading, filtering
         and scoring the pool), ``"merge"`` (the running top-k), ``"weights"``, ``"kmedoids"``,
@@ -76,50 +74,39 @@ class PoolQuery:
         )
 
 
-#: The default of ``stream_query`` / ``dask_query``'s deprecated selection arguments (``preselect``,
-#: ``weighting``, ``eps``, ``distance_floor``, ``device``; the sampler's since 0.2): "not given".
-DEPRECATED = "deprecated"
+#: Candidates a pool query keeps, as a multiple of the batch, for a selector that chooses from the
+#: whole pool (its ``candidates`` is None): a streamed pool is never held whole.
+STREAM_PRESELECT = 2
 
 
-def query_sampler(sampler: Any, who: str, deprecated: dict[str, Any]) -> Any:
-    """The :class:`~skrisk.RiskSampler` whose selection parameters a pool query uses.
+def query_selector(sampler: Any, matcher: Any, who: str) -> Any:
+    """The selector of ``sampler`` (a default ``RiskSampler()`` when None) for ``matcher``, checked."""
+    from ..strategies import KMedoidsSelector, RiskSampler
 
-    ``deprecated``: the query's own ``preselect``, ``weighting``, ``eps``, ``distance_floor`` and
-    ``device`` arguments (:data:`DEPRECATED` when not given); given ones set the parameters of a
-    copy of ``sampler`` (a default ``RiskSampler()`` when None), with a ``FutureWarning``.
-    """
-    from sklearn.base import clone
-
-    from ..strategies import RiskSampler
-
-    given = {k: v for k, v in deprecated.items() if not (isinstance(v, str) and v == DEPRECATED)}
     if sampler is None:
         sampler = RiskSampler()
     elif not isinstance(sampler, RiskSampler):
         raise TypeError(f"{who}: sampler must be a skrisk.RiskSampler, got {type(sampler).__name__}.")
-    if given:
-        params = ", ".join(f"{k}={v!r}" for k, v in sorted(given.items()))
-        warnings.warn(
-            f"{who}: the arguments {sorted(given)} are deprecated since skrisk 0.2 and will be "
-            f"removed in 0.3: give sampler=RiskSampler({params}) instead.",
-            FutureWarning, stacklevel=3,
-        )
-        sampler = clone(sampler).set_params(**given)
-    validate_params(sampler)
-    if sampler.preselect is None:
+    selector = sampler.resolve_selector(matcher)
+    if isinstance(selector, KMedoidsSelector) and selector.preselect is None:
         raise ValueError(
-            f"{who}: the sampler's preselect must be a number >= 1 (a multiple of n_instances), got "
+            f"{who}: the selector's preselect must be a number >= 1 (a multiple of n_instances), got "
             "None: a streamed pool is never held whole, so the kernel always runs on the riskiest "
-            "ceil(preselect * n_instances) pairs."
+            "ceil(preselect * n_instances) pairs. Give KMedoidsSelector(preselect=2), for example."
         )
-    return sampler
+    return selector
 
 
-def n_candidates(n_instances: Any, sampler: Any) -> int:
-    """The number of candidates to keep, ``max(n, ceil(preselect * n))``; ``n_instances`` checked."""
+def n_candidates(n_instances: Any, selector: Any) -> int:
+    """The number of candidates to keep: the selector's ``candidates(n)``, or
+    ``STREAM_PRESELECT * n`` for a selector that chooses from the whole pool; ``n_instances``
+    checked."""
     if isinstance(n_instances, bool) or not isinstance(n_instances, numbers.Integral) or n_instances < 1:
         raise ValueError(f"n_instances must be a positive int, got {n_instances!r}.")
-    return max(int(n_instances), int(math.ceil(float(sampler.preselect) * int(n_instances))))
+    m = selector.candidates(int(n_instances)) if callable(getattr(selector, "candidates", None)) else None
+    if m is None:
+        m = int(math.ceil(STREAM_PRESELECT * int(n_instances)))
+    return max(int(n_instances), int(m))
 
 
 def _keys(left: np.ndarray, right: np.ndarray, dedup: bool) -> pd.Index:
@@ -247,14 +234,13 @@ def labelled_representation(
 
 
 def choose_batch(
-    cands: Candidates, rep_lab: np.ndarray, n_instances: int, sampler: Any, random_state: RandomStateLike,
-    timings: dict[str, float], matcher: Any = None,
+    cands: Candidates, rep_lab: np.ndarray, n_instances: int, selector: Any, random_state: RandomStateLike,
+    timings: dict[str, float],
 ) -> tuple[np.ndarray, "KMedoidsResult | None"]:
-    """Risk sampling's batch among the candidates (in key order), by the sampler's selection
-    (:meth:`~skrisk.RiskSampler.select`, ``"auto"`` resolved for ``matcher``): positions into
+    """Risk sampling's batch among the candidates (in key order), by the selector: positions into
     ``cands``, riskiest first, and the kernel's result."""
-    chosen = sampler.select(cands.risk, cands.representation, rep_lab, n_instances, random_state=random_state,
-                            proba=cands.proba, matcher=matcher)
+    chosen = selector.select(cands.risk, cands.representation, rep_lab, n_instances, proba=cands.proba,
+                             random_state=random_state)
     timings.update(chosen.timings)
     return chosen.positions, chosen.kmedoids
 

@@ -11,7 +11,6 @@ import pandas as pd
 from .._typing import RandomStateLike
 from ._scorer import ChunkScorer
 from ._select import (
-    DEPRECATED,
     Candidates,
     PairFilter,
     PoolQuery,
@@ -20,7 +19,7 @@ from ._select import (
     labelled_representation,
     n_candidates,
     pool_query,
-    query_sampler,
+    query_selector,
 )
 from ._source import PairSource, as_source
 
@@ -44,22 +43,19 @@ def stream_query(
     sampler: Any = None,
     random_state: RandomStateLike = None,
     progress: bool = True,
-    preselect: Any = DEPRECATED,
-    weighting: Any = DEPRECATED,
-    eps: Any = DEPRECATED,
-    distance_floor: Any = DEPRECATED,
-    device: Any = DEPRECATED,
 ) -> PoolQuery:
     """Risk sampling over a pool that is read chunk by chunk and never held whole.
 
     Every chunk of the source is filtered (labelled pairs and, for deduplication, self-pairs
     left out), scored by ``scorer`` (similarity features, match probability, risk,
-    representation) and merged into a running top list of the ``ceil(preselect * n_instances)``
-    riskiest pairs with their representations (``preselect``: the sampler's); everything else of
-    the chunk is dropped. The batch is then chosen among those candidates by the sampler's
-    selection, the one risk-sampling core (:meth:`skrisk.RiskSampler.select`): Lipschitz weights
-    ``R_i / min_j ||x_i - x_j||`` against the labelled pairs' representations, and weighted
-    k-medoids (:func:`skrisk.kmedoids.weighted_fastpam`) with the labelled pairs as fixed medoids.
+    representation) and merged into a running top list of the riskiest pairs with their
+    representations (the sampler's selector's ``candidates(n_instances)``: ``ceil(preselect *
+    n_instances)`` for :class:`~skrisk.strategies.KMedoidsSelector`, ``2 * n_instances`` for a
+    selector that chooses from the whole pool); everything else of the chunk is dropped. The batch
+    is then chosen among those candidates by the sampler's selector, the one risk-sampling core
+    of :class:`~skrisk.RiskSampler` too: by default Lipschitz weights ``R_i / min_j ||x_i - x_j||``
+    against the labelled pairs' representations, and weighted k-medoids
+    (:func:`skrisk.kmedoids.weighted_fastpam`) with the labelled pairs as fixed medoids.
 
     Parameters
     ----------
@@ -75,18 +71,14 @@ def stream_query(
     chunk_size : int, default=100_000
         Pairs scored at once (bounds the memory, see Notes).
     sampler : RiskSampler, default=None
-        Its selection parameters choose the batch: ``preselect`` (the candidates kept, a
-        multiple of ``n_instances``; a number here, never None), ``weighting``, ``selection``,
-        ``max_kmedoids_pool``, ``eps``, ``distance_floor``, ``init``, ``schedule``,
-        ``block_size``, ``device`` and ``random_state``; its scoring parameters (validation
-        pairs, LearnRisk's) are not used: the scorer scores. None: ``RiskSampler()``.
+        Its selector (``"auto"`` resolved for the scorer's matcher) chooses the batch, seeded by
+        its ``random_state``; a :class:`~skrisk.strategies.KMedoidsSelector`'s ``preselect`` must
+        be a number here, never None. Its scoring parameters (validation pairs, its risk) are not
+        used: the scorer scores. None: ``RiskSampler()``.
     random_state : int, RandomState or None, default=None
         Seeds the kernel's tie-breaks; None: the sampler's ``random_state``.
     progress : bool, default=True
         A tqdm bar of the pairs scored.
-    preselect, weighting, eps, distance_floor, device
-        Deprecated: give ``sampler=RiskSampler(preselect=..., ...)``. A given one sets that
-        parameter of (a copy of) the sampler, with a ``FutureWarning``.
 
     Returns
     -------
@@ -111,7 +103,7 @@ def stream_query(
     kernel never sees the whole pool: it is not in memory. The distance floor's scale
     (``distance_floor="auto"``) is the median distance of the candidates, not of the pool.
 
-    Peak memory, with ``c = chunk_size``, ``m = ceil(preselect * n_instances)`` candidates,
+    Peak memory, with ``c = chunk_size``, ``m`` candidates,
     ``|L|`` labelled pairs, ``A`` attributes, ``F`` similarity features and representations of
     width ``h``, is about
 
@@ -127,9 +119,9 @@ def stream_query(
     is some 60 MB per chunk on top of the tables and the models.
     """
     who = "stream_query"
-    sampler = query_sampler(sampler, who, {"preselect": preselect, "weighting": weighting, "eps": eps,
-                                           "distance_floor": distance_floor, "device": device})
-    m = n_candidates(n_instances, sampler)
+    selector = query_selector(sampler, scorer.matcher, who)
+    seed = random_state if random_state is not None or sampler is None else sampler.random_state
+    m = n_candidates(n_instances, selector)
     src = as_source(source)
     timings = {"labelled": 0.0, "score": 0.0, "merge": 0.0}
     start = time.perf_counter()
@@ -163,6 +155,6 @@ def stream_query(
     if n_pairs < n_instances:
         raise empty_pool_error(who, src.name, n_read, filtered, n_pairs, n_instances)
     cands = cands.in_key_order()
-    chosen, res = choose_batch(cands, rep_lab, n_instances, sampler, random_state, timings, scorer.matcher)
+    chosen, res = choose_batch(cands, rep_lab, n_instances, selector, seed, timings)
     timings["total"] = time.perf_counter() - start
     return pool_query(cands, chosen, cands.key[chosen], res, n_pairs, filtered, timings)

@@ -47,6 +47,15 @@ _CORE_PARAMS = (
 )
 
 
+#: The folds of ``cv="auto"`` for a matcher that is cheap to refit.
+_AUTO_FOLDS = 5
+
+
+def _is_neural(est: Any) -> bool:
+    """Whether the fitted matcher ``est`` is a neural one (it holds a torch ``module_``)."""
+    return hasattr(est, "module_")
+
+
 def holds_risk_features(X: Any) -> bool:
     """Whether :func:`risk_features` can read ``X`` as it is (a mapping or a numeric matrix).
 
@@ -269,9 +278,14 @@ class LearnRisk(ClassifierMixin, BaseEstimator):
     estimator : classifier with ``predict_proba``, default=None
         The matcher: any binary scikit-learn classifier (or Pipeline) on pairs. None:
         :class:`~skrisk.matchers.FeatureMatcher`.
-    cv : int, cross-validation splitter or "prefit", default=5
+    cv : int, cross-validation splitter, "auto" or "prefit", default="auto"
         Folds of the out-of-fold probabilities (see :func:`oof_proba`), or ``"prefit"`` to use
         the already fitted ``estimator`` as is (its probabilities of ``X`` are then in-sample).
+        ``"auto"``: 5 folds, except for a neural matcher (one that holds a torch ``module_``
+        once fitted, as :class:`~skrisk.matchers.RNNMatcher` and
+        :class:`~skrisk.matchers.LMMatcher` do), whose own probabilities of ``X`` after fitting
+        on ``(X, y)`` are used: it keeps its best epoch on validation pairs and would need 5
+        more trainings for out-of-fold probabilities.
     features : callable, default=None
         ``features(X) -> (n_pairs, n_features)`` similarity features of pairs for the rules.
         None: :func:`risk_features` (``X`` itself when it is a 2-D numeric array, else
@@ -301,6 +315,8 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         The fitted research core (rules, weights, ...); None when there was nothing to rank.
     rules_ : list of Rule
         The rules (empty when ``risk_model_`` is None).
+    cv_ : int, cross-validation splitter or "prefit"
+        The ``cv`` the fit used (``"auto"`` resolved).
     fit_timings_ : dict of str to float
         Wall seconds of ``"oof_proba"``, ``"matcher_fit"``, ``"valid_proba"``, ``"rules"``,
         ``"ranking"`` and ``"total"``.
@@ -347,7 +363,8 @@ n_iter_no_change, alpha_l1, alpha_l2, device
     """
 
     _parameter_constraints: dict = {
-        "cv": [Options(str, {"prefit"}), Interval(numbers.Integral, 2, None), HasMethods(("split", "get_n_splits"))],
+        "cv": [Options(str, {"auto", "prefit"}), Interval(numbers.Integral, 2, None),
+               HasMethods(("split", "get_n_splits"))],
         "features": [None, "callable"],
         **{k: v for k, v in LearnRiskEstimator._parameter_constraints.items() if k in _CORE_PARAMS},
         "rule_class_weight": LearnRiskEstimator._parameter_constraints["class_weight"],
@@ -357,7 +374,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         self,
         estimator: Any = None,
         *,
-        cv: Any = 5,
+        cv: Any = "auto",
         features: Callable[[Any], Any] | None = None,
         feature_names: Any = None,
         max_depth: int = 2,
@@ -577,6 +594,12 @@ n_iter_no_change, alpha_l1, alpha_l2, device
                 f"Sparse data was passed to LearnRisk, but {type(est).__name__} needs dense data: "
                 "pass a dense array (X.toarray())."
             )
+        if isinstance(cv, str) and cv == "auto":
+            if fitted is None:  # whether the matcher is neural shows once it is fitted
+                with _clock(timings, "matcher_fit"):
+                    fitted = clone(est).fit(X, y)
+            cv, est = ("prefit", fitted) if _is_neural(fitted) else (_AUTO_FOLDS, est)
+        self.cv_ = cv
         if isinstance(cv, str):  # "prefit"
             _require_fitted(est, "cv='prefit'", "fit it first, or use cv=5 to let LearnRisk fit it")
             self.estimator_ = est

@@ -376,7 +376,7 @@ def min_distances(
     Examples
     --------
     >>> import numpy as np
-    >>> from skrisk.strategies import min_distances
+    >>> from skrisk.strategies._selection import min_distances
     >>> min_distances(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[0.0, 0.0]])).round(4).tolist()
     [0.0, 5.0]
     """
@@ -432,7 +432,7 @@ def lipschitz_weights(
     Examples
     --------
     >>> import numpy as np
-    >>> from skrisk.strategies import lipschitz_weights
+    >>> from skrisk.strategies._selection import lipschitz_weights
     >>> lipschitz_weights(np.array([0.4, 0.2, 0.3]), np.array([2.0, 1.0, 0.0])).round(6).tolist()
     [0.2, 0.2, 0.0]
     """

@@ -28,7 +28,7 @@ from skrisk.active import ActiveLearner, unpack_query
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError, NotFittedError
 from skrisk.matchers import FeatureMatcher
-from skrisk.strategies import RiskSampler, entropy_sampling, random_sampling
+from skrisk.strategies import KMedoidsSelector, RiskSampler, entropy_sampling, random_sampling
 
 
 @pytest.fixture(scope="module")
@@ -92,12 +92,12 @@ def test_clone_after_teach_neither_fits_nor_rewinds(task):
 
 def test_clone_gives_a_strategy_object_its_own_copy(task):
     F, y, lab = task["F"], task["y"], task["lab"]
-    sampler = RiskSampler(F[lab], y[lab], preselect=2, random_state=0)
+    sampler = RiskSampler(F[lab], y[lab], selector=KMedoidsSelector(preselect=2), random_state=0)
     learner = ActiveLearner(FeatureMatcher(random_state=0), sampler)
     twin = clone(learner)
-    assert twin.query_strategy is not sampler and twin.query_strategy.get_params()["preselect"] == 2
-    twin.set_params(query_strategy__preselect=3, estimator__random_state=1)
-    assert sampler.preselect == 2 and learner.estimator.random_state == 0
+    assert twin.query_strategy is not sampler and twin.query_strategy.get_params()["selector__preselect"] == 2
+    twin.set_params(query_strategy__selector__preselect=3, estimator__random_state=1)
+    assert sampler.selector.preselect == 2 and learner.estimator.random_state == 0
 
 
 def test_params_exclude_the_labelled_data(task):

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skrisk import LearnRisk
 from skrisk.data import (
     PairDataset,
     SimilarityFeatures,
@@ -186,7 +187,7 @@ def test_stack_tables_of_a_deepmatcher_dataset(fodors):
 def test_risk_sampling_on_a_dedup_dataset():
     from skrisk.active import ActiveLearner
     from skrisk.matchers import FeatureMatcher
-    from skrisk.strategies import RiskSampler
+    from skrisk.strategies import KMedoidsSelector, RiskSampler
 
     ds = load_febrl(dataset="febrl1", negative_ratio=2)
     train, pool = ds.split("train"), ds.split("test")
@@ -196,7 +197,7 @@ def test_risk_sampling_on_a_dedup_dataset():
     rng = np.random.RandomState(0)
     lab = np.concatenate([rng.choice(np.flatnonzero(train.y == c), 15, replace=False) for c in (0, 1)])
     matcher = FeatureMatcher(random_state=0)
-    sampler = RiskSampler(risk_params={"epochs": 20}, random_state=0, device="cpu")
+    sampler = RiskSampler(risk=LearnRisk(epochs=20), selector=KMedoidsSelector(device="cpu"), random_state=0)
     learner = ActiveLearner(matcher, sampler, X_training=X[lab], y_training=train.y[lab])
     picked, risk = sampler(learner, Xp, n_instances=5, random_state=0)
     assert sampler.last_query_.risk_model is not None, "LearnRisk trained on dedup pairs"

@@ -46,7 +46,7 @@ def test_longer_run_extends_a_finished_shorter_one(pairs, tmp_path):
 def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
     import skrisk.experiments
     from skrisk.experiments import STRATEGIES, make_strategy
-    from skrisk.strategies import RiskSampler
+    from skrisk.strategies import KMedoidsSelector, RiskSampler
 
     task = _task(pairs)
     default = make_strategy("risk", task, valid_ratio=0.5, random_state=4)
@@ -55,23 +55,23 @@ def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
     got = default.get_params()
     assert isinstance(default, RiskSampler) and got.pop("X_valid") is not None and got.pop("y_valid") is not None
     assert got == {k: v for k, v in reference.items() if k not in ("X_valid", "y_valid")}
-    paper = make_strategy("risk_paper", task)
-    assert paper.preselect is None and paper.selection == "kmedoids" and paper.weighting == "lipschitz"
-    assert make_strategy("risk_pre2", task).preselect == 2
+    paper = make_strategy("risk_paper", task).selector
+    assert isinstance(paper, KMedoidsSelector) and paper.preselect is None and paper.weighting == "lipschitz"
+    assert make_strategy("risk_pre2", task).selector.preselect == 2
     for name, factory in STRATEGIES.items():
         s = make_strategy(name, task)
         if factory.function is not None:
             assert s is factory.function
-        else:
-            assert all(getattr(s, k) == v for k, v in factory.sampler_params.items())
+        else:  # each sampler has a copy of the registered selector
+            assert repr(s.selector) == repr(factory.selector)
+            assert isinstance(s.selector, str) or s.selector is not factory.selector
     assert make_strategy("entropy", task) is entropy_sampling
     # one registry: skrisk.strategies exports the functions, not a second name table
     import skrisk.strategies
 
     assert not hasattr(skrisk.strategies, "STRATEGIES")
     assert STRATEGIES["risk"].standalone() is skrisk.strategies.risk_sampling
-    assert STRATEGIES["risk_paper"].standalone().keywords == {"selection": "kmedoids", "weighting": "lipschitz",
-                                                               "preselect": None}
+    assert repr(STRATEGIES["risk_paper"].standalone().keywords) == "{'selector': KMedoidsSelector(preselect=None)}"
     with pytest.raises(ValueError, match="Unknown strategy 'nope'"):
         make_strategy("nope", task)
     # one name, one thing: the records use these names too, and no alias table maps old ones
@@ -83,7 +83,7 @@ def test_registry_names_risk_is_the_default_and_risk_paper_the_paper(pairs):
                 "risk_pre2w_nodist": {"weighting": "risk", "preselect": 2}}
     for name, params in variants.items():
         s = make_strategy(name, task)
-        assert all(getattr(s, k) == v for k, v in params.items())
+        assert all(getattr(s.selector, k) == v for k, v in params.items())
 
 
 def test_build_task_rnn_encoding_is_cached(pairs, tmp_path):

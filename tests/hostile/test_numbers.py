@@ -219,7 +219,7 @@ def _query(name, task, kind):
     F, y, lab = task["F"], task["y"], task["lab"]
     strategy = STRATEGIES[name]
     if name == "risk":
-        strategy = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 5}, random_state=0)
+        strategy = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=5), random_state=0)
     learner = ActiveLearner(HostileMatcher(kind), strategy, X_training=F[lab], y_training=y[lab])
     return strategy(learner, F[task["pool"]], n_instances=3, random_state=0)
 
@@ -296,7 +296,7 @@ def test_every_strategy_bad_n_instances_and_tiny_pools(task, name):
     F, y, lab = task["F"], task["y"], task["lab"]
     strategy = STRATEGIES[name]
     if name == "risk":
-        strategy = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 5}, random_state=0)
+        strategy = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=5), random_state=0)
     learner = ActiveLearner(HostileMatcher(), strategy, X_training=F[lab], y_training=y[lab])
     X = F[task["pool"]]
     for n, err, msg in ((2.0, TypeError, "must be an int"), (True, TypeError, "must be an int"),

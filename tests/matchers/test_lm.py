@@ -18,6 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 pytest.importorskip("transformers")
 
+from skrisk import LearnRisk  # noqa: E402
 from skrisk.active import ActiveLearner  # noqa: E402
 from skrisk.datasets import make_pairs  # noqa: E402
 from skrisk.exceptions import DataError, NotFittedError  # noqa: E402
@@ -232,7 +233,7 @@ def test_every_strategy_runs_one_query(tiny, pairs):
     unl = np.setdiff1d(np.arange(len(task.pool)), lab)
     X_pool = task.rows(task.pool[unl])
     for name in STRATEGIES:
-        strategy = make_strategy(name, task, risk_params={"epochs": 5}, random_state=0)
+        strategy = make_strategy(name, task, risk=LearnRisk(epochs=5), random_state=0)
         learner = ActiveLearner(factory(0), strategy, X_training=task.rows(task.pool[lab]), y_training=y_pool[lab],
                                 X_valid=task.rows(task.valid), y_valid=task.y[task.valid])
         pos, _ = strategy(learner, X_pool, n_instances=5, random_state=0)
@@ -334,7 +335,7 @@ def test_risk_query_passes_each_pair_through_the_network_once(tiny, pairs, monke
     lab = np.r_[np.flatnonzero(y_pool == 1)[:4], np.flatnonzero(y_pool == 0)[:12]]
     unl = np.setdiff1d(np.arange(len(task.pool)), lab)
     X_valid, y_valid = task.rows(task.valid), task.y[task.valid]
-    sampler = RiskSampler(X_valid, y_valid, risk_params={"epochs": 5}, random_state=0)
+    sampler = RiskSampler(X_valid, y_valid, risk=LearnRisk(epochs=5), random_state=0)
     matcher = LMMatcher(tiny, **FAST)
     learner = ActiveLearner(matcher, sampler, X_training=task.rows(task.pool[lab]), y_training=y_pool[lab],
                             X_valid=X_valid, y_valid=y_valid)
@@ -348,14 +349,14 @@ def test_risk_query_passes_each_pair_through_the_network_once(tiny, pairs, monke
     monkeypatch.setattr(LMMatcher, "_forward_texts", counted)
     sampler(learner, task.rows(task.pool[unl]), n_instances=5, random_state=0)
     assert sorted(sizes) == sorted([len(unl), len(lab)])
-    assert sampler.last_query_.risk_model is None or sampler.last_query_.risk_model.cv == "prefit"
+    assert sampler.last_query_.risk_model is None or sampler.last_query_.risk_model.cv_ == "prefit"
 
 
 def test_default_risk_sampler_selects_by_risk_weighted_badge(tiny, pairs):
-    """RiskSampler() with an LMMatcher resolves selection="auto" to the matcher's risk_selection,
-    risk-weighted BADGE (no k-medoids kernel): the batch of RiskSampler(selection="badge"); with
-    selection="kmedoids" the same query solves eq. 7 instead and draws another batch."""
-    from skrisk.strategies import RiskSampler
+    """RiskSampler() with an LMMatcher resolves selector="auto" to the matcher's risk_selection,
+    risk-weighted BADGE (no k-medoids kernel): the batch of RiskSampler(selector=BadgeSelector());
+    with KMedoidsSelector() the same query solves eq. 7 instead and draws another batch."""
+    from skrisk.strategies import BadgeSelector, KMedoidsSelector, RiskSampler
 
     task = build_task(pairs["all"], matcher="lm", max_pool=60)
     y_pool = task.y[task.pool]
@@ -367,15 +368,15 @@ def test_default_risk_sampler_selects_by_risk_weighted_badge(tiny, pairs):
     X_pool = task.rows(task.pool[unl])
 
     def query(**kw):
-        sampler = RiskSampler(X_valid, y_valid, risk_params={"epochs": 5}, random_state=0, **kw)
+        sampler = RiskSampler(X_valid, y_valid, risk=LearnRisk(epochs=5), random_state=0, **kw)
         pos, _ = sampler(learner, X_pool, n_instances=6, random_state=0)
         return sampler.last_query_, pos
 
-    assert LMMatcher.risk_selection == "badge" and RiskSampler().selection == "auto"
+    assert LMMatcher.risk_selection == "badge" and RiskSampler().selector == "auto"
     auto, pos = query()
     assert auto.kmedoids is None and "kmeanspp" in auto.timings and len(np.unique(pos)) == 6
-    np.testing.assert_array_equal(query(selection="badge")[1], pos)
-    kmedoids, other = query(selection="kmedoids")
+    np.testing.assert_array_equal(query(selector=BadgeSelector())[1], pos)
+    kmedoids, other = query(selector=KMedoidsSelector())
     assert kmedoids.kmedoids is not None and set(other) != set(pos)
 
 

@@ -9,7 +9,7 @@ dask = pytest.importorskip("dask", reason="needs the optional extra skrisk[dask]
 dd = pytest.importorskip("dask.dataframe", reason="needs the optional extra skrisk[dask]")
 
 from skrisk.pools import ChunkScorer, dask_query, stream_query  # noqa: E402
-from skrisk.strategies import RiskSampler  # noqa: E402
+from skrisk.strategies import KMedoidsSelector, RiskSampler  # noqa: E402
 
 
 def test_local_scheduler_gives_the_streamed_batch(febrl):
@@ -25,7 +25,7 @@ def test_local_scheduler_gives_the_streamed_batch(febrl):
     np.testing.assert_array_equal(q.positions, ref.positions)
     assert q.pairs.equals(ref.pairs) and q.n_pairs == ref.n_pairs
     # the selection parameters come from a RiskSampler, alike in both
-    sampler = RiskSampler(weighting="risk", preselect=3, device="cpu")
+    sampler = RiskSampler(selector=KMedoidsSelector(weighting="risk", preselect=3, device="cpu"))
     ref = stream_query(scorer, febrl.pool, chunk_size=900, sampler=sampler, **kw)
     with dask.config.set(scheduler="synchronous"):
         q = dask_query(scorer, dd.from_pandas(febrl.pool, npartitions=3), chunk_size=400, sampler=sampler, **kw)

@@ -8,7 +8,7 @@ import pytest
 
 from skrisk.exceptions import DataError, EmptyPoolError
 from skrisk.pools import ChunkScorer, PairSource, PoolQuery, stream_query
-from skrisk.strategies import RiskSampler, select_batch
+from skrisk.strategies import KMedoidsSelector, RiskSampler
 
 
 @pytest.fixture(scope="module")
@@ -48,20 +48,20 @@ def test_batch_does_not_depend_on_the_chunk_size(scorer, febrl):
 
 
 def test_the_batch_is_risk_samplings_core_over_the_candidates(scorer, febrl):
-    """One selection core: the streamed batch is :func:`select_batch` (RiskSampler's selection)
-    over the candidates, here the whole pool (``preselect`` large enough to keep every pair)."""
+    """One selection core: the streamed batch is the sampler's selector over the candidates, here
+    the whole pool (``preselect`` large enough to keep every pair)."""
     pool = febrl.pool
-    sampler = RiskSampler(preselect=len(pool), weighting="lipschitz", random_state=0)
+    selector = KMedoidsSelector(preselect=len(pool), weighting="lipschitz")
+    sampler = RiskSampler(selector=selector, random_state=0)
     q = _query(scorer, febrl, pool, n_instances=1, sampler=sampler, chunk_size=1_000)
     whole = scorer.score(pool, representation=True)
     rep_lab = scorer.score(febrl.labelled, representation=True).representation
-    ref = select_batch(whole.risk, whole.representation, rep_lab, 1, preselect=len(pool), random_state=0)
+    ref = selector.select(whole.risk, whole.representation, rep_lab, 1, random_state=0)
     assert q.n_candidates == len(pool)
     np.testing.assert_array_equal(q.positions, ref.positions)
-    # deprecated arguments still work: they set the sampler's parameters, with a FutureWarning
-    with pytest.warns(FutureWarning, match=r"sampler=RiskSampler\(preselect=3, weighting='risk'\)"):
-        old = _query(scorer, febrl, pool, preselect=3, weighting="risk")
-    _same(old, _query(scorer, febrl, pool, sampler=RiskSampler(preselect=3, weighting="risk")))
+    # the selection keywords of 0.1 are gone: the sampler's selector is the one place
+    with pytest.raises(TypeError, match="preselect"):
+        _query(scorer, febrl, pool, preselect=3)
 
 
 def test_same_batch_from_every_kind_of_source(scorer, febrl, tmp_path):
@@ -153,11 +153,11 @@ def test_bad_sources_and_parameters(scorer, febrl, tmp_path):
         PairSource(tmp_path / "x.parquet")
     with pytest.raises(TypeError, match="PairSource takes"):
         PairSource(42)
-    with pytest.raises(ValueError, match=r"The 'preselect' parameter of RiskSampler must be None or a "
+    with pytest.raises(ValueError, match=r"The 'preselect' parameter of KMedoidsSelector must be None or a "
                        r"float in the range \[1, inf\)\. Got 0.5 instead\."):
-        _query(scorer, febrl, febrl.pool, sampler=RiskSampler(preselect=0.5))
+        _query(scorer, febrl, febrl.pool, sampler=RiskSampler(selector=KMedoidsSelector(preselect=0.5)))
     with pytest.raises(ValueError, match="preselect must be a number >= 1"):
-        _query(scorer, febrl, febrl.pool, sampler=RiskSampler(preselect=None))
+        _query(scorer, febrl, febrl.pool, sampler=RiskSampler(selector=KMedoidsSelector(preselect=None)))
     with pytest.raises(TypeError, match="sampler must be a skrisk.RiskSampler"):
         _query(scorer, febrl, febrl.pool, sampler="risk")
     with pytest.raises(ValueError, match="n_instances must be a positive int"):

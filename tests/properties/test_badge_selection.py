@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) of risk-weighted BADGE, ``select_batch(selection="badge")`` (issue #27)."""
+"""Property tests (hypothesis) of risk-weighted BADGE, ``BadgeSelector`` (issue #27)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skrisk.strategies import select_batch
+from skrisk.strategies import BadgeSelector
 
 FAST = settings(max_examples=40, deadline=None)
 
@@ -22,8 +22,7 @@ def test_badge_batch_is_distinct_and_prefers_pairs_at_risk(n, h, seed, zero_shar
     rep = rng.normal(size=(n, h)).astype(np.float32)
     proba = rng.uniform(0.01, 0.99, size=n)
     risk = rng.uniform(0.0, 1.0, size=n) * (rng.uniform(size=n) >= zero_share)
-    out = select_batch(risk, rep, None, k, selection="badge", weighting="risk", proba=proba,
-                       device="cpu", random_state=seed)
+    out = BadgeSelector(device="cpu").select(risk, rep, None, k, proba=proba, random_state=seed)
     pos = out.positions
     assert len(pos) == k and len(np.unique(pos)) == k and pos.min() >= 0 and pos.max() < n
     assert out.kmedoids is None
@@ -31,11 +30,10 @@ def test_badge_batch_is_distinct_and_prefers_pairs_at_risk(n, h, seed, zero_shar
     at_risk = np.flatnonzero(risk > 0)
     if (risk[pos] == 0).any():
         assert set(at_risk) <= set(pos)
-    again = select_batch(risk, rep, None, k, selection="badge", weighting="risk", proba=proba,
-                         device="cpu", random_state=seed)
+    again = BadgeSelector(device="cpu").select(risk, rep, None, k, proba=proba, random_state=seed)
     np.testing.assert_array_equal(again.positions, pos)
-    unit = select_batch(np.zeros(n), rep, None, k, selection="badge", weighting="unit", proba=proba,
-                        device="cpu", random_state=seed)
+    unit = BadgeSelector(weighting="unit", device="cpu").select(np.zeros(n), rep, None, k, proba=proba,
+                                                               random_state=seed)
     assert len(np.unique(unit.positions)) == k
 
 

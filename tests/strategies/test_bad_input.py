@@ -14,10 +14,10 @@ from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers import FeatureMatcher
 from _paper_strategies import STRATEGIES
-from skrisk.strategies import RiskSampler, lipschitz_weights, min_distances
+from skrisk.strategies import RiskSampler
 from skrisk.risk import DEFAULT_EPOCHS, LearnRisk
 # internal on purpose: the pool/labelled shape check
-from skrisk.strategies._selection import check_pool_matches
+from skrisk.strategies._selection import check_pool_matches, lipschitz_weights, min_distances
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def task(beer):
 
 def _strategy(name, task):
     if name == "risk":
-        return RiskSampler(task["F"][task["valid"]], task["y"][task["valid"]], risk_params={"epochs": 10},
+        return RiskSampler(task["F"][task["valid"]], task["y"][task["valid"]], risk=LearnRisk(epochs=10),
                            random_state=0)
     return STRATEGIES[name]
 
@@ -158,14 +158,14 @@ def test_risk_sampler_defaults_threads_and_timings(task, two_torch_threads):
     assert DEFAULT_EPOCHS == 200 and RiskSampler().n_threads is None  # torch's threads by default
     assert LearnRisk().epochs == DEFAULT_EPOCHS
     F, y = task["F"], task["y"]
-    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 10}, n_threads=1,
+    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=10), n_threads=1,
                           random_state=0)
     learner = _learner("entropy", task)
     before = torch.get_num_threads()
     pos, _ = sampler(learner, F[task["pool"]], n_instances=5, random_state=0)
     q = sampler.last_query_
     assert torch.get_num_threads() == before and q.n_threads == 1
-    assert q.risk_model.epochs == 10  # risk_params over LearnRisk's defaults
+    assert q.risk_model.epochs == 10  # the risk given, over LearnRisk's defaults
     t = q.timings
     assert t["total"] >= t["kmedoids"] > 0 and t["total"] >= t["learnrisk_fit"] > 0
     # the thread setting never changes the batch
@@ -192,7 +192,7 @@ class _OnePassMatcher(FeatureMatcher):
 
 def test_risk_sampler_uses_one_pass_when_offered(task):
     F, y = task["F"], task["y"]
-    kw = dict(risk_params={"epochs": 10}, random_state=0, n_threads=1)
+    kw = dict(risk=LearnRisk(epochs=10), random_state=0, n_threads=1)
     plain = RiskSampler(F[task["valid"]], y[task["valid"]], **kw)
     one = RiskSampler(F[task["valid"]], y[task["valid"]], **kw)
     lab = task["lab"]

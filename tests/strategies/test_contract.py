@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from functools import partial
 
@@ -11,13 +12,17 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from skorch.helper import SliceDict
 
+from skrisk import LearnRisk
 from skrisk.active import ActiveLearner, unpack_query
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, MissingCapabilityError, NotFittedError
 from skrisk.matchers import FeatureMatcher
 from skrisk.risk import oof_proba
 from skrisk.strategies import (
+    BadgeSelector,
+    KMedoidsSelector,
     RiskSampler,
+    TopKSelector,
     badge_sampling,
     bald_sampling,
     coreset_sampling,
@@ -51,7 +56,7 @@ def _wrap(F, kind):
 
 def _sampler(task, kind):
     F, y = task["F"], task["y"]
-    return RiskSampler(_wrap(F[task["valid"]], kind), y[task["valid"]], risk_params={"epochs": 30}, random_state=0)
+    return RiskSampler(_wrap(F[task["valid"]], kind), y[task["valid"]], risk=LearnRisk(epochs=30), random_state=0)
 
 
 # (strategy factory, classifier the FeatureMatcher needs for it)
@@ -137,8 +142,12 @@ def test_risk_sampler_bad_validation(task):
     with pytest.raises(ValueError, match="single class"):
         sampler(learner, F[task["pool"]], n_instances=3)
     with pytest.raises(ValueError, match="weighting"):
-        RiskSampler(weighting="bogus")(learner, F[task["pool"]], n_instances=3)
-    wrong = RiskSampler(F[task["valid"]][:, :5], y[task["valid"]], risk_params={"epochs": 5})
+        RiskSampler(selector=KMedoidsSelector(weighting="bogus"))(learner, F[task["pool"]], n_instances=3)
+    with pytest.raises(ValueError, match="theta"):
+        RiskSampler(risk=LearnRisk(theta=2.0))(learner, F[task["pool"]], n_instances=3)
+    with pytest.raises(ValueError, match="Leave the risk's estimator None"):
+        RiskSampler(risk=LearnRisk(FeatureMatcher()))(learner, F[task["pool"]], n_instances=3)
+    wrong = RiskSampler(F[task["valid"]][:, :5], y[task["valid"]], risk=LearnRisk(epochs=5))
     with pytest.raises(ValueError):
         wrong(learner, F[task["pool"]], n_instances=3)
 
@@ -146,14 +155,14 @@ def test_risk_sampler_bad_validation(task):
 def test_risk_sampler_picks_risky_pairs(task):
     """Risk sampling's batch is riskier than a random batch (the risk it reports is real)."""
     F, y = task["F"], task["y"]
-    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 50}, random_state=0)
+    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=50), random_state=0)
     learner = _learner(task, "ndarray", None, sampler)
     pos, risk = sampler(learner, F[task["pool"]], n_instances=10, random_state=0)
     np.testing.assert_allclose(risk, sampler.last_query_.risk[pos])
     assert sampler.last_query_.risk[pos].mean() > sampler.last_query_.risk.mean()
     assert sampler.last_query_.kmedoids is not None and len(sampler.last_query_.kmedoids.selected) == 10
-    topk = RiskSampler(F[task["valid"]], y[task["valid"]], selection="topk", weighting="risk",
-                       risk_params={"epochs": 50}, random_state=0)
+    topk = RiskSampler(F[task["valid"]], y[task["valid"]], selector=TopKSelector(),
+                       risk=LearnRisk(epochs=50), random_state=0)
     pos_top, risk_top = topk(learner, F[task["pool"]], n_instances=10, random_state=0)
     np.testing.assert_allclose(np.sort(risk_top)[::-1], np.sort(topk.last_query_.risk)[::-1][:10])
 
@@ -162,10 +171,11 @@ def test_risk_sampler_preselect(task):
     """preselect=m spreads the batch over the m*n riskiest pool pairs only (default m=2); m=1 is
     top-n by risk, and a candidate set as large as the pool is the paper's whole pool (None)."""
     F, y, pool = task["F"], task["y"], task["pool"]
-    assert RiskSampler().preselect == 2 and RiskSampler().preselect_after == "batch"
+    assert KMedoidsSelector().preselect == 2 and KMedoidsSelector().preselect_after == "batch"
 
     def query(**kw):
-        s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0, **kw)
+        s = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=30), random_state=0,
+                        selector=KMedoidsSelector(**kw))
         pos, _ = s(_learner(task, "ndarray", None, s), F[pool], n_instances=6, random_state=0)
         return s, np.sort(pos)
 
@@ -218,8 +228,8 @@ def test_risk_sampler_feature_names_and_oof(task, beer):
     """Rules read with feature names; out-of-fold probabilities give LearnRisk real mistakes."""
     F, y = task["F"], task["y"]
     names = SimilarityFeatures().fit(beer.to_frame()).get_feature_names_out()
-    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], feature_names=names,
-                          risk_params={"epochs": 30}, random_state=0)
+    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=30, feature_names=names),
+                          random_state=0)
     learner = _learner(task, "ndarray", None, sampler)
     sampler(learner, F[task["pool"]], n_instances=5, random_state=0)
     rules = [str(r) for r in sampler.last_query_.risk_model.rules_]
@@ -230,89 +240,23 @@ def test_risk_sampler_feature_names_and_oof(task, beer):
     # in-sample probabilities of a forest are (nearly) always right; out-of-fold ones are not
     assert np.abs(oof[:, 1] - y[task["lab"]]).mean() > np.abs(fit[:, 1] - y[task["lab"]]).mean()
     with pytest.raises(ValueError, match="feature_names has"):
-        RiskSampler(F[task["valid"]], y[task["valid"]], feature_names=names[:3])(learner, F[task["pool"]], n_instances=2)
+        RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(feature_names=names[:3]))(
+            learner, F[task["pool"]], n_instances=2)
 
 
-def test_risk_sampler_cold_start_and_diversity(task):
-    """cold_start="diverse": the first query (labelled set <= the batch) is the unit-weight k-medoids
-    of the whole pool; diversity=d: the risk part as usual, the rest spread over the remaining pool."""
-    F, y, pool = task["F"], task["y"], task["pool"]
-    assert RiskSampler().cold_start == "risk" and RiskSampler().diversity == 0.0
-
-    def query(n=6, **kw):
-        s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0, **kw)
-        pos, _ = s(_learner(task, "ndarray", None, s), F[pool], n_instances=n, random_state=0)
-        return s, pos
-
-    # 38 labelled pairs: a batch of 40 is a first query, a batch of 6 is not
-    s, cold = query(n=40, cold_start="diverse")
-    assert (s.last_query_.weights == 1).all() and len(np.unique(cold)) == 40
-    matcher = _learner(task, "ndarray", None, s).estimator  # the representation the query used
-    reps = [np.asarray(matcher.represent(F[rows]), dtype=np.float32) for rows in (pool, task["lab"])]
-    again = s.select(s.last_query_.risk, *reps, 40, weighting="unit", preselect=None)
-    np.testing.assert_array_equal(np.sort(cold), np.sort(again.positions))
-    _, hot = query(n=40)
-    assert set(hot) != set(cold)
-    _, later = query(cold_start="diverse")
-    _, default = query()
-    np.testing.assert_array_equal(np.sort(later), np.sort(default))
-    # half of a batch of 6 by risk (the 3 of a risk-only batch of 3, with "batch" still meaning 6)
-    s, mixed = query(diversity=0.5)
-    _, risk3 = query(n=3, preselect_after=6)
-    np.testing.assert_array_equal(np.sort(mixed[:3]), np.sort(risk3))
-    assert len(np.unique(mixed)) == 6 and not set(mixed[3:]) & set(risk3)
-    with pytest.raises(ValueError, match="diversity"):
-        query(diversity=1.0)
-    with pytest.raises(TypeError, match="unknown selection parameter"):
-        s.select(s.last_query_.risk, None, None, 2, weighting_typo="unit")
-
-
-def test_risk_sampler_without_a_risk_model_spreads_the_batch_when_asked(task):
-    """no_risk_model="diverse": when the matcher predicts every ranking pair correctly (LearnRisk has
-    no risk model), the batch is the unit-weight k-medoids of the whole pool; "uncertainty" (the
-    default) chooses by min(p, 1 - p); with a risk model both give the same batch."""
-    F, y, pool, valid = task["F"], task["y"], task["pool"], task["valid"]
-    assert RiskSampler().no_risk_model == "uncertainty"
-    matcher = _learner(task, "ndarray", None, None).estimator
-    right = valid[matcher.predict(F[valid]) == y[valid]]  # the ranking pairs it predicts correctly
-    assert len(right) < len(valid) and set(y[right]) == {0, 1}
-
-    def query(rows, **kw):
-        s = RiskSampler(F[rows], y[rows], risk_params={"epochs": 30}, random_state=0, **kw)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # LearnRisk's "nothing to learn from" on the right pairs
-            pos, _ = s(_learner(task, "ndarray", None, s), F[pool], n_instances=6, random_state=0)
-        return s, pos
-
-    s, spread = query(right, no_risk_model="diverse")
-    assert s.last_query_.risk_model is None and (s.last_query_.weights == 1).all()
-    reps = [np.asarray(matcher.represent(F[rows]), dtype=np.float32) for rows in (pool, task["lab"])]
-    again = s.select(s.last_query_.risk, *reps, 6, weighting="unit", preselect=None)
-    np.testing.assert_array_equal(np.sort(spread), np.sort(again.positions))
-    s, uncertain = query(right)
-    assert s.last_query_.risk_model is None and not (s.last_query_.weights == 1).all()
-    assert set(uncertain) != set(spread)
-    s, with_model = query(valid, no_risk_model="diverse")
-    assert s.last_query_.risk_model is not None
-    np.testing.assert_array_equal(np.sort(with_model), np.sort(query(valid)[1]))
-    with pytest.raises(ValueError, match="no_risk_model"):
-        query(valid, no_risk_model="random")
-
-
-def _selection_query(task, clf, selection, n=8, **kw):
-    """A RiskSampler with ``selection`` over the whole pool (no preselection), its learner, and the
-    positions of its batch of ``n``."""
+def _selection_query(task, clf, selector, n=8):
+    """A RiskSampler with ``selector``, its learner, and the positions of its batch of ``n``."""
     F, y = task["F"], task["y"]
-    s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0,
-                    selection=selection, preselect=None, **kw)
+    s = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=30), random_state=0,
+                    selector=selector)
     learner = _learner(task, "ndarray", clf, s)
     return s, learner, s(learner, F[task["pool"]], n_instances=n, random_state=0)[0]
 
 
-def _unit_weights_give(task, clf, selection, baseline, timing):
-    """Check that ``selection`` with unit weights picks the batch of ``baseline`` (without the
+def _unit_weights_give(task, clf, make_selector, baseline, timing):
+    """Check that the selector with unit weights picks the batch of ``baseline`` (without the
     kernel, timed as ``timing``); returns the query function and that batch."""
-    query = partial(_selection_query, task, clf, selection)
+    query = lambda **kw: _selection_query(task, clf, make_selector(**kw))  # noqa: E731
     s, learner, unit = query(weighting="unit")
     ref, _ = baseline(learner, task["F"][task["pool"]], n_instances=8, random_state=0)
     np.testing.assert_array_equal(np.sort(unit), np.sort(ref))
@@ -321,10 +265,11 @@ def _unit_weights_give(task, clf, selection, baseline, timing):
 
 
 def test_risk_sampler_badge_selection(task):
-    """selection="badge": k-means++ on BADGE's gradient embeddings with point weights; unit weights
+    """BadgeSelector: k-means++ on BADGE's gradient embeddings with point weights; unit weights
     are BADGE itself (the same batch as badge_sampling), risk weights draw only pairs at risk."""
     # the matcher's gradient_embedding needs a softmax layer
-    query, unit = _unit_weights_give(task, LogisticRegression(max_iter=1000), "badge", badge_sampling, "kmeanspp")
+    query, unit = _unit_weights_give(task, LogisticRegression(max_iter=1000), BadgeSelector, badge_sampling,
+                                     "kmeanspp")
     s, _, risky = query(weighting="risk")
     risk = s.last_query_.risk
     assert len(np.unique(risky)) == 8 and (risk[risky] > 0).all()
@@ -336,55 +281,17 @@ def test_risk_sampler_badge_selection(task):
     # reproducible; another seed may draw another batch
     np.testing.assert_array_equal(query(weighting="risk")[2], risky)
     with pytest.raises(ValueError, match="needs proba"):
-        s.select(risk, np.zeros((len(risk), 2), np.float32), None, 2)
+        s.selector.select(risk, np.zeros((len(risk), 2), np.float32), None, 2)
     bad = np.full(len(risk), 0.5)
     bad[3] = np.nan
     with pytest.raises(ValueError, match="first at row 3"):
-        s.select(risk, np.zeros((len(risk), 2), np.float32), None, 2, proba=bad)
-
-
-def test_risk_sampler_kcenter_selection(task):
-    """selection="kcenter": core-set's greedy k-center with the labelled pairs as centres, each step
-    the largest risk * distance; unit weights are core-set itself (the same batch as
-    coreset_sampling), risk weights pass over pairs of no risk while any pair at risk is left."""
-    query, unit = _unit_weights_give(task, None, "kcenter", coreset_sampling, "kcenter")
-    s, _, risky = query(weighting="risk")
-    risk = s.last_query_.risk
-    assert len(np.unique(risky)) == 8 and set(risky) != set(unit)
-    zero = np.flatnonzero(risk == 0)
-    if len(zero) and (risk > 0).sum() >= 8:
-        assert not set(risky) & set(zero)
-    np.testing.assert_array_equal(query(weighting="risk")[2], risky)
-    # "lipschitz" (the default weighting) is read as "risk": its distance term is the k-center's own
-    np.testing.assert_array_equal(query()[2], risky)
-
-
-def test_kcenter_selection_by_hand():
-    """Three pairs on a line and a labelled pair at 0: unit weights take the farthest pair first,
-    risk weights the largest risk * distance; a preselection keeps the k-center among the riskiest."""
-    from skrisk.strategies import select_batch
-
-    rep = np.array([[1.0], [4.0], [10.0]], dtype=np.float32)
-    lab = np.array([[0.0]], dtype=np.float32)
-    risk = np.array([0.9, 0.5, 0.1])  # risk * distance: 0.9, 2.0, 1.0
-    pick = lambda **kw: select_batch(risk, rep, lab, 1, selection="kcenter", device="cpu",  # noqa: E731
-                                     random_state=0, **kw).positions.tolist()
-    assert pick(weighting="unit", preselect=None) == [2]
-    assert pick(weighting="risk", preselect=None) == [1]
-    assert pick(weighting="unit", preselect=2, preselect_after=0) == [1]
-    # after the pair at 4 is taken, the pair at 10 is 6 from it (0.6) and the pair at 1 is 1 from
-    # the labelled pair (0.9): the second pick is the pair at 1; the batch comes riskiest first
-    out = select_batch(risk, rep, lab, 2, selection="kcenter", weighting="risk", preselect=None,
-                       device="cpu", random_state=0)
-    assert out.positions.tolist() == [0, 1]
-    # no labelled pair: the heaviest first
-    assert select_batch(risk, rep, None, 1, selection="kcenter", weighting="risk", preselect=None,
-                        device="cpu", random_state=0).positions.tolist() == [0]
+        s.selector.select(risk, np.zeros((len(risk), 2), np.float32), None, 2, proba=bad)
 
 
 def test_selection_auto_reads_the_matchers_risk_selection(task):
-    """selection="auto" (the default) is the matcher's risk_selection where it has one (a learner's
-    estimator, a Pipeline's last step), else "kmedoids"; a value it cannot use is refused by name."""
+    """selector="auto" (the default) is the selector the matcher's risk_selection names where it has
+    one (a learner's estimator, a Pipeline's last step), else KMedoidsSelector(); a value it cannot
+    use is refused by name."""
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer
 
@@ -395,59 +302,51 @@ def test_selection_auto_reads_the_matchers_risk_selection(task):
         risk_selection = "kmeans"
 
     sampler = RiskSampler()
-    assert sampler.selection == "auto"
-    assert sampler.resolve_selection(None) == "kmedoids"
-    assert sampler.resolve_selection(FeatureMatcher()) == "kmedoids"
-    assert sampler.resolve_selection(Badged()) == "badge"
-    assert sampler.resolve_selection(make_pipeline(FunctionTransformer(), Badged())) == "badge"
-    assert RiskSampler(selection="topk").resolve_selection(Badged()) == "topk"
+    assert sampler.selector == "auto"
+    assert repr(sampler.resolve_selector(None)) == "KMedoidsSelector()"
+    assert repr(sampler.resolve_selector(FeatureMatcher())) == "KMedoidsSelector()"
+    assert repr(sampler.resolve_selector(Badged())) == "BadgeSelector()"
+    assert repr(sampler.resolve_selector(make_pipeline(FunctionTransformer(), Badged()))) == "BadgeSelector()"
+    top = TopKSelector()
+    assert RiskSampler(selector=top).resolve_selector(Badged()) is top
     with pytest.raises(ValueError, match="Odd.risk_selection is 'kmeans'"):
-        sampler.resolve_selection(Odd())
+        sampler.resolve_selector(Odd())
     # the query follows it: a Badged forest gets the k-means++ draw, not the kernel
     F, y, pool = task["F"], task["y"], task["pool"]
-    s = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 30}, random_state=0)
+    s = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=30), random_state=0)
     learner = ActiveLearner(Badged(random_state=0), s, X_training=F[task["lab"]], y_training=y[task["lab"]])
     s(learner, F[pool], n_instances=5, random_state=0)
     assert s.last_query_.kmedoids is None and "kmeanspp" in s.last_query_.timings
-    again = s.select(s.last_query_.risk, np.asarray(Badged(random_state=0).fit(F[task["lab"]], y[task["lab"]])
-                                                    .represent(F[pool]), dtype=np.float32),
-                     None, 5, proba=learner.predict_proba(F[pool])[:, 1], matcher=learner, random_state=0)
+    rep = np.asarray(Badged(random_state=0).fit(F[task["lab"]], y[task["lab"]]).represent(F[pool]), dtype=np.float32)
+    again = s.resolve_selector(learner).select(s.last_query_.risk, rep, None, 5,
+                                               proba=learner.predict_proba(F[pool])[:, 1], random_state=0)
     assert again.kmedoids is None
 
 
-def test_diverse_options_follow_the_selection_or_are_refused(task):
-    """cold_start / no_risk_model "diverse" is the resolved selection's own unit-weight batch over
-    the whole pool (core-set for "kcenter", BADGE for "badge", as the unit k-medoids for
-    "kmedoids"); where the selection has no such batch ("topk"), or diversity is asked of a
-    selection other than k-medoids, the query refuses by name instead of ignoring the option."""
-    F, pool = task["F"], task["pool"]
-    # 38 labelled pairs: a batch of 40 is a first query
-    for selection, clf, baseline in (("kcenter", None, coreset_sampling),
-                                     ("badge", LogisticRegression(max_iter=1000), badge_sampling)):
-        s, learner, cold = _selection_query(task, clf, selection, n=40, cold_start="diverse")
-        assert (s.last_query_.weights == 1).all()
-        ref, _ = baseline(learner, F[pool], n_instances=40, random_state=0)
-        np.testing.assert_array_equal(np.sort(cold), np.sort(ref))
-        _, _, hot = _selection_query(task, clf, selection, n=40)
-        assert set(hot) != set(cold)
-    for kw in ({"cold_start": "diverse"}, {"no_risk_model": "diverse"}):
-        with pytest.raises(ValueError, match=r"selection='topk'.*kmedoids"):
-            _selection_query(task, None, "topk", n=40, **kw)
-    for selection in ("kcenter", "badge", "topk"):
-        with pytest.raises(ValueError, match=rf"diversity=0\.5\).*'{selection}'"):
-            _selection_query(task, LogisticRegression(max_iter=1000), selection, diversity=0.5)
-
-
-def test_registered_variants_of_the_kmedoids_default_keep_kmedoids():
-    """The variants measured as changes to the k-medoids default (the language model's records of
-    risk_cold, risk_mix, risk_pre5w and risk_oof were made before LMMatcher's default became
-    risk-weighted BADGE) name selection="kmedoids", so they rerun as recorded with every matcher."""
+def test_registered_variants_name_their_selector():
+    """Every registered risk-sampling variant names its selector (so it reruns as recorded with every
+    matcher); only the default resolves it from the matcher."""
     from skrisk.experiments import STRATEGIES
     from skrisk.matchers import LMMatcher
 
-    names = ["risk_cold", "risk_mix", "risk_oof", "risk_nrm", "risk_cap2k", "risk_pre3w", "risk_pre5w",
-             "risk_pre2w_nodist", "risk_pre2", "risk_pre10"]
+    names = ["risk_cap2k", "risk_pre3w", "risk_pre5w", "risk_pre2w_nodist", "risk_pre2", "risk_pre10",
+             "risk_kmedoids", "risk_paper"]
     for name in names:
-        sampler = RiskSampler(**STRATEGIES[name].sampler_params)
-        assert sampler.resolve_selection(LMMatcher()) == "kmedoids", name
-    assert RiskSampler(**STRATEGIES["risk"].sampler_params).resolve_selection(LMMatcher()) == "badge"
+        sampler = RiskSampler(selector=STRATEGIES[name].selector)
+        assert isinstance(sampler.resolve_selector(LMMatcher()), KMedoidsSelector), name
+    assert STRATEGIES["risk"].selector == "auto"
+    assert isinstance(RiskSampler(selector=STRATEGIES["risk"].selector).resolve_selector(LMMatcher()), BadgeSelector)
+
+
+def test_nested_parameters_of_the_risk_and_the_selector(task):
+    """The risk's and the selector's parameters are the sampler's nested ones, as scikit-learn's
+    composed estimators have them (set_params, grid search)."""
+    from sklearn.base import clone
+
+    s = RiskSampler(risk=LearnRisk(epochs=30), selector=KMedoidsSelector())
+    params = s.get_params()
+    assert params["risk__epochs"] == 30 and params["selector__preselect"] == 2
+    s.set_params(risk__theta=0.8, selector__preselect=3)
+    assert s.risk.theta == 0.8 and s.selector.preselect == 3
+    assert clone(s).selector.preselect == 3 and clone(s).selector is not s.selector
+    assert len(inspect.signature(RiskSampler).parameters) <= 8

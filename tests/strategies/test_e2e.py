@@ -22,6 +22,7 @@ from sklearn.base import clone
 
 # internal on purpose: the shared row helpers
 from skrisk._rows import num_rows, stack_rows, take_rows
+from skrisk import LearnRisk
 from skrisk.active import ActiveLearner, unpack_query
 from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
@@ -80,7 +81,7 @@ class Counting:
 
 def make_strategy(name: str, task) -> Counting:
     if name == "risk":
-        return Counting(RiskSampler(task["X_valid"], task["y_valid"], risk_params={"epochs": 20}, random_state=0))
+        return Counting(RiskSampler(task["X_valid"], task["y_valid"], risk=LearnRisk(epochs=20), random_state=0))
     return Counting(STRATEGIES[name])
 
 
@@ -269,14 +270,14 @@ def test_risk_sampler_validation_not_like_labelled(task, fitted):
     X, y, lab = task["X"], task["y"], task["lab"]
     Xv = task["X_valid"]
     bad = RiskSampler(SliceDict(tokens=Xv["tokens"][:, :6], features=Xv["features"]), task["y_valid"],
-                      risk_params={"epochs": 5})
+                      risk=LearnRisk(epochs=5))
     learner = ActiveLearner(tiny_rnn(), bad)
     learner.estimator, learner.X_training, learner.y_training = fitted, take_rows(X, lab), y[lab]
     with pytest.raises(ValueError, match="X_valid"):
         learner.query(take_rows(X, task["pool"]), n_instances=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ok = RiskSampler(Xv, task["y_valid"], risk_params={"epochs": 5}, random_state=0)
+        ok = RiskSampler(Xv, task["y_valid"], risk=LearnRisk(epochs=5), random_state=0)
         learner.query_strategy = ok
         pos, _ = learner.query(take_rows(X, task["pool"]), n_instances=3)
     assert len(np.unique(pos)) == 3

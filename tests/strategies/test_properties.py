@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 
 from skrisk.kmedoids import weighted_fastpam
-from skrisk.strategies import top_k
+from skrisk.strategies._selection import top_k  # internal on purpose: the tie-break rule
 
 FAST = settings(max_examples=25, deadline=None)
 

@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 # internal on purpose: no sampler kept in the module
 import skrisk.strategies._risk as risk_module
-from skrisk import ActiveLearner, RiskSampler, coreset_sampling, risk_sampling
+from skrisk import ActiveLearner, LearnRisk, RiskSampler, coreset_sampling, risk_sampling
 from skrisk.data import SimilarityFeatures
 from skrisk.matchers import FeatureMatcher
 from skrisk.strategies import RiskQuery
@@ -42,7 +42,7 @@ def test_risk_sampling_is_a_function_that_keeps_nothing(task, two_torch_threads)
     assert callable(risk_sampling) and not isinstance(risk_sampling, RiskSampler)
     assert not any(isinstance(v, RiskSampler) for v in vars(risk_module).values())
     F, y = task["F"], task["y"]
-    kw = dict(X_valid=F[task["valid"]], y_valid=y[task["valid"]], risk_params={"epochs": 10})
+    kw = dict(X_valid=F[task["valid"]], y_valid=y[task["valid"]], risk=LearnRisk(epochs=10))
     learner = _learner(task, FeatureMatcher(random_state=0), risk_sampling)
     expected = risk_sampling(learner, F[task["pool"]], n_instances=4, random_state=0, **kw)
     results: dict[int, tuple] = {}
@@ -71,7 +71,7 @@ def test_risk_sampling_is_a_function_that_keeps_nothing(task, two_torch_threads)
 
 def test_sampler_keeps_its_last_query_and_repr_hides_data(task):
     F, y = task["F"], task["y"]
-    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 10}, random_state=0)
+    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=10), random_state=0)
     text = repr(sampler)
     assert f"X_valid=<ndarray of shape {F[task['valid']].shape}>" in text
     assert "[" not in text.split("risk_params")[0]  # no array printed
@@ -101,7 +101,7 @@ def test_sampler_keeps_its_last_query_and_repr_hides_data(task):
 )
 def test_risk_sampling_with_any_classifier(task, make, note):
     F, y = task["F"], task["y"]
-    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk_params={"epochs": 10}, random_state=0)
+    sampler = RiskSampler(F[task["valid"]], y[task["valid"]], risk=LearnRisk(epochs=10), random_state=0)
     learner = _learner(task, make(), sampler)
     for _ in range(2):  # the representation note comes once per sampler
         with warnings.catch_warnings(record=True) as caught:
@@ -170,7 +170,7 @@ def test_pipeline_encoder_runs_once_over_the_pool_per_query(beer):
     )
     pool = np.setdiff1d(train, lab)
     pipe = make_pipeline(_CountingFeatures(), FeatureMatcher(random_state=0))
-    sampler = RiskSampler(frame.iloc[valid], y[valid], risk_params={"epochs": 10}, random_state=0)
+    sampler = RiskSampler(frame.iloc[valid], y[valid], risk=LearnRisk(epochs=10), random_state=0)
     learner = ActiveLearner(pipe, sampler, X_training=frame.iloc[lab], y_training=y[lab])
     _CountingFeatures.calls.clear()
     pos, _ = learner.query(frame.iloc[pool], n_instances=5, random_state=0)
