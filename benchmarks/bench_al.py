@@ -7,7 +7,8 @@ process that ran it), so a rerun resumes where it stopped; seeds run in parallel
 ``--jobs``. ``<out>/raw/tables.json`` remembers how each table was made (title, command, machine,
 date): ``--report-only`` on unchanged records rewrites a table byte for byte instead of re-dating it.
 
-Strategies are named as in ``skrisk.experiments.STRATEGIES`` (``--strategies``): ``risk`` is
+Strategies are named as in ``skrisk.experiments.STRATEGIES`` and ``_variants.VARIANTS`` beside this
+script (``--strategies``): ``risk`` is
 skrisk's default, ``risk_paper`` the paper's method. Records written before the records took those
 names (the paper's method was ``risk``, the default ``risk_pre2w``) are renamed once by
 ``benchmarks/tools/rename_records.py``.
@@ -39,17 +40,18 @@ from skrisk.utils import atomic_write_text
 from skrisk import LearnRisk
 from skrisk.exceptions import DataError
 from skrisk.experiments import (
-    STRATEGIES,
     build_task,
     load_dataset,
     machine_line,
     make_matcher_factory,
-    make_strategy,
     matcher_fit_kwargs,
     recorded_rounds,
     run_active_learning,
     write_outputs,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _variants import REGISTRY, make_strategy  # noqa: E402  (beside this script)
 
 #: The paper's seven strategies (Fig. 3-4); ``risk_paper`` is the paper's risk sampling.
 STRATEGY_NAMES = ["risk_paper", "random", "entropy", "bald", "coreset", "egl", "badge"]
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                         "validation ratios 0.25/0.5/1 and core-set (Fig. 5); ablation: parts of risk "
                         "sampling removed; variants: risk sampling with skrisk's measured changes", default="compare")
     p.add_argument("--strategies", nargs="+", default=None,
-                   help="names of skrisk.experiments.STRATEGIES ('risk': skrisk's default, 'risk_paper': "
+                   help="names of skrisk.experiments.STRATEGIES or _variants.VARIANTS ('risk': skrisk's default, 'risk_paper': "
                         "the paper's method)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=0,
@@ -219,11 +221,11 @@ def main(argv: list[str] | None = None) -> int:
             args.strategies = ["risk_paper", *VARIANTS]
         else:
             args.strategies = ["risk_paper", "coreset"]
-    unknown = [s for s in args.strategies if s not in STRATEGIES]
+    unknown = [s for s in args.strategies if s not in REGISTRY]
     if unknown:
         hint = (" ('risk_pre2w' is now 'risk', skrisk's default; the paper's method is 'risk_paper')"
                 if "risk_pre2w" in unknown else "")
-        p.error(f"unknown strategy {', '.join(unknown)}{hint}; known: {', '.join(STRATEGIES)}")
+        p.error(f"unknown strategy {', '.join(unknown)}{hint}; known: {', '.join(REGISTRY)}")
     ratios = [0.25, 0.5, 1.0] if args.experiment == "validation" else [1.0]
     out = Path(args.out)
     raw = out / "raw"

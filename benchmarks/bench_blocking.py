@@ -50,7 +50,7 @@ if name.startswith("person"):
     t0 = time.perf_counter()
     res = block(table, None, true_links=links)
 else:
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
     ds = load_deepmatcher(name)
     t0 = time.perf_counter()
     res = block(ds.left, ds.right, true_links=ds.pairs[ds.pairs["label"] == 1])

@@ -24,8 +24,8 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skrisk.data import load_febrl
-from skrisk.data import load_deepmatcher
+from skrisk.datasets import load_febrl
+from skrisk.datasets import load_deepmatcher
 from skrisk.data import SimilarityFeatures
 
 # ../shared/data/README.md: (train, valid, test) pairs and positive rate

@@ -45,7 +45,8 @@ FODORS_BLOCKING = (("tokens", ["name"], {"top_k": 10}), ("tokens", ["addr"], {"t
 
 def _load(task: str):
     """(dataset of all candidates with true labels, blocking result, true links, true entity per record)."""
-    from skrisk.data import block, febrl_entity, load_deepmatcher, load_febrl
+    from skrisk.data import block
+    from skrisk.datasets import febrl_entity, load_deepmatcher, load_febrl
     from skrisk.matching import cluster_entities
 
     if task.startswith("febrl"):

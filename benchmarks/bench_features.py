@@ -64,7 +64,7 @@ def _person(n_records: int, n_pairs: int):
 
 
 def _dblp(n_pairs: int):
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     ds = load_deepmatcher("dblp_scholar")
     pairs = ds.pairs[["left_id", "right_id"]].astype(str)

@@ -38,7 +38,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_pre
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skrisk.data import load_deepmatcher
+from skrisk.datasets import load_deepmatcher
 from skrisk.matchers import match_labels
 from skrisk.risk import DEFAULT_EPOCHS, mispredicted
 from skrisk.risk.research import LearnRiskEstimator  # the research core (given probabilities)

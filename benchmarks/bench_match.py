@@ -91,8 +91,9 @@ DEDUP_BLOCKING = [
 
 
 def prepare_dedup(folder: Path, n_labels: int, seed: int, dataset: str = "febrl3") -> dict:
-    from skrisk.data import PairDataset, block, load_febrl
-    from skrisk.data import febrl_entity
+    from skrisk.data import PairDataset, block
+    from skrisk.datasets import load_febrl
+    from skrisk.datasets import febrl_entity
     from skrisk.matching import MatchModel
 
     table = load_febrl(seed, dataset=dataset).left[DEDUP_ATTRIBUTES]
@@ -118,7 +119,7 @@ def prepare_dedup(folder: Path, n_labels: int, seed: int, dataset: str = "febrl3
 
 
 def prepare_linkage(folder: Path, name: str, seed: int) -> dict:
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
     from skrisk.matching import MatchModel
 
     ds = load_deepmatcher(name)

@@ -54,7 +54,7 @@ def _peak_mb() -> float:
 
 
 def _load(name: str):
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     return load_deepmatcher(name)
 

@@ -76,7 +76,7 @@ def setup(dataset: str = "dblp_scholar", n_labelled: int = 100, seed: int = 0) -
     from skrisk import LearnRisk
     from skrisk.utils import stratified_choice
     from skrisk.data import SimilarityFeatures
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
     from skrisk.matchers import FeatureMatcher
     from skrisk.pools import ChunkScorer
 

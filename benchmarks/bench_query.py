@@ -60,7 +60,7 @@ sys.path.insert(0, str(HERE.parent))
 from skrisk import LearnRisk  # noqa: E402
 from skrisk.active import ActiveLearner  # noqa: E402
 from skrisk.data import SimilarityFeatures  # noqa: E402
-from skrisk.data import load_deepmatcher  # noqa: E402
+from skrisk.datasets import load_deepmatcher  # noqa: E402
 from skrisk.matchers import match_labels  # noqa: E402
 from skrisk.strategies import KMedoidsSelector, RiskSampler  # noqa: E402
 from skrisk.risk import DEFAULT_EPOCHS  # noqa: E402

@@ -39,11 +39,13 @@ from skrisk.experiments import (
     build_task,
     machine_line,
     make_matcher_factory,
-    make_strategy,
     matcher_fit_kwargs,
     recorded_rounds,
 )
 from skrisk.matchers import match_labels
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _variants import make_strategy  # noqa: E402  (beside this script)
 
 
 def _top_share(score: np.ndarray, wrong: np.ndarray, k: int) -> float:

@@ -107,7 +107,7 @@ def _build(size: int, args: argparse.Namespace, t: dict[str, float]) -> dict[str
     import pandas as pd
 
     from skrisk.data import PairDataset, SimilarityFeatures
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     start = time.perf_counter()
     ds = load_deepmatcher("dblp_scholar")
@@ -234,7 +234,7 @@ def _child_stream(size: int, args: argparse.Namespace) -> dict[str, Any]:
 
     from skrisk import LearnRisk
     from skrisk.data import SimilarityFeatures
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
     from skrisk.matchers import FeatureMatcher
     from skrisk.pools import stream_query
     from skrisk.pools import ChunkScorer

@@ -22,9 +22,9 @@ size the session prints (``skrisk.quality.more_answers``) against the round wher
 (audited pairs stay in the training pool), so a replay is the session those audit draws would
 have made, at a fraction of the cost; ``--block-top-k`` makes the large candidate sets of
 issue #30, and ``--dedup`` stacks the two tables into one to deduplicate
-(:func:`skrisk.data.stack_tables`: the candidate sets of a dedup session, with the pairs within
+(:func:`skrisk.datasets.stack_tables`: the candidate sets of a dedup session, with the pairs within
 one table among them). Attributes that leak the label (:data:`skrisk.data.DEEPMATCHER_LEAKS`:
-Fodors-Zagats' ``class``) are left out, as :func:`skrisk.data.load_deepmatcher` leaves them out.
+Fodors-Zagats' ``class``) are left out, as :func:`skrisk.datasets.load_deepmatcher` leaves them out.
 ``--diagnose DIR`` says where the F1 estimate's error comes from on saved paths
 (:func:`diagnose_path`).
 
@@ -59,7 +59,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skrisk.data import DEEPMATCHER_LEAKS, get_data_home, load_deepmatcher, stack_tables
+from skrisk.data import DEEPMATCHER_LEAKS
+from skrisk.datasets import get_data_home, load_deepmatcher, stack_tables
 from skrisk.experiments import machine_line
 from skrisk.labelling import LabellingSession, SessionConfig
 from skrisk.matching import MODEL_FILE, load_model
@@ -94,7 +95,7 @@ def session_tables(folder: Path, work: Path, dedup: bool = False) -> tuple[dict,
 
     Linkage: the dataset's ``tableA.csv`` and ``tableB.csv`` as they are, but for attributes
     that leak the label (:data:`skrisk.data.DEEPMATCHER_LEAKS`), written without them. ``dedup``:
-    the two tables stacked as one (:func:`skrisk.data.stack_tables`: ids ``a:<id>`` and
+    the two tables stacked as one (:func:`skrisk.datasets.stack_tables`: ids ``a:<id>`` and
     ``b:<id>``; a pair within one table is a non-match), written to ``work``.
     """
     ds = load_deepmatcher(folder)  # its pairs: the labels of all three splits

@@ -63,7 +63,7 @@ trivial and every strategy's curve is flat.
 import numpy as np
 import pandas as pd
 from skrisk.data import SimilarityFeatures
-from skrisk.data import load_febrl
+from skrisk.datasets import load_febrl
 
 ds = load_febrl(random_state=0)
 print(ds)
@@ -107,7 +107,7 @@ print(f"{len(seed)} labelled pairs, {len(pool)} unlabelled ({y[pool].mean():.0%}
 ## 3. Risk sampling in modAL's `ActiveLearner`
 
 A query strategy is a callable `strategy(learner, X_pool, n_instances)` that returns the chosen
-pool positions and their scores. `RiskSampler(X_valid, y_valid)` is one; `skrisk.risk_sampling` is
+pool positions and their scores. `RiskSampler(X_valid, y_valid)` is one; `skrisk.strategies.risk_sampling` is
 a plain function that makes a fresh `RiskSampler()` per call, without validation pairs (LearnRisk
 then ranks out-of-fold probabilities of the labelled set).
 `risk=LearnRisk(feature_names=names)` makes LearnRisk's rules read `surname_jaccard <= 0.5` instead of
@@ -242,7 +242,7 @@ the DeepMatcher datasets, with many runs, are in `benchmarks/RESULTS.md`.
 """),
     ("code", """
 import matplotlib.pyplot as plt
-from skrisk import entropy_sampling, random_sampling
+from skrisk.strategies import entropy_sampling, random_sampling
 
 
 def learning_curve(strategy, run):
@@ -299,7 +299,7 @@ Nothing here turns warnings off: each one tells you something about your run.
 The first one on purpose: a validation set made only of pairs the current matcher labels
 correctly gives LearnRisk nothing to learn, and the warning says so. `skrisk.risk.mispredicted`
 is LearnRisk's own test of a mistake (a pair is predicted a match when `p > 0.5`; a tie at 0.5
-is a non-match, `skrisk.MATCH_THRESHOLD`). A strategy is
+is a non-match, `skrisk.matchers.MATCH_THRESHOLD`). A strategy is
 a plain function of the learner and the pool, so it can be called directly.
 """),
     ("code", """
@@ -315,7 +315,7 @@ print("picked", len(positions), "pairs by the matcher's uncertainty; risk model:
     ("md", """
 ## Next
 
-* Your own two tables: `skrisk.data.load_csv_tables(left_csv, right_csv)` blocks them into
+* Your own two tables: `skrisk.datasets.load_csv_tables(left_csv, right_csv)` blocks them into
   candidate pairs, and `skrisk label --left a.csv --right b.csv --session my_labels` runs this loop
   with you as the oracle, saving every answer as you give it.
 * The paper's DeepMatcher-style network: `skrisk.matchers.RNNMatcher` (`skrisk run --matcher rnn`).

@@ -13,39 +13,12 @@ from ._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ActiveLearner",
-    "LearnRisk",
-    "MATCH_THRESHOLD",
-    "RiskQuery",
-    "RiskSampler",
-    "__version__",
-    "badge_sampling",
-    "bald_sampling",
-    "coreset_sampling",
-    "egl_sampling",
-    "entropy_sampling",
-    "match_labels",
-    "oof_proba",
-    "random_sampling",
-    "risk_sampling",
-]
+__all__ = ["ActiveLearner", "LearnRisk", "RiskSampler", "__version__"]
 
 _LAZY = {
     "ActiveLearner": ".active",
     "LearnRisk": ".risk",
-    "oof_proba": ".risk",
-    "MATCH_THRESHOLD": ".matchers._base",
-    "match_labels": ".matchers._base",
-    "RiskQuery": ".strategies",
     "RiskSampler": ".strategies",
-    "badge_sampling": ".strategies",
-    "bald_sampling": ".strategies",
-    "coreset_sampling": ".strategies",
-    "egl_sampling": ".strategies",
-    "entropy_sampling": ".strategies",
-    "random_sampling": ".strategies",
-    "risk_sampling": ".strategies",
 }
 
 

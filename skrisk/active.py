@@ -212,7 +212,7 @@ class ActiveLearner(BaseEstimator):
     query_strategy : callable, default=None
         ``strategy(learner, X_pool, n_instances=..., **kw)`` returning ``(positions, scores)``
         (skrisk's contract, modAL 0.4.2.1) or positions alone (modAL 0.4.1). None means
-        :func:`skrisk.risk_sampling`.
+        :func:`skrisk.strategies.risk_sampling`.
     X_training, y_training : array-like, optional
         The initial labelled pairs; when given, the estimator is fitted on them at once
         (modAL's behaviour). They are data, not parameters: :func:`~sklearn.base.clone` and
@@ -265,7 +265,7 @@ class ActiveLearner(BaseEstimator):
     - :meth:`query` refuses an unfitted estimator before the strategy runs (modAL's uncertainty
       strategies would score every pair alike); for a cold start call a strategy that needs no
       model directly (``random_sampling(learner, X_pool, n_instances=...)``);
-    - ``query_strategy=None`` means :func:`skrisk.risk_sampling` (modAL: uncertainty sampling);
+    - ``query_strategy=None`` means :func:`skrisk.strategies.risk_sampling` (modAL: uncertainty sampling);
       ``force_all_finite`` defaults to "auto" (modAL: True); bootstrap samples are seeded.
 
     scikit-learn's estimator checks pass except four that modAL's interface fails by design: the
@@ -622,7 +622,7 @@ class ActiveLearner(BaseEstimator):
         elif not callable(strategy):
             raise TypeError(
                 f"query_strategy must be callable, got {type(strategy).__name__}: pass a "
-                "strategy such as skrisk.risk_sampling."
+                "strategy such as skrisk.strategies.risk_sampling."
             )
         X_pool = _as_pool(X_pool)
         n_pool = num_rows(X_pool)

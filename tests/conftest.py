@@ -109,13 +109,13 @@ def pairs():
 
 @pytest.fixture(scope="session")
 def beer(data_home):
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     return load_deepmatcher("beer", data_home)
 
 
 @pytest.fixture(scope="session")
 def fodors(data_home):
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     return load_deepmatcher("fodors_zagats", data_home)

@@ -10,7 +10,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from skrisk import ActiveLearner, RiskSampler
 from skrisk.data import PairEncoder, SimilarityFeatures
-from skrisk.data import load_febrl
+from skrisk.datasets import load_febrl
 from skrisk.matchers import FeatureMatcher, RNNMatcher, make_rnn_pipeline
 
 modal_models = pytest.importorskip("modAL.models", reason="modAL is an optional extra")

@@ -5,18 +5,20 @@ from __future__ import annotations
 import pytest
 
 
-def test_loaders_have_one_public_home():
+def test_loaders_and_generators_have_one_public_home():
+    """skrisk.datasets holds the loaders and the generators, as sklearn.datasets does (issue #45)."""
     import skrisk.data
     import skrisk.datasets
 
-    assert skrisk.datasets.__all__ == ["make_pairs", "make_person_table"]
-    for name in ("load_deepmatcher", "load_febrl", "load_csv_tables", "fetch_deepmatcher", "get_data_home",
-                 "febrl_entity", "stack_tables"):
-        assert name in skrisk.data.__all__
-        with pytest.warns(FutureWarning, match=f"skrisk.datasets.{name} moved to skrisk.data.{name}"):
-            assert getattr(skrisk.datasets, name) is getattr(skrisk.data, name)
+    moved = ("load_deepmatcher", "load_febrl", "load_csv_tables", "fetch_deepmatcher", "get_data_home",
+             "febrl_entity", "stack_tables")
+    assert set(skrisk.datasets.__all__) == {*moved, "make_pairs", "make_person_table"}
+    for name in moved:
+        assert name not in skrisk.data.__all__
+        with pytest.warns(FutureWarning, match=f"skrisk.data.{name} moved to skrisk.datasets.{name}"):
+            assert getattr(skrisk.data, name) is getattr(skrisk.datasets, name)
     with pytest.raises(AttributeError, match="no attribute 'load_nothing'"):
-        skrisk.datasets.load_nothing  # noqa: B018
+        skrisk.data.load_nothing  # noqa: B018
 
 
 def test_one_atomic_write_text_and_one_curve_summary():

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skrisk.data import load_deepmatcher
+from skrisk.datasets import load_deepmatcher
 from skrisk.matchers import LMMatcher
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "matcher" / "lm_diagnosis.jsonl"

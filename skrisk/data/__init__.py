@@ -1,12 +1,14 @@
-"""ER pair data: tables (two for linkage, one for dedup), candidate pairs, loaders, blocking, tokens, vectors, features."""
+"""ER pair data: tables (two for linkage, one for dedup), candidate pairs, blocking, tokens, vectors, features.
+
+The loaders and generators of data sets live in :mod:`skrisk.datasets`.
+"""
 
 from ._blocking import BLOCKING_METHODS, BlockingResult, block, blocking_rules_from_json, blocking_rules_to_json
-from ._csv import load_csv_tables
 from ._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext
-from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS, febrl_entity, load_febrl
-from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, extract_archive, fetch_deepmatcher
-from ._loaders import DEEPMATCHER_DATASETS, DEEPMATCHER_LEAKS, get_data_home, load_deepmatcher, read_pairs, read_table
-from ._pairs import TASKS, UNLABELLED, PairDataset, stack_tables
+from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS
+from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, extract_archive
+from ._loaders import DEEPMATCHER_DATASETS, DEEPMATCHER_LEAKS, read_pairs, read_table
+from ._pairs import TASKS, UNLABELLED, PairDataset
 from ._text import normalize_text
 from ._similarity import SIMILARITY_METRICS, EncodedRecords, SimilarityFeatures
 from ._tokenize import PAD_ID, UNK_ID, PairEncoder, Vocabulary, tokenize
@@ -36,18 +38,28 @@ __all__ = [
     "blocking_rules_to_json",
     "corpus_sentences",
     "extract_archive",
-    "febrl_entity",
-    "fetch_deepmatcher",
-    "get_data_home",
-    "load_csv_tables",
-    "load_deepmatcher",
     "load_fasttext",
-    "load_febrl",
     "load_glove",
     "normalize_text",
     "read_pairs",
     "read_table",
-    "stack_tables",
     "tokenize",
     "train_fasttext",
 ]
+
+
+#: Loaders once exported here too; :mod:`skrisk.datasets` is their one public home.
+_MOVED = ("febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
+          "load_febrl", "stack_tables")
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        import warnings
+
+        from .. import datasets
+
+        warnings.warn(f"skrisk.data.{name} moved to skrisk.datasets.{name}: import it from skrisk.datasets "
+                      "(the name here goes in the next release).", FutureWarning, stacklevel=2)
+        return getattr(datasets, name)
+    raise AttributeError(f"module 'skrisk.data' has no attribute {name!r}")

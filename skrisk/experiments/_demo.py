@@ -78,7 +78,7 @@ class DemoSettings:
 
 def febrl_task(settings: DemoSettings, *, all_attributes: bool = False, random_state: int = 0) -> ALTask:
     """The demo's FEBRL4 task (feature matcher input), sized by ``settings``."""
-    from ..data import load_febrl
+    from ..datasets import load_febrl
 
     ds = load_febrl(random_state)
     return build_task(

@@ -4,11 +4,10 @@ Names
 -----
 ``"risk"`` is skrisk's default :class:`~skrisk.strategies.RiskSampler` (k-medoids over the
 ``2 * n_instances`` riskiest pool pairs from the second query on; risk-weighted BADGE with
-:class:`~skrisk.matchers.LMMatcher`), ``"risk_kmedoids"`` the k-medoids for every matcher,
-``"risk_paper"`` the paper's method (weighted k-medoids over the whole pool at every query), then
-the six baselines of the paper and variants of risk sampling named for what they change.
-
-Benchmark records and tables use these names too (``benchmarks/bench_al.py --strategies``).
+:class:`~skrisk.matchers.LMMatcher`), ``"risk_paper"`` the paper's method (weighted k-medoids
+over the whole pool at every query), then the paper's six baselines. Variants of risk sampling
+are registered as :class:`StrategyFactory` objects of their own beside these (the benchmarks
+keep theirs).
 """
 
 from __future__ import annotations
@@ -22,10 +21,8 @@ from sklearn.base import clone
 
 from ..risk import LearnRisk
 from ..strategies import (
-    BadgeSelector,
     KMedoidsSelector,
     RiskSampler,
-    TopKSelector,
     badge_sampling,
     bald_sampling,
     coreset_sampling,
@@ -112,8 +109,6 @@ _REGISTRY: dict[str, StrategyFactory] = {
     "risk": _risk("skrisk's default RiskSampler: weighted k-medoids over the 2 * n_instances riskiest pool "
                   "pairs once more than n_instances pairs are labelled, over the whole pool before; "
                   "risk-weighted BADGE with LMMatcher (selector='auto')"),
-    "risk_kmedoids": _risk("the default's k-medoids selection for every matcher, LMMatcher included",
-                           KMedoidsSelector()),
     "risk_paper": _risk("the paper's risk sampling: weighted k-medoids over the whole pool at every query",
                         KMedoidsSelector(preselect=None)),
     "random": StrategyFactory("uniform random pairs", random_sampling),
@@ -122,26 +117,6 @@ _REGISTRY: dict[str, StrategyFactory] = {
     "coreset": StrategyFactory("core-set (greedy k-center on the matcher's representation)", coreset_sampling),
     "egl": StrategyFactory("expected gradient length", egl_sampling),
     "badge": StrategyFactory("BADGE (k-means++ on gradient embeddings)", badge_sampling),
-    # ablations of the paper's method
-    "risk_topk": _risk("the n_instances riskiest pairs (risk ranking alone, no k-medoids)", TopKSelector()),
-    "kmedoids_unit": _risk("the paper's k-medoids with unit weights (no risk at all)",
-                           KMedoidsSelector(weighting="unit", preselect=None)),
-    "risk_nodist": _risk("the paper's k-medoids weighted by the risk alone (no distance term of eq. 6)",
-                         KMedoidsSelector(weighting="risk", preselect=None)),
-    # variants: preselect m * n_instances riskiest pairs from the first query on
-    **{f"risk_pre{m}": _risk(f"k-medoids over the {m} * n_instances riskiest pairs at every query",
-                             KMedoidsSelector(preselect=m, preselect_after=0)) for m in (2, 3, 5, 10)},
-    "risk_topk_lip": _risk("the n_instances largest Lipschitz weights (eq. 6), no k-medoids",
-                           TopKSelector(weighting="lipschitz")),
-    # variants of the default: another preselection factor, or no distance term
-    **{f"risk_pre{m}w": _risk(f"the default with {m} * n_instances preselected pairs",
-                              KMedoidsSelector(preselect=m)) for m in (3, 5)},
-    "risk_cap2k": _risk("the default with the k-medoids stage on a 2,000-pair weight-stratified sample "
-                        "of the pool (max_pool=2000)", KMedoidsSelector(max_pool=2000)),
-    "risk_badge": _risk("risk-weighted BADGE: k-means++ seeding on the whole pool's gradient embeddings, each "
-                        "draw weighted by the pair's risk", BadgeSelector()),
-    "risk_pre2w_nodist": _risk("the default with the risk alone as k-medoids weights (no distance term)",
-                               KMedoidsSelector(weighting="risk")),
 }
 
 #: Strategy name -> :class:`StrategyFactory`, read-only. ``STRATEGIES[name](task, random_state=seed)``

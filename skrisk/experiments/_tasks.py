@@ -20,7 +20,8 @@ from sklearn.utils import check_random_state
 
 from .._fileio import atomic_write_bytes
 from .._sampling import stratified_choice
-from ..data import PairDataset, SimilarityFeatures, load_deepmatcher, load_febrl
+from ..data import PairDataset, SimilarityFeatures
+from ..datasets import load_deepmatcher, load_febrl
 from ._loop import ALTask
 
 __all__ = ["MATCHERS", "build_task", "load_dataset", "make_matcher_factory", "matcher_fit_kwargs"]

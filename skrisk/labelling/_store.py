@@ -173,7 +173,7 @@ class SessionStore:
     ) -> tuple["SessionStore", Any, SessionConfig]:
         """Resume the session stored in ``folder``; ``fixed`` (``id_column``, ``encoding``, ``config``,
         ``blocking``) are fixed when a session starts: the stored ones are used."""
-        from ..data import load_csv_tables
+        from ..datasets import load_csv_tables
 
         manifest_path = folder / MANIFEST
         manifest = _read_manifest(manifest_path)
@@ -298,7 +298,7 @@ class SessionStore:
     ) -> tuple["SessionStore", Any, SessionConfig]:
         """Start a session in ``folder`` (``unused``: ``overrides`` and ``repair``, which only a
         resumed session reads)."""
-        from ..data import load_csv_tables
+        from ..datasets import load_csv_tables
 
         if (folder / JOURNAL).is_file() and (folder / JOURNAL).stat().st_size > 0:
             raise DataError(

@@ -260,7 +260,7 @@ def _check_target(target: Any) -> tuple[str, float]:
 
 def _assisted_gains(y: FloatArray, p: FloatArray, w: FloatArray, proba_all: Any, base: int, z: float) -> Any:
     """For the no-harm rule: a function giving the low end of the model-assisted F1 gain of a
-    threshold ``t`` over :data:`~skrisk.MATCH_THRESHOLD` (one matcher, so the pairs where they
+    threshold ``t`` over :data:`~skrisk.matchers.MATCH_THRESHOLD` (one matcher, so the pairs where they
     differ are those between the two thresholds: sums over them from cumulative sums); None below
     :data:`ASSISTED_MIN_MATCHES` audited matches."""
     pa = _vector(proba_all, "proba_all", low=0, high=1)
@@ -308,11 +308,11 @@ def choose_threshold(
 ) -> ThresholdChoice:
     """Choose the match threshold that meets a target on the audit's estimates.
 
-    The candidates are 0, :data:`~skrisk.MATCH_THRESHOLD` and the midpoints between consecutive
+    The candidates are 0, :data:`~skrisk.matchers.MATCH_THRESHOLD` and the midpoints between consecutive
     distinct audited probabilities. For ``"f1"`` the default ``rule="no-harm"`` keeps
-    :data:`~skrisk.MATCH_THRESHOLD` unless the audit shows beyond its own uncertainty that another
+    :data:`~skrisk.matchers.MATCH_THRESHOLD` unless the audit shows beyond its own uncertainty that another
     threshold is better: for each candidate it estimates the F1 gain over
-    :data:`~skrisk.MATCH_THRESHOLD` on the same draws (:func:`compare_f1`), and takes the
+    :data:`~skrisk.matchers.MATCH_THRESHOLD` on the same draws (:func:`compare_f1`), and takes the
     candidate whose interval's low end is highest, if that end is above 0 (at
     ``confidence=0.9``, a one-sided 95 % bound; on large candidate sets with few matches the
     highest estimate was usually luck, and moving to it lowered the true F1 in simulation).
@@ -323,13 +323,13 @@ def choose_threshold(
     threshold whose many extra non-matches the audit missed looked better and cost 0.16 F1 in a
     simulated session).
     ``rule="one-se"`` takes, among the candidates whose estimated F1 is within ``se_tolerance``
-    standard errors of the highest, the one nearest :data:`~skrisk.MATCH_THRESHOLD` (the
+    standard errors of the highest, the one nearest :data:`~skrisk.matchers.MATCH_THRESHOLD` (the
     one-standard-error rule of Breiman et al., 1984); ``se_tolerance=0`` then takes the highest
     estimate. ``{"precision": x}`` the lowest threshold (most recall) whose estimated precision is at
     least ``x``; ``{"recall": y}`` the highest threshold (most precision) whose estimated recall
     is at least ``y``. When no candidate meets a precision or recall target, the one closest to
     it is returned with ``met=False``. With no audited match (or none predicted) the threshold
-    stays :data:`~skrisk.MATCH_THRESHOLD`.
+    stays :data:`~skrisk.matchers.MATCH_THRESHOLD`.
 
     Parameters
     ----------
@@ -342,9 +342,9 @@ def choose_threshold(
         the best F1's interval width over ``2 z``).
     se_tolerance : float, default=1.0
         For ``"f1"`` with ``rule="one-se"``: how many standard errors below the best estimate a threshold nearer
-        :data:`~skrisk.MATCH_THRESHOLD` may be; 0 takes the best estimate.
+        :data:`~skrisk.matchers.MATCH_THRESHOLD` may be; 0 takes the best estimate.
     rule : {"no-harm", "one-se"}, default="no-harm"
-        How ``"f1"`` moves the threshold away from :data:`~skrisk.MATCH_THRESHOLD` (see above).
+        How ``"f1"`` moves the threshold away from :data:`~skrisk.matchers.MATCH_THRESHOLD` (see above).
     proba_all : array-like of shape (N,), optional
         The matcher's probability of every candidate pair, for the model-assisted no-harm rule;
         ``weights`` must then be the Hansen-Hurwitz weights ``1 / (N q_i)`` with this ``N``.

@@ -77,7 +77,8 @@ def test_strategies_are_the_registry_names(bench_script, capsys):
 
     bench = bench_script("bench_al")
     assert not hasattr(bench, "_RECORD_ONLY")
-    assert all(n in STRATEGIES for n in [*bench.STRATEGY_NAMES, *bench.ABLATIONS, *bench.VARIANTS])
+    assert all(n in bench.REGISTRY for n in [*bench.STRATEGY_NAMES, *bench.ABLATIONS, *bench.VARIANTS])
+    assert all(n in STRATEGIES for n in bench.STRATEGY_NAMES)
     assert "risk_paper" in bench.STRATEGY_NAMES and "risk" in bench.VARIANTS
     for bad in ("risk_pre2w", "riskk"):
         with pytest.raises(SystemExit) as exc:
@@ -99,3 +100,28 @@ def test_rnn_benchmark_with_parallel_jobs(bench_script, tmp_path):
     rows = [r for f in sorted((tmp_path / "raw").glob("*.jsonl")) for r in f.read_text().splitlines()]
     assert len(rows) == 2 * 3  # two seeds, three rounds each
     assert "| risk | 2 |" in next(tmp_path.glob("*.md")).read_text()
+
+
+def test_the_benchmarks_variants_name_their_selector(bench_script, pairs):
+    """The variants live beside the benchmarks (benchmarks/_variants.py), each with its own selector
+    (so it reruns as recorded with every matcher), and extend skrisk's registry without changing it."""
+    from skrisk.experiments import STRATEGIES, build_task
+    from skrisk.matchers import LMMatcher
+    from skrisk.strategies import KMedoidsSelector, RiskSampler
+
+    variants = bench_script("_variants")
+    assert set(variants.REGISTRY) == set(STRATEGIES) | set(variants.VARIANTS)
+    assert not set(STRATEGIES) & set(variants.VARIANTS)
+    for name in ("risk_cap2k", "risk_pre3w", "risk_pre5w", "risk_pre2w_nodist", "risk_pre2", "risk_pre10",
+                 "risk_kmedoids"):
+        sampler = RiskSampler(selector=variants.VARIANTS[name].selector)
+        assert isinstance(sampler.resolve_selector(LMMatcher()), KMedoidsSelector), name
+    task = build_task(pairs)
+    expected = {"risk_pre2": {"preselect": 2, "preselect_after": 0}, "risk_pre3w": {"preselect": 3},
+                "risk_nodist": {"weighting": "risk", "preselect": None},
+                "risk_pre2w_nodist": {"weighting": "risk", "preselect": 2}}
+    for name, params in expected.items():
+        s = variants.make_strategy(name, task)
+        assert all(getattr(s.selector, k) == v for k, v in params.items()), name
+    with pytest.raises(ValueError, match="Unknown strategy 'risk_cold'"):
+        variants.make_strategy("risk_cold", task)

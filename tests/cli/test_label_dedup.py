@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from skrisk.cli import main
-from skrisk.data import febrl_entity, load_febrl
+from skrisk.datasets import febrl_entity, load_febrl
 from skrisk.labelling import read_events, replay
 
 from .conftest import current_pair

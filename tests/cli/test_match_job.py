@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from skrisk.cli import main
-from skrisk.data import febrl_entity
+from skrisk.datasets import febrl_entity
 from skrisk.matching import cluster_scores, load_model, pairwise_scores
 
 from .conftest import LabelProcess, current_pair, n_decisions, wait_until
@@ -33,7 +33,7 @@ def _febrl4_tables(folder, first: int, n: int):
 
 def _febrl1_table(path, first: int, n: int):
     """One CSV of the FEBRL1 records of entities ``first .. first + n`` (originals and duplicates)."""
-    from skrisk.data import load_febrl
+    from skrisk.datasets import load_febrl
 
     table = load_febrl(0, dataset="febrl1").left
     ents = sorted({febrl_entity(i) for i in table.index}, key=int)

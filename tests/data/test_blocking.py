@@ -141,7 +141,7 @@ def test_no_token_at_all():
 @pytest.mark.parametrize("name, floor", [("abt_buy", 0.985), ("dblp_scholar", 0.999)])
 def test_default_blocking_keeps_pair_completeness(data_home, name, floor):
     """The default rule keeps (at least) the pair completeness of the all-pairs top-k it replaced."""
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     ds = load_deepmatcher(name, data_home)
     res = block(ds.left, ds.right, true_links=ds.pairs[ds.pairs["label"] == 1])

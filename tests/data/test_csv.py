@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from skrisk.data import load_csv_tables
+from skrisk.datasets import load_csv_tables
 from skrisk.exceptions import DataError
 
 LEFT = "id,name,city\n1,acme corp,paris\n2,globex inc,rome\n3,initech,oslo\n4,hooli,\n"

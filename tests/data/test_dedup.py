@@ -11,15 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skrisk import LearnRisk
-from skrisk.data import (
-    PairDataset,
-    SimilarityFeatures,
-    block,
-    febrl_entity,
-    load_csv_tables,
-    load_febrl,
-    stack_tables,
-)
+from skrisk.data import PairDataset, SimilarityFeatures, block
+from skrisk.datasets import febrl_entity, load_csv_tables, load_febrl, stack_tables
 from skrisk.exceptions import DataError
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skrisk.data import FEBRL_BLOCKING, load_febrl
+from skrisk.data import FEBRL_BLOCKING
+from skrisk.datasets import load_febrl
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from skrisk.data import DEEPMATCHER_ARCHIVES, ChecksumError, fetch_deepmatcher
+from skrisk.data import DEEPMATCHER_ARCHIVES, ChecksumError
+from skrisk.datasets import fetch_deepmatcher
 from skrisk.exceptions import DataError
 
 FILES = {

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skrisk.data import DEEPMATCHER_LEAKS, PairDataset, load_deepmatcher, read_pairs, read_table
+from skrisk.data import DEEPMATCHER_LEAKS, PairDataset, read_pairs, read_table
+from skrisk.datasets import load_deepmatcher
 from skrisk.exceptions import DataError
 
 # ../shared/data/README.md: train / valid / test pairs and positive rate

@@ -312,7 +312,7 @@ def _oracle(sf, attr, left, right):
 def test_fast_path_equals_per_pair_oracle(data_home, name):
     """transform (pair frames) and encode + transform_encoded (tables encoded once) give, on real
     data, the features a per-pair computation gives, to 1e-6."""
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     ds = load_deepmatcher(name, data_home)
     sample = ds.subset(np.random.default_rng(0).choice(len(ds), 150, replace=False))
@@ -338,7 +338,7 @@ def test_fit_transform_of_a_pair_dataset_equals_its_pair_frame(data_home, name):
     tables encoded once (a labelling session's candidates): the fitted state and the features
     of the pair frame path, to 1e-6, on the shared data and on one table (dedup)."""
     from skrisk.data import PairDataset
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     ds = load_deepmatcher(name, data_home)
     ids = ds.left.index.astype(str)
@@ -378,7 +378,7 @@ def test_narrow_and_wide_token_sets_give_the_same_overlaps(data_home, name, monk
     """Token sets of up to _SET_WIDTH elements are compared as rows of codes (numpy), wider ones
     as code-point strings (rapidfuzz LCSseq): with every set wide, with some and with none, the
     features of real pairs (titles of 3 to 100+ 3-grams, mixed narrow/wide pairs) are equal."""
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     ds = load_deepmatcher(name, data_home)
     sample = ds.subset(np.random.default_rng(1).choice(len(ds), 400, replace=False))

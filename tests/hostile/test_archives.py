@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 
-from skrisk.data import fetch_deepmatcher
+from skrisk.datasets import fetch_deepmatcher
 from skrisk.exceptions import DataError
 
 FILES = {

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skrisk.cli import EXIT_BAD_INPUT, main
-from skrisk.data import PairDataset, load_csv_tables, load_deepmatcher, read_pairs, read_table
+from skrisk.data import PairDataset, read_pairs, read_table
+from skrisk.datasets import load_csv_tables, load_deepmatcher
 from skrisk.exceptions import DataError
 from skrisk.labelling import LabellingSession
 

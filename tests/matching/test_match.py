@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from skrisk.matching import cluster_scores, load_model, match, pairwise_scores
-from skrisk.data import febrl_entity
+from skrisk.datasets import febrl_entity
 
 from _match_fixtures import dedup_model, febrl_split  # noqa: F401 - fixtures
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from skrisk import LearnRisk
-from skrisk.data import SimilarityFeatures, load_febrl
+from skrisk.data import SimilarityFeatures
+from skrisk.datasets import load_febrl
 from skrisk.matchers import FeatureMatcher
 
 METRICS = ["jaccard", "jaro_winkler", "missing_diff"]

@@ -35,7 +35,7 @@ def beer_risk(beer):
 def fodors_risk(data_home):
     """Fodors-Zagats with its leaked ``class`` attribute kept on purpose: the matcher reads the
     answer and makes no mistake on valid/test (nothing to rank)."""
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
 
     return _risk_data(load_deepmatcher("fodors_zagats", data_home, drop_leaked=False))
 

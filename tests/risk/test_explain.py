@@ -97,7 +97,7 @@ def test_short_text_keeps_the_strongest_and_counts_the_rest():
 def fitted_abt_buy(data_home):
     from skrisk import LearnRisk
     from skrisk.data import SimilarityFeatures
-    from skrisk.data import load_deepmatcher
+    from skrisk.datasets import load_deepmatcher
     from skrisk.matchers import FeatureMatcher
 
     ds = load_deepmatcher("abt_buy", data_home)

@@ -13,7 +13,8 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from skorch.helper import SliceDict
 
 import skrisk
-from skrisk import MATCH_THRESHOLD, LearnRisk, match_labels
+from skrisk import LearnRisk
+from skrisk.matchers import MATCH_THRESHOLD, match_labels
 from skrisk.exceptions import NotFittedError
 from skrisk.matchers import FeatureMatcher
 from skrisk.risk import _model, mispredicted, oof_proba, risk_roc_auc

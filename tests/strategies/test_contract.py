@@ -323,17 +323,15 @@ def test_selection_auto_reads_the_matchers_risk_selection(task):
     assert again.kmedoids is None
 
 
-def test_registered_variants_name_their_selector():
-    """Every registered risk-sampling variant names its selector (so it reruns as recorded with every
-    matcher); only the default resolves it from the matcher."""
+def test_registered_strategies_name_their_selector():
+    """skrisk's registry holds the default, the paper's method and the paper's six baselines; only the
+    default resolves its selector from the matcher."""
     from skrisk.experiments import STRATEGIES
     from skrisk.matchers import LMMatcher
 
-    names = ["risk_cap2k", "risk_pre3w", "risk_pre5w", "risk_pre2w_nodist", "risk_pre2", "risk_pre10",
-             "risk_kmedoids", "risk_paper"]
-    for name in names:
-        sampler = RiskSampler(selector=STRATEGIES[name].selector)
-        assert isinstance(sampler.resolve_selector(LMMatcher()), KMedoidsSelector), name
+    assert list(STRATEGIES) == ["risk", "risk_paper", "random", "entropy", "bald", "coreset", "egl", "badge"]
+    assert isinstance(RiskSampler(selector=STRATEGIES["risk_paper"].selector).resolve_selector(LMMatcher()),
+                      KMedoidsSelector)
     assert STRATEGIES["risk"].selector == "auto"
     assert isinstance(RiskSampler(selector=STRATEGIES["risk"].selector).resolve_selector(LMMatcher()), BadgeSelector)
 

@@ -15,7 +15,8 @@ from sklearn.preprocessing import StandardScaler
 
 # internal on purpose: no sampler kept in the module
 import skrisk.strategies._risk as risk_module
-from skrisk import ActiveLearner, LearnRisk, RiskSampler, coreset_sampling, risk_sampling
+from skrisk import ActiveLearner, LearnRisk, RiskSampler
+from skrisk.strategies import coreset_sampling, risk_sampling
 from skrisk.data import SimilarityFeatures
 from skrisk.matchers import FeatureMatcher
 from skrisk.strategies import RiskQuery
