@@ -686,7 +686,8 @@ def _check_saved(state: dict, shown: Path) -> tuple[dict, float, int, str | None
         v = params.get(key)
         if key in params and (not isinstance(v, types) or (isinstance(v, bool) and bool not in types)
                               or (key == "verbose" and v < 0)):
-            raise refuse(shown, f"params[{key!r}] is {str(v)[:40]}, not {' or '.join(t.__name__ for t in types)}", fix)
+            raise refuse(shown, f"params[{key!r}] is {json.dumps(v)[:40]}, not "
+                                f"{' or '.join('null' if t is type(None) else 'a ' + t.__name__ for t in types)}", fix)
     attrs = params.get("attributes")
     if attrs is not None and (not isinstance(attrs, list) or not attrs or len(set(map(str, attrs))) != len(attrs)
                               or not all(isinstance(a, str) and a for a in attrs)):
@@ -717,18 +718,18 @@ def lm_from_folder(path: str | os.PathLike, device: str | None = "auto",
     if (folder / "config.json").is_file():  # the head against the encoder's width, before building either
         hidden = read_json(folder / "config.json", where / "config.json").get("hidden_size")
         if _is_int(hidden):
-            check_head(head_header, hidden, where / _HEAD)
+            check_head(head_header, hidden, where / _HEAD, where / "config.json")
     m = LMMatcher(model=str(model if model is not None else folder), device=device, **params)
     tokenizer, encoder = load_pretrained(folder, strict=True, shown=where)
     m.device_ = str(resolve_device(device))
     m.tokenizer_ = tokenizer
     module = _CrossEncoder(encoder, dropout, m.pooling)
-    check_head(head_header, int(module.head.in_features), where / _HEAD)
+    check_head(head_header, int(module.head.in_features), where / _HEAD, where / "config.json")
     head = load_file(str(folder / _HEAD))
     for name, t in head.items():
         if not bool(torch.isfinite(t).all()):
             raise refuse(where / _HEAD, f"tensor {name!r} holds NaN or infinite values, so the matcher would predict "
-                         "NaN", "fit and save the matcher again, or restore the folder from a trusted copy")
+                         "NaN", "fit and save the matcher again, or restore the folder from a trusted copy", loaded=True)
     module.head.load_state_dict(head)
     m.module_ = module.to(m.device_).eval()
     m.config_ = encoder.config.to_dict()

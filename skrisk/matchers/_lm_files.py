@@ -113,10 +113,11 @@ FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
 INT_DTYPES = frozenset({"U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"})
 
 
-def refuse(shown: Path | str, what: str, fix: str = FIX) -> DataError:
+def refuse(shown: Path | str, what: str, fix: str = FIX, *, loaded: bool = False) -> DataError:
     """The DataError of a refused model file: ``shown`` (the file as the user knows it), what is
-    wrong (naming the entry), and the fix."""
-    return DataError(f"{shown}: {what}. Nothing was built from it; {fix}.")
+    wrong (naming the entry), and the fix; ``loaded``: found in the loaded model, before any use."""
+    done = "It was refused before any use" if loaded else "Nothing was built from it"
+    return DataError(f"{shown}: {what.rstrip('.')}. {done}; {fix}.")
 
 
 def is_int(v: object) -> bool:
@@ -128,7 +129,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     out: dict = {}
     for k, v in pairs:
         if k in out:
-            raise ValueError(f"the key {k!r} appears twice")
+            raise ValueError(f"the key {k!r} twice")
         out[k] = v
     return out
 
@@ -154,14 +155,14 @@ def parse_json(data: bytes, shown: Path | str, *, limit: int = MAX_JSON_FILE) ->
         raise refuse(shown, f"it holds {len(data)} bytes, more than the {limit} this file may hold")
 
     def constant(name: str) -> Any:
-        raise ValueError(f"the number {name} (NaN and infinities are refused)")
+        raise ValueError(f"the number {name} (NaN and infinities are not numbers here)")
 
     try:
         obj = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=constant)
     except UnicodeDecodeError as exc:
         raise refuse(shown, f"it is not UTF-8 text ({exc})") from exc
     except json.JSONDecodeError as exc:
-        raise refuse(shown, f"it is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}): "
+        raise refuse(shown, f"it is not valid JSON ({exc.msg}: line {exc.lineno}, column {exc.colno}): "
                             "the file is truncated or damaged") from exc
     except RecursionError as exc:
         raise refuse(shown, "its JSON is nested too deeply") from exc
@@ -320,11 +321,19 @@ def check_tensors(header: dict[str, tuple[str, tuple[int, ...]]], expected: dict
             raise refuse(shown, f"tensor {name!r} is {dtype}, not {' or '.join(sorted(kinds))}")
 
 
-def check_head(header: dict[str, tuple[str, tuple[int, ...]]], hidden: int, shown: Path | str) -> None:
+def check_head(header: dict[str, tuple[str, tuple[int, ...]]], hidden: int, shown: Path | str,
+               shown_config: Path | str) -> None:
     """The classification head of a saved LMMatcher: exactly ``weight`` F32 ``(2, hidden)`` and
-    ``bias`` F32 ``(2,)``."""
-    expected = {"weight": (True, (2, hidden)), "bias": (True, (2,))}
-    check_tensors(header, expected, {}, shown, "config.json", strict=True)
+    ``bias`` F32 ``(2,)``, ``hidden`` being the encoder's width (``hidden_size`` of ``shown_config``)."""
+    expected = {"weight": (2, hidden), "bias": (2,)}
+    if set(header) != set(expected):
+        raise refuse(shown, f"it holds the tensors {sorted(header)[:4]}, not the head's ['bias', 'weight']")
+    for name, shape in expected.items():
+        dtype, got = header[name]
+        if got != shape or dtype != "F32":
+            raise refuse(shown, f"tensor {name!r} is {dtype} of shape {list(got)}, but {shown_config} gives "
+                                f"hidden_size {hidden}, so the head's {name!r} is F32 of shape {list(shape)}: the "
+                                "two files come from different models")
 
 
 def _regex_of(pattern: Any) -> str | None:

@@ -398,7 +398,7 @@ def _load(name: str, local_files_only: bool | None, strict: bool, shown: str | o
                   if strict or not str(k).startswith("pooler."))
     if lost:
         raise refuse(where / "model.safetensors", f"transformers did not find the tensors {lost[:4]} of the encoder "
-                     "in it, and would fill them with random numbers")
+                     "in it, and would fill them with random numbers", loaded=True)
     encoder = encoder.float()
     encoder.eval()
     check_loaded(tokenizer, encoder, where)
@@ -413,20 +413,20 @@ def check_loaded(tokenizer: Any, encoder: Any, where: Path) -> None:
     if tokenizer.pad_token_id is None:
         raise refuse(where / "tokenizer_config.json", "the tokenizer has no padding token (pad_token), which "
                      "batches of pairs need", 'set "pad_token" to a token of the vocabulary (e.g. "[PAD]"), or restore '
-                     "the file")
+                     "the file", loaded=True)
     vocab_size = getattr(encoder.config, "vocab_size", None)
     ids = tokenizer.get_vocab().values()
     top = max(ids, default=-1)
     if vocab_size is not None and top >= vocab_size:
         raise refuse(where / "tokenizer_config.json", f"the tokenizer (with its added and special tokens) gives the "
                      f"token id {top}, but the embedding table of config.json has {vocab_size} rows: the tokenizer "
-                     "and the weights come from different models")
+                     "and the weights come from different models", loaded=True)
     probe = tokenizer("a", "b")
     types = getattr(encoder.config, "type_vocab_size", None)
     if types is not None and max(probe.get("token_type_ids") or [0]) >= types:
         raise refuse(where / "tokenizer.json", f"the tokenizer gives the type id {max(probe['token_type_ids'])}, but "
-                     f"config.json has type_vocab_size {types}")
+                     f"config.json has type_vocab_size {types}", loaded=True)
     for tname, t in encoder.state_dict().items():
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise refuse(where / "model.safetensors", f"tensor {tname!r} holds {int((~torch.isfinite(t)).sum())} NaN "
-                         "or infinite value(s), so the matcher would predict NaN")
+                         "or infinite value(s), so the matcher would predict NaN", loaded=True)

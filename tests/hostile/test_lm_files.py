@@ -160,7 +160,7 @@ CASES = [
     ("unknown-entry", _json("lm_matcher.json", lambda s: s.update(hook="x")), "lm_matcher.json", "unknown entries"),
     ("params-a-list", _json("lm_matcher.json", lambda s: s.update(params=[1])), "lm_matcher.json", "'params'"),
     ("duplicate-key", _raw("lm_matcher.json", lambda raw: raw.replace(b'{\n "format": 1', b'{"format": 1, "format": 1')),
-     "lm_matcher.json", "'format' appears twice"),
+     "lm_matcher.json", "'format' twice"),
     ("lm_matcher-truncated", _raw("lm_matcher.json", lambda raw: raw[:40]), "lm_matcher.json", r"line \d+, column \d+"),
     # item 9: sizes a config may ask for, bounded before anything is built
     ("100000-layers", _json("config.json", lambda c: c.update(num_hidden_layers=100_000)),
@@ -214,15 +214,15 @@ CASES = [
     ("pad-token-not-in-vocab", _json("tokenizer_config.json", lambda c: c.update(pad_token="[NEWPAD]")),
      "tokenizer_config.json", "token id"),
     ("head-width", _tensors("head.safetensors", lambda t: t.update(weight=torch.zeros(2, 64))),
-     "head.safetensors", r"'weight' has the shape \[2, 64\]"),
+     "head.safetensors", r"'weight' is F32 of shape \[2, 64\]"),
     ("head-nan", _tensors("head.safetensors", lambda t: t.update(bias=torch.full((2,), float("nan")))), "head.safetensors", "NaN"),
-    ("head-missing-bias", _tensors("head.safetensors", lambda t: {"weight": t["weight"]}), "head.safetensors", "lacks"),
+    ("head-missing-bias", _tensors("head.safetensors", lambda t: {"weight": t["weight"]}), "head.safetensors", "not the head"),
     # item 14: messages that named no file or fix
     ("unknown-model_type", _json("config.json", lambda c: c.update(model_type="evil")), "config.json", "model_type is 'evil'"),
     ("decoder-model_type", _json("config.json", lambda c: c.update(model_type="gpt2")), "config.json", "model_type is 'gpt2'"),
     ("config-truncated", _raw("config.json", lambda raw: raw[:50]), "config.json", r"line \d+, column \d+"),
     ("tokenizer-truncated", _raw("tokenizer.json", lambda raw: raw[:501]), "tokenizer.json", r"line \d+, column \d+"),
-    ("dropout-5", _json("config.json", lambda c: c.update(hidden_dropout_prob=5)), "config.json", "hidden_dropout_prob is 5"),
+    ("config-dropout-5", _json("config.json", lambda c: c.update(hidden_dropout_prob=5)), "config.json", "hidden_dropout_prob is 5"),
     ("layer_norm_eps--1", _json("config.json", lambda c: c.update(layer_norm_eps=-1)), "config.json", "layer_norm_eps"),
     ("heads-do-not-divide", _json("config.json", lambda c: c.update(num_attention_heads=3)),
      "config.json", "does not describe an encoder"),
@@ -340,7 +340,7 @@ def test_save_refuses_links_and_writes_nothing_through_them(saved, tmp_path):
     outside.write_text("keep me")
     (out / "config.json").symlink_to(outside)
     (out / "lm_matcher.json").symlink_to(tmp_path / "created_through_the_link.json")
-    from skrisk._fileio import LinkError
+    from skrisk.utils import LinkError
 
     with pytest.raises(LinkError, match="symbolic link"):
         m.save(out)
