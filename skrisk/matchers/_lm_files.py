@@ -81,6 +81,7 @@ CONFIG_LIMITS = {
 #: the weights' numbers: refused.
 _REFUSED_CONFIG = ("quantization_config", "adapter", "peft_config")
 _ATTENTION = {None, "eager", "sdpa"}
+_POSITIONS = {None, "absolute", "relative_key", "relative_key_query"}
 _DTYPES = {None, "auto", "float32", "float16", "bfloat16", "float64"}
 
 #: Normalizer steps of tokenizer.json and how many times longer each can make a text at most.
@@ -281,6 +282,9 @@ def check_encoder_config(config: dict, shown: Path | str) -> None:
         if config.get(key) not in _ATTENTION:
             raise refuse(shown, f"{key} is {str(config.get(key))[:60]!r}; LMMatcher uses transformers' own "
                                 "attention ('eager' or 'sdpa')", f"remove {key}")
+    if config.get("position_embedding_type") not in _POSITIONS:
+        raise refuse(shown, f"position_embedding_type is {str(config.get('position_embedding_type'))[:40]!r}, not one "
+                            f"of {sorted(p for p in _POSITIONS if p)} (another value drops the positions silently)")
     for key in ("dtype", "torch_dtype"):
         if config.get(key) not in _DTYPES:
             raise refuse(shown, f"{key} is {str(config.get(key))[:40]!r}, not one of "

@@ -181,7 +181,9 @@ CASES = [
     ("unknown-model", _json("tokenizer.json", lambda t: t["model"].update(type="Evil")), "tokenizer.json", "'Evil' model"),
     ("long-sequence", _json("tokenizer.json", lambda t: t.update(pre_tokenizer={
         "type": "Sequence", "pretokenizers": [{"type": "Whitespace"}] * 100})), "tokenizer.json", "at most 16"),
-    ("padding-1e9", _json("tokenizer.json", lambda t: t.update(padding={"strategy": {"Fixed": 10**9}})),
+    ("padding-1e9", _json("tokenizer.json", lambda t: t.update(padding={
+        "strategy": {"Fixed": 10**9}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0, "pad_type_id": 0,
+        "pad_token": "[PAD]"})),
      "tokenizer.json", "'padding'"),
     # item 10: raw tracebacks of crafted files
     ("header-2**40", _raw("model.safetensors", lambda raw: (2**40).to_bytes(8, "little") + raw[8:]),
@@ -238,6 +240,22 @@ CASES = [
      "tokenizer_config.json", "tokenizer_class is 'EvilTokenizer'"),
     ("nan-weights", _tensors("model.safetensors", _nan), "model.safetensors",
      "'encoder.layer.0.output.dense.weight' holds 1 NaN"),
+    # the next cases of the class, entry by entry
+    ("config-a-list", _json("config.json", lambda c: [c]), "config.json", "top level is a JSON list"),
+    ("layers-true", _json("config.json", lambda c: c.update(num_hidden_layers=True)), "config.json", "num_hidden_layers"),
+    ("pad_token_id-beyond-table", _json("config.json", lambda c: c.update(pad_token_id=10**6)),
+     "config.json", "does not describe an encoder"),
+    ("position-type-unknown", _json("config.json", lambda c: c.update(position_embedding_type="evil")),
+     "config.json", "position_embedding_type"),
+    ("deeply-nested", _raw("lm_matcher.json", lambda raw: b"[" * 100_000 + b"]" * 100_000), "lm_matcher.json",
+     "nested too deeply"),
+    ("special-tokens-map-truncated", lambda f: (f / "special_tokens_map.json").write_text('{"pad_token": '),
+     "special_tokens_map.json", "not valid JSON"),
+    ("added-tokens-decoder-beyond-table", _json("tokenizer_config.json", lambda c: c.update(added_tokens_decoder={
+        "5000": {"content": "[X]", "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                 "special": True}})), "tokenizer_config.json", "token id"),
+    ("head-int64", _tensors("head.safetensors", lambda t: t.update(bias=torch.zeros(2, dtype=torch.int64))),
+     "head.safetensors", "'bias' is I64"),
 ]
 
 
