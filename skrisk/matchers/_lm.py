@@ -1,7 +1,7 @@
 """LMMatcher: a pretrained language model fine-tuned as a cross-encoder over serialised pairs.
 
 The estimator; its input conversion lives in :mod:`._lm_data`, the weights (offline package,
-refusals) in :mod:`._lm_weights`.
+refusals) in :mod:`._lm_weights`, the checks of a model folder's files in :mod:`._lm_files`.
 """
 
 from __future__ import annotations
@@ -720,7 +720,7 @@ def lm_from_folder(path: str | os.PathLike, device: str | None = "auto",
         if _is_int(hidden):
             check_head(head_header, hidden, where / _HEAD, where / "config.json")
     m = LMMatcher(model=str(model if model is not None else folder), device=device, **params)
-    tokenizer, encoder = load_pretrained(folder, strict=True, shown=where)
+    tokenizer, encoder = load_pretrained(folder.absolute(), strict=True, shown=where)  # never a model name
     m.device_ = str(resolve_device(device))
     m.tokenizer_ = tokenizer
     module = _CrossEncoder(encoder, dropout, m.pooling)

@@ -168,14 +168,12 @@ def remove_stale_unpacks(home: str | os.PathLike) -> list[Path]:
     list of Path
         The folders removed.
     """
-    removed = []
     try:
-        entries = list(os.scandir(home))
+        entries = [e for e in os.scandir(home) if e.name.startswith(_UNPACK) and e.is_dir(follow_symlinks=False)]
     except OSError:
-        return removed
+        return []
+    removed = []
     for entry in entries:
-        if not entry.name.startswith(_UNPACK) or not entry.is_dir(follow_symlinks=False):
-            continue
         pid, sep, _ = entry.name[len(_UNPACK):].partition("-")
         if sep and pid.isdigit():
             stale = not pid_alive(int(pid))
