@@ -49,6 +49,7 @@ __all__ = [
     "fsync_dir",
     "open_append",
     "open_regular_file",
+    "pid_alive",
     "read_csv_export",
     "read_jsonl",
     "remove_stale_temporaries",
@@ -113,7 +114,9 @@ def check_not_link(path: str | os.PathLike, *, hard: bool = False) -> None:
 _TMP_RE = re.compile(r"^\.(?P<name>.+?)\.(?:(?P<pid>\d+)\.)?[A-Za-z0-9_]{8}\.tmp$")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether the process ``pid`` runs (this one does; another user's, or an unknown answer,
+    counts as running, so that its files are kept)."""
     if pid == os.getpid():
         return True
     try:
@@ -148,7 +151,7 @@ def remove_stale_temporaries(folder: str | os.PathLike, *, legacy: bool = True) 
         if m is None or not entry.is_file(follow_symlinks=False):
             continue
         pid = m.group("pid")
-        if (pid is None and not legacy) or (pid is not None and _pid_alive(int(pid))):
+        if (pid is None and not legacy) or (pid is not None and pid_alive(int(pid))):
             continue
         try:
             os.unlink(entry.path)

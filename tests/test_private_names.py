@@ -153,6 +153,7 @@ TESTS_ALLOWED = {
     "hostile/test_session_files.py": {"skrisk._fileio", "skrisk.experiments._loop"},
     "hostile/test_terminal.py": {"skrisk._safetext"},
     "matchers/test_lm.py": {"skrisk.matchers._lm_data", "skrisk.matchers._lm_weights"},
+    "hostile/test_lm_files.py": {"skrisk.matchers._lm_weights"},
     "matching/test_entities.py": {"skrisk.matching._entities"},
     "properties/test_rows_and_journal.py": {"skrisk._rows"},
     "properties/test_badge_selection.py": {"skrisk.strategies._batch"},

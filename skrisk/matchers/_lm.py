@@ -1,7 +1,7 @@
 """LMMatcher: a pretrained language model fine-tuned as a cross-encoder over serialised pairs.
 
 The estimator; its input conversion lives in :mod:`._lm_data`, the weights (offline package,
-refusals) in :mod:`._lm_weights`.
+refusals) in :mod:`._lm_weights`, the checks of a model folder's files in :mod:`._lm_files`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import hashlib
 import json
 import numbers
 import os
+import tempfile
 from collections import OrderedDict
 from contextlib import nullcontext
 from pathlib import Path
@@ -25,13 +26,15 @@ from sklearn.utils import check_random_state
 from torch import nn
 
 from .._device import resolve_device
+from .._fileio import atomic_write_bytes, check_not_link
 from .._params import Interval, Options, validate_params
-from ..exceptions import DataError, NotFittedError
+from ..exceptions import DataError, InvalidParameterError, NotFittedError
 from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
 from ._lm_data import pair_texts
-from ._lm_weights import OFFLINE_MODEL, check_model_folder, load_pretrained, quiet_transformers
+from ._lm_files import check_head, is_int as _is_int, read_json, read_safetensors_header, refuse
+from ._lm_weights import OFFLINE_MODEL, load_pretrained, quiet_transformers
 
-__all__ = ["LMMatcher"]
+__all__ = ["LMMatcher", "lm_from_folder"]
 
 #: Pairs tokenised and scored per chunk: the memory of inference is bounded by it.
 CHUNK_SIZE = 8192
@@ -582,74 +585,54 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     def save(self, path: str | os.PathLike) -> None:
         """Save the fitted matcher to the folder ``path``: the encoder (``config.json`` +
         ``model.safetensors``), the tokenizer files, the head (``head.safetensors``) and the
-        parameters (``lm_matcher.json``). :meth:`load` reads it without running code."""
-        from safetensors.torch import save_file
+        parameters (``lm_matcher.json``). :meth:`load` reads it without running code.
+
+        Each file is replaced atomically; none is written through a link.
+
+        Raises
+        ------
+        LinkError
+            A file of the folder is a symbolic link (or not a regular file): nothing was written.
+        """
+        from safetensors.torch import save
 
         self._check_fitted()
         folder = Path(path)
-        folder.mkdir(parents=True, exist_ok=True)
-        with quiet_transformers():
-            self.module_.encoder.save_pretrained(folder, safe_serialization=True)
-            self.tokenizer_.save_pretrained(folder)
+        with tempfile.TemporaryDirectory(prefix="skrisk-lm-save-") as tmp, quiet_transformers():
+            self.module_.encoder.save_pretrained(tmp, safe_serialization=True)
+            self.tokenizer_.save_pretrained(tmp)
+            files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
         head = {k: v.detach().cpu().contiguous() for k, v in self.module_.head.state_dict().items()}
-        save_file(head, str(folder / _HEAD))
+        files[_HEAD] = save(head)
         params = {k: v for k, v in self.get_params().items() if k not in ("device", "model")}
         params["attributes"] = None if self.attributes is None else list(self.attributes)
         if not isinstance(params["random_state"], (int, np.integer, type(None))):
             params["random_state"] = None  # a RandomState instance is not JSON
         state = {"format": 1, "params": params, "model": str(self.model), "best_epoch": int(self.best_epoch_),
                  "dropout": float(self.module_.dropout.p)}
-        (folder / _SAVED).write_text(json.dumps(state, indent=1, default=_json_default), encoding="utf-8")
+        files[_SAVED] = json.dumps(state, indent=1, default=_json_default).encode("utf-8")
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in files:  # every target checked before the first is written
+            check_not_link(folder / name)
+        for name, data in files.items():
+            atomic_write_bytes(folder / name, data)
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: str | None = "auto") -> "LMMatcher":
         """Load a matcher saved with :meth:`save` (safetensors and JSON only; no code is run).
 
+        Every file is checked before anything is built: ``lm_matcher.json`` with the constraints
+        of :meth:`fit`, the encoder's files (:func:`~skrisk.matchers._lm_weights.check_model_folder`,
+        strict: every tensor of the encoder present with its shape and dtype, and no other) and
+        the head's tensors; the loaded weights must be finite.
+
         Raises
         ------
         DataError
-            A missing or damaged file, pickled weights, or a configuration asking for remote code.
+            A missing or damaged file, pickled weights, or a configuration asking for remote code;
+            the message names the file, the entry and the fix.
         """
-        from safetensors.torch import load_file
-
-        folder = Path(path)
-        check_model_folder(folder)
-        for name in (_SAVED, _HEAD):
-            if not (folder / name).is_file():
-                raise DataError(f"{folder} lacks {name}: it was not written by LMMatcher.save.")
-        try:
-            state = json.loads((folder / _SAVED).read_text(encoding="utf-8"))
-            params = dict(state["params"])
-            dropout = float(state["dropout"])
-            best_epoch = int(state["best_epoch"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"{folder / _SAVED} is damaged ({type(exc).__name__}: {exc}).") from exc
-        known = set(cls().get_params())
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise DataError(f"{folder / _SAVED} has unknown parameters {unknown}.")
-        params.setdefault("pooling", "cls")  # saved before ``pooling`` existed: the first token
-        m = cls(model=str(state.get("model", folder)), device=device, **params)
-        tokenizer, encoder = load_pretrained(folder)
-        m.device_ = str(resolve_device(device))
-        m.tokenizer_ = tokenizer
-        if m.pooling not in POOLINGS:
-            raise DataError(f"{folder / _SAVED} has an unknown pooling {m.pooling!r} (one of {list(POOLINGS)}).")
-        module = _CrossEncoder(encoder, dropout, m.pooling)
-        try:
-            head = load_file(str(folder / _HEAD))
-            module.head.load_state_dict(head)
-        except Exception as exc:  # safetensors raises its own error types on damaged files
-            raise DataError(f"{folder / _HEAD} is damaged or does not fit the encoder ({exc}).") from exc
-        m.module_ = module.to(m.device_).eval()
-        m.config_ = encoder.config.to_dict()
-        m.model_ = str(m.model)
-        m.best_epoch_ = best_epoch
-        m.classes_ = np.array([0, 1])
-        m.input_kind_ = "frame"
-        m.seed_ = 0
-        m.history_ = []
-        return m
+        return lm_from_folder(path, device)
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
@@ -670,6 +653,94 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         for k, v in self.__dict__.items():
             new.__dict__[k] = OrderedDict() if k == "_memo" else copy.deepcopy(v, memo)
         return new
+
+
+def _check_saved(state: dict, shown: Path) -> tuple[dict, float, int, str | None]:
+    """``(params, dropout, best_epoch, model)`` of ``lm_matcher.json``, each entry checked (the
+    parameters with the constraints :meth:`LMMatcher.fit` applies)."""
+    fix = "restore the folder from a trusted copy, or fit and save the matcher again (LMMatcher.save)"
+    if state.get("format") != 1:
+        if _is_int(state.get("format")) and state["format"] > 1:
+            raise DataError(f"{shown} was written by a newer skrisk (format {state['format']}; this one reads "
+                            "format 1): upgrade skrisk.")
+        raise refuse(shown, f"format is {str(state.get('format'))[:40]!r}, not 1", fix)
+    unknown = sorted(set(state) - {"format", "params", "model", "best_epoch", "dropout"})
+    if unknown:
+        raise refuse(shown, f"it has unknown entries {unknown[:5]}", fix)
+    params = state.get("params")
+    if not isinstance(params, dict):
+        raise refuse(shown, "the entry 'params' is not an object", fix)
+    unknown = sorted(set(params) - set(LMMatcher().get_params()) | ({"device", "model"} & set(params)))
+    if unknown:
+        raise refuse(shown, f"params holds unknown parameters {unknown[:5]}", fix)
+    dropout, best = state.get("dropout"), state.get("best_epoch")
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise refuse(shown, f"dropout is {str(dropout)[:40]}, not a probability in [0, 1)", fix)
+    if not _is_int(best) or best < 0:
+        raise refuse(shown, f"best_epoch is {str(best)[:40]}, not a non-negative integer", fix)
+    model = state.get("model")
+    if model is not None and not isinstance(model, str):
+        raise refuse(shown, f"model is a JSON {type(model).__name__}, not a string", fix)
+    kinds = {"warm_start": (bool,), "local_files_only": (bool, type(None)), "verbose": (int,),
+             "random_state": (int, type(None))}
+    for key, types in kinds.items():
+        v = params.get(key)
+        if key in params and (not isinstance(v, types) or (isinstance(v, bool) and bool not in types)
+                              or (key == "verbose" and v < 0)):
+            raise refuse(shown, f"params[{key!r}] is {json.dumps(v)[:40]}, not "
+                                f"{' or '.join('null' if t is type(None) else 'a ' + t.__name__ for t in types)}", fix)
+    attrs = params.get("attributes")
+    if attrs is not None and (not isinstance(attrs, list) or not attrs or len(set(map(str, attrs))) != len(attrs)
+                              or not all(isinstance(a, str) and a for a in attrs)):
+        raise refuse(shown, "params['attributes'] is not null or a list of distinct attribute names", fix)
+    params = dict(params)
+    params.setdefault("pooling", "cls")  # saved before ``pooling`` existed: the first token
+    try:
+        validate_params(LMMatcher(**params))
+    except InvalidParameterError as exc:
+        bad = next((k for k in LMMatcher._parameter_constraints if f"'{k}'" in str(exc)), "?")
+        raise refuse(shown, f"params[{bad!r}] is refused: {exc}", fix) from None
+    return params, float(dropout), int(best), model
+
+
+def lm_from_folder(path: str | os.PathLike, device: str | None = "auto",
+                   shown: str | os.PathLike | None = None) -> LMMatcher:
+    """The :class:`LMMatcher` saved in the folder ``path`` (see :meth:`LMMatcher.load`);
+    ``shown`` names the folder in messages (default ``path``)."""
+    from safetensors.torch import load_file
+
+    folder = Path(path)
+    where = Path(shown) if shown is not None else folder
+    for name in (_SAVED, _HEAD):
+        if not (folder / name).is_file():
+            raise DataError(f"{where} lacks {name}: it was not written by LMMatcher.save.")
+    params, dropout, best_epoch, model = _check_saved(read_json(folder / _SAVED, where / _SAVED), where / _SAVED)
+    head_header = read_safetensors_header(folder / _HEAD, where / _HEAD)
+    if (folder / "config.json").is_file():  # the head against the encoder's width, before building either
+        hidden = read_json(folder / "config.json", where / "config.json").get("hidden_size")
+        if _is_int(hidden):
+            check_head(head_header, hidden, where / _HEAD, where / "config.json")
+    m = LMMatcher(model=str(model if model is not None else folder), device=device, **params)
+    tokenizer, encoder = load_pretrained(folder.absolute(), strict=True, shown=where)  # never a model name
+    m.device_ = str(resolve_device(device))
+    m.tokenizer_ = tokenizer
+    module = _CrossEncoder(encoder, dropout, m.pooling)
+    check_head(head_header, int(module.head.in_features), where / _HEAD, where / "config.json")
+    head = load_file(str(folder / _HEAD))
+    for name, t in head.items():
+        if not bool(torch.isfinite(t).all()):
+            raise refuse(where / _HEAD, f"tensor {name!r} holds NaN or infinite values, so the matcher would predict "
+                         "NaN", "fit and save the matcher again, or restore the folder from a trusted copy", loaded=True)
+    module.head.load_state_dict(head)
+    m.module_ = module.to(m.device_).eval()
+    m.config_ = encoder.config.to_dict()
+    m.model_ = str(m.model)
+    m.best_epoch_ = best_epoch
+    m.classes_ = np.array([0, 1])
+    m.input_kind_ = "frame"
+    m.seed_ = 0
+    m.history_ = []
+    return m
 
 
 def _json_default(v: Any) -> Any:

@@ -778,9 +778,11 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
 
     Returns
     -------
-    RNNMatcher
+    RNNMatcher or LMMatcher
         Fitted, predicting exactly as the saved one (``embeddings`` is rebuilt from the saved
-        matrix and vocabulary).
+        matrix and vocabulary). A folder holding ``lm_matcher.json`` is an
+        :class:`~skrisk.matchers.LMMatcher`, loaded by :meth:`LMMatcher.load
+        <skrisk.matchers.LMMatcher.load>`.
 
     Raises
     ------
@@ -792,6 +794,10 @@ def load_matcher(path: str | os.PathLike, device: str | None = None) -> object:
         than tensors, NaN or infinite weights, tensors that do not fit the config). The message
         names the file and the fix.
     """
+    if (Path(path) / "lm_matcher.json").is_file():  # a folder of LMMatcher.save
+        from ._lm import lm_from_folder
+
+        return lm_from_folder(path, device if device is not None else "auto")
     return _io.read_folder(RNNMatcher, path, device=device)
 
 

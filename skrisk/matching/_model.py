@@ -147,14 +147,14 @@ def _lm_from_entries(entries: dict[str, bytes], file: Path, device: str | None) 
     missing = [f for f in _LM_FILES[:5] if _LM + f not in entries]
     if missing:
         raise _bad(file, f"matcher_kind is 'lm' but {[_LM + f for f in missing]} is missing")
-    from ..matchers import LMMatcher
+    from ..matchers._lm import lm_from_folder
 
     with tempfile.TemporaryDirectory(prefix="skrisk-lm-") as tmp:
         for name, data in entries.items():
             if name.startswith(_LM):
                 (Path(tmp) / name[len(_LM):]).write_bytes(data)
-        try:
-            return LMMatcher.load(tmp, device=device if device is not None else "auto")
+        try:  # messages name the entries as they are in the model file (file/lm/<name>)
+            return lm_from_folder(tmp, device if device is not None else "auto", shown=file / "lm")
         except DataError as exc:
             raise DataError(f"{file}: its language-model matcher (lm/) is refused: {exc}") from exc
 
