@@ -258,7 +258,7 @@ def _vector(x: npt.ArrayLike, name: str, *, low: float | None = None, high: floa
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         rng = f" in [{low}, {high}]" if high is not None else (f" >= {low}" if low is not None else "")
-        raise DataError(f"{name}[{i}] = {a[i]!r} is not a finite number{rng}: every value must be.")
+        raise DataError(f"{name}[{i}] = {float(a[i])!r} is not a finite number{rng}: every value must be.")
     return a
 
 
@@ -266,7 +266,7 @@ def _audit_arrays(y_audit: Any, proba_audit: Any, weights: Any) -> tuple[FloatAr
     y = _vector(y_audit, "y_audit")
     if not np.isin(y, (0.0, 1.0)).all():
         i = int(np.flatnonzero(~np.isin(y, (0.0, 1.0)))[0])
-        raise DataError(f"y_audit[{i}] = {y[i]!r}: labels must be 1 (match) or 0 (non-match); leave unsure pairs out.")
+        raise DataError(f"y_audit[{i}] = {float(y[i])!r}: labels must be 1 (match) or 0 (non-match); leave unsure pairs out.")
     p = _vector(proba_audit, "proba_audit", low=0, high=1)
     w = _vector(weights, "weights", low=0)
     if not len(y) == len(p) == len(w):
@@ -276,12 +276,12 @@ def _audit_arrays(y_audit: Any, proba_audit: Any, weights: Any) -> tuple[FloatAr
         )
     if len(w) and (w <= 0).any():
         i = int(np.flatnonzero(w <= 0)[0])
-        raise DataError(f"weights[{i}] = {w[i]!r}: importance weights must be positive.")
+        raise DataError(f"weights[{i}] = {float(w[i])!r}: importance weights must be positive.")
     if len(w) and (_unit(w) <= 0).any():
         i = int(np.flatnonzero(_unit(w) <= 0)[0])
         raise DataError(
-            f"weights[{i}] = {w[i]!r} is more than 1e308 times smaller than the largest weight "
-            f"({w.max()!r}): no sampling design gives such weights. Pass the weights of the audit "
+            f"weights[{i}] = {float(w[i])!r} is more than 1e308 times smaller than the largest weight "
+            f"({float(w.max())!r}): no sampling design gives such weights. Pass the weights of the audit "
             "draws (AuditSample.weights)."
         )
     return y, p, w
@@ -303,7 +303,7 @@ def _check_design_weights(w: FloatArray, N: int, name: str) -> None:
         why = (f"is below 1 / N = {1 / N:.6g}, which no draw probability q <= 1 gives" if len(low) else
                "means a draw probability 1 / (N w) below 1e-150, which no design gives")
         raise DataError(
-            f"weights[{i}] = {w[i]!r} {why}: with {name} (N = {N} candidates) the weights must be the "
+            f"weights[{i}] = {float(w[i])!r} {why}: with {name} (N = {N} candidates) the weights must be the "
             "Hansen-Hurwitz weights 1 / (N q) of the audit draws (AuditSample.weights), not a multiple of "
             f"them. Pass those, or leave out {name} for the plain estimate (which any multiple gives alike)."
         )
@@ -880,9 +880,15 @@ def more_answers(n_audit: int, interval: tuple[float, float], aim: float = 0.1) 
     if isinstance(aim, bool) or not isinstance(aim, (int, float, np.integer, np.floating)) or not 0 < aim <= 1:
         raise ValueError(f"aim must be a number in (0, 1] (the half-width wanted), got {aim!r}.")
     try:
-        lo, hi = (float(_vector([v], f"interval[{i}]")[0]) for i, v in enumerate(interval))
-    except (TypeError, ValueError):
-        raise ValueError(f"interval must be a pair (low, high) of numbers, got {interval!r}.") from None
+        ends = tuple(interval)
+    except TypeError:
+        ends = ()
+    if len(ends) != 2:
+        raise ValueError(f"interval must be a pair (low, high) of numbers, got {interval!r}.")
+    for i, v in enumerate(ends):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+            raise ValueError(f"interval[{i}] = {v!r} is not a finite number: give (low, high).")
+    lo, hi = float(ends[0]), float(ends[1])
     if lo > hi:
         raise ValueError(f"interval = {interval!r} has its low end above its high end: give (low, high).")
     half = (hi - lo) / 2

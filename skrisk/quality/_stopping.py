@@ -79,7 +79,7 @@ def cohen_kappa(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     for name, v in (("a", x), ("b", y)):
         if not np.isin(v, (0.0, 1.0)).all():
             i = int(np.flatnonzero(~np.isin(v, (0.0, 1.0)))[0])
-            raise ValueError(f"cohen_kappa: {name}[{i}] = {v[i]!r}: the labelings must hold 0 and 1 only "
+            raise ValueError(f"cohen_kappa: {name}[{i}] = {float(v[i])!r}: the labelings must hold 0 and 1 only "
                              "(cut probabilities first, e.g. p > 0.5).")
     p_o = float(np.mean(x == y))
     if p_o == 1.0:
@@ -266,7 +266,7 @@ class RiskPlateau:
             raise DataError("risk is empty: pass the risks of the unlabelled pool.")
         total = float(r.sum()) if n_pool is None else float(r.mean()) * _check_int(n_pool, "n_pool", 1)
         if not np.isfinite(total):
-            raise DataError(f"the risks add up to {total} (largest {r.max()!r}): give risks on a scale whose "
+            raise DataError(f"the risks add up to {total} (largest {float(r.max())!r}): give risks on a scale whose "
                             "sum is finite, e.g. LearnRisk's, in [0, 1].")
         if not hasattr(self, "totals_"):
             self.totals_: list[float] = []
