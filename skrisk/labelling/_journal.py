@@ -96,7 +96,8 @@ def _is_number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
 
 def _check_batch(ev: dict) -> None:
     """The fields of a ``batch`` event that skrisk writes, with their types and ranges (what a
-    forged line can be told by without a signature: see SECURITY.md)."""
+    forged line can be told by without a signature: see SECURITY.md). The audit draws are checked
+    where they are used, against the candidates (:mod:`skrisk.labelling._status`)."""
     if "phase" in ev and ev["phase"] not in PHASES:
         raise ValueError(f"its phase {ev['phase']!r} is not one of {', '.join(PHASES)}")
     for key in ("round", "n_labels"):
@@ -127,13 +128,6 @@ def _check_batch(ev: dict) -> None:
             raise ValueError(f"{pair}: explanation {it['explanation']!r} is not a text")
         if "reasons" in it and not (isinstance(it["reasons"], list) and all(isinstance(r, dict) for r in it["reasons"])):
             raise ValueError(f"{pair}: reasons {it['reasons']!r} are not a list of objects")
-    for key in ("draws", "audit_draws"):
-        draws = ev.get(key, [])
-        if not isinstance(draws, list) or not all(
-            isinstance(d, dict) and isinstance(d.get("left_id"), str) and isinstance(d.get("right_id"), str)
-            and _is_number(d.get("q"), 0.0, 1.0) and d.get("q") > 0 for d in draws
-        ):
-            raise ValueError(f"its {key} are not a list of draws with text left_id, right_id and q in (0, 1]")
     if "status" in ev and not isinstance(ev["status"], dict):
         raise ValueError(f"its status {ev['status']!r} is not an object")
 
