@@ -264,7 +264,8 @@ class RiskPlateau:
         r = _vector(risk, "risk", low=0)
         if len(r) == 0:
             raise DataError("risk is empty: pass the risks of the unlabelled pool.")
-        total = float(r.sum()) if n_pool is None else float(r.mean()) * _check_int(n_pool, "n_pool", 1)
+        with np.errstate(over="ignore"):  # an infinite total is refused below
+            total = float(r.sum()) if n_pool is None else float(r.mean()) * _check_int(n_pool, "n_pool", 1)
         if not np.isfinite(total):
             raise DataError(f"the risks add up to {total} (largest {float(r.max())!r}): give risks on a scale whose "
                             "sum is finite, e.g. LearnRisk's, in [0, 1].")

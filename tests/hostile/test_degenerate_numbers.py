@@ -254,10 +254,24 @@ def test_stream_query_degenerate_numbers(tiny_scorer, kw, error, expected):
                      random_state=0, progress=False, **kw)
 
 
-def test_chunk_scorer_threshold_nan_is_refused(tiny_scorer):  # (kept)
+def test_pool_degenerate_numbers_kept(tiny_scorer):  # (kept): each was refused, or right, before
     with pytest.raises(ValueError, match=r"threshold must be a number in \[0, 1\]"):
         ChunkScorer(tiny_scorer.left, tiny_scorer.right, features=tiny_scorer.features,
                     matcher=tiny_scorer.matcher, threshold=NAN)
+    pool = pd.concat(_dup_pool(), ignore_index=True)
+    bad = pool.copy()
+    bad.loc[4, "left_id"] = np.nan
+    kw = {"labelled": None, "n_instances": 2, "progress": False}
+    with pytest.raises(DataError, match="left_id is missing at pool row 4"):
+        stream_query(tiny_scorer, bad, **kw)
+    with pytest.raises(EmptyPoolError, match="the pool is empty after filtering"):
+        stream_query(tiny_scorer, pool.iloc[:0], **kw)
+    for preselect in (NAN, 0.5):
+        with pytest.raises(ValueError, match="The 'preselect' parameter of RiskSampler"):
+            stream_query(tiny_scorer, pool, sampler=RiskSampler(preselect=preselect), **kw)
+    huge = stream_query(tiny_scorer, pool, sampler=RiskSampler(preselect=1e300, selection="topk"), **kw)
+    assert huge.n_candidates == 6  # every distinct pair, no allocation of 1e300
+    assert len(tiny_scorer.score(pool.iloc[:0])) == 0
 
 
 # ---------------------------------------------------------------------------------- the journal
