@@ -193,8 +193,8 @@ def read_events(
     trace of a process killed while appending: when it is not a valid event it is dropped (with
     ``repair=True``, moved to ``journal.jsonl.torn`` and cut off the file); a complete last event
     saved without its newline is kept. Any other bad line (not JSON, a missing or mistyped field,
-    an unknown answer, two different events with one sequence number) -- the last complete line
-    included -- means the file was edited or damaged: :class:`DataError` names the line and the
+    an unknown event kind, a batch item's number out of range, an unknown answer, two different
+    events with one sequence number) -- the last complete line included -- means the file was edited or damaged: :class:`DataError` names the line and the
     fix, and nothing is cut (:func:`repair_journal` moves such lines out when the user asks).
 
     Events written since session identities exist carry the session's id (``"session"``). They
