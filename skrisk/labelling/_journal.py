@@ -22,6 +22,7 @@ no answer can be counted twice.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,6 +44,9 @@ __all__ = [
 
 #: Answers a labeller can give, as stored in the journal.
 ANSWERS = ("yes", "no", "unsure")
+#: The kinds of journal event, and the phases of a batch.
+EVENTS = ("batch", "answer", "undo")
+PHASES = ("initial", "risk", "audit")
 
 PairKey = tuple[str, str]
 
@@ -80,12 +84,53 @@ def _check_event(ev: Any) -> None:
         if isinstance(ev.get("target"), bool) or not isinstance(ev.get("target"), int):
             raise ValueError(f"its target {ev.get('target')!r} is not a sequence number")
     elif kind == "batch":
-        items = ev.get("items")
-        if not isinstance(items, list) or not all(
-            isinstance(it, dict) and isinstance(it.get("left_id"), str) and isinstance(it.get("right_id"), str)
-            for it in items
-        ):
-            raise ValueError("its items are not a list of pairs with text left_id and right_id")
+        _check_batch(ev)
+    else:
+        raise ValueError(f"its event kind {kind!r} is not one of {', '.join(EVENTS)} (a line of a newer skrisk, "
+                         "or edited)")
+
+
+def _is_number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and low <= v <= high
+
+
+def _check_batch(ev: dict) -> None:
+    """The fields of a ``batch`` event that skrisk writes, with their types and ranges (what a
+    forged line can be told by without a signature: see SECURITY.md). The audit draws are checked
+    where they are used, against the candidates (:mod:`skrisk.labelling._status`)."""
+    if "phase" in ev and ev["phase"] not in PHASES:
+        raise ValueError(f"its phase {ev['phase']!r} is not one of {', '.join(PHASES)}")
+    for key in ("round", "n_labels"):
+        if key in ev and (isinstance(ev[key], bool) or not isinstance(ev[key], int) or ev[key] < 0):
+            raise ValueError(f"its {key} {ev[key]!r} is not a non-negative integer")
+    items = ev.get("items")
+    if not isinstance(items, list) or not all(
+        isinstance(it, dict) and isinstance(it.get("left_id"), str) and isinstance(it.get("right_id"), str)
+        for it in items
+    ):
+        raise ValueError("its items are not a list of pairs with text left_id and right_id")
+    for it in items:
+        pair = f"the item of pair ({it['left_id']!r}, {it['right_id']!r})"
+        p = it.get("probability")
+        if "probability" in it and not _is_number(p, 0.0, 1.0):
+            raise ValueError(f"{pair}: probability {p!r} is not a number in [0, 1]")
+        for key in ("risk", "similarity"):
+            if key in it and not _is_number(it[key]):
+                raise ValueError(f"{pair}: {key} {it[key]!r} is not a finite number")
+        if "prediction" in it:
+            d = it["prediction"]
+            if isinstance(d, bool) or d not in (0, 1):
+                raise ValueError(f"{pair}: prediction {d!r} is not 0 or 1")
+            # the prediction is p > 0.5 of the unrounded probability; the stored one has 4 decimals
+            if "probability" in it and d != int(p > 0.5) and abs(p - 0.5) > 1e-4:
+                raise ValueError(f"{pair}: prediction {d!r} disagrees with its probability {p!r} (p > 0.5)")
+        if "explanation" in it and not isinstance(it["explanation"], str):
+            raise ValueError(f"{pair}: explanation {it['explanation']!r} is not a text")
+        reasons = it.get("reasons", [])
+        if not (isinstance(reasons, list) and all(isinstance(r, dict) for r in reasons)):
+            raise ValueError(f"{pair}: reasons {reasons!r} are not a list of objects")
+    if "status" in ev and not isinstance(ev["status"], dict):
+        raise ValueError(f"its status {ev['status']!r} is not an object")
 
 
 _FIX = ("correct or delete that line, or run the same skrisk label command with --repair-journal to move "
@@ -148,8 +193,8 @@ def read_events(
     trace of a process killed while appending: when it is not a valid event it is dropped (with
     ``repair=True``, moved to ``journal.jsonl.torn`` and cut off the file); a complete last event
     saved without its newline is kept. Any other bad line (not JSON, a missing or mistyped field,
-    an unknown answer, two different events with one sequence number) -- the last complete line
-    included -- means the file was edited or damaged: :class:`DataError` names the line and the
+    an unknown event kind, a batch item's number out of range, an unknown answer, two different
+    events with one sequence number) -- the last complete line included -- means the file was edited or damaged: :class:`DataError` names the line and the
     fix, and nothing is cut (:func:`repair_journal` moves such lines out when the user asks).
 
     Events written since session identities exist carry the session's id (``"session"``). They
@@ -377,7 +422,8 @@ class SessionState:
             del self.answers[key]
             del self.answer_seq[key]
             self.reask.append(key)
-        # other event kinds (e.g. "export", "note") carry no state
+        else:
+            raise DataError(f"Journal event {seq} is of an unknown kind {kind!r} (not one of {', '.join(EVENTS)}).")
         self.seen_seq.add(seq)
 
     # ------------------------------------------------------------------ views

@@ -240,7 +240,7 @@ def _gain(session: AuditSource, proba: np.ndarray) -> tuple[dict | None, str]:
     if not np.isfinite(g):
         return None, (f"F1 gained over the last {GAIN_ROUNDS} rounds: not enough audit answers to say "
                       f"({int(y.sum())} audited matches)")
-    labels = len(session.labels()) - int(then.get("n_labels", 0))
+    labels = max(len(session.labels()) - int(then.get("n_labels", 0)), 0)  # answers re-given "unsure" may lower it
     return {"labels": labels, "gain": round(g, 4), "interval": [round(lo, 4), round(hi, 4)],
             "n_audit": int(len(y)), "rounds": GAIN_ROUNDS}, ""
 

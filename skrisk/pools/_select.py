@@ -156,7 +156,11 @@ def chunk_risk(scored: ScoredChunk) -> np.ndarray:
 
 @dataclass
 class Candidates:
-    """The riskiest pairs seen so far: ties of risk go to the lower key (the pair's order)."""
+    """The riskiest pairs seen so far: ties of risk go to the lower key (the pair's order).
+
+    A pair that the source holds more than once (in one chunk or in several) is kept once, at
+    its riskiest occurrence (ties: the first in the source), so a batch never asks it twice.
+    """
 
     key: np.ndarray
     risk: np.ndarray
@@ -174,7 +178,9 @@ class Candidates:
     def from_scored(cls, scored: ScoredChunk, key: np.ndarray, m: int) -> "Candidates":
         """The ``m`` riskiest pairs of one scored chunk (``key``: their order keys)."""
         risk = chunk_risk(scored)
-        idx = top_positions(risk, key, m)
+        left, right = (scored.pairs[c].to_numpy(dtype=object) for c in PAIR_COLUMNS)
+        once = first_of_each_pair(risk, np.asarray(key), left, right)
+        idx = once[top_positions(risk[once], np.asarray(key)[once], m)]
         return cls(
             np.asarray(key, dtype=np.int64)[idx], risk[idx], scored.proba[idx],
             scored.representation[idx], scored.pairs["left_id"].to_numpy(dtype=object)[idx],
@@ -197,13 +203,25 @@ class Candidates:
             )
         cat = [np.concatenate([getattr(self, f), getattr(other, f)]) for f in
                ("key", "risk", "proba", "representation", "left_id", "right_id")]
-        idx = top_positions(cat[1], cat[0], m)
+        once = first_of_each_pair(cat[1], cat[0], cat[4], cat[5])
+        idx = once[top_positions(cat[1][once], cat[0][once], m)]
         return Candidates(*(a[idx] for a in cat))
 
     def in_key_order(self) -> "Candidates":
         order = np.argsort(self.key, kind="stable")
         return Candidates(self.key[order], self.risk[order], self.proba[order],
                           self.representation[order], self.left_id[order], self.right_id[order])
+
+
+def first_of_each_pair(risk: np.ndarray, key: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Positions of one occurrence of each distinct ``(left, right)`` pair: its riskiest, ties to
+    the smaller key; in position order."""
+    pair = _keys(left, right, dedup=False)
+    if pair.is_unique:
+        return np.arange(len(risk))
+    order = np.lexsort((key, -risk))
+    first = ~pair[order].duplicated(keep="first")
+    return np.sort(order[first])
 
 
 def top_positions(risk: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
@@ -239,6 +257,11 @@ def choose_batch(
 ) -> tuple[np.ndarray, "KMedoidsResult | None"]:
     """Risk sampling's batch among the candidates (in key order), by the selector: positions into
     ``cands``, riskiest first, and the kernel's result."""
+    if len(cands) < n_instances:  # every candidate kept: the pool holds fewer distinct pairs
+        raise EmptyPoolError(
+            f"the pool holds {len(cands)} distinct pairs after filtering (a pair given more than once counts "
+            f"once), fewer than n_instances={n_instances}. Ask for a smaller batch."
+        )
     chosen = selector.select(cands.risk, cands.representation, rep_lab, n_instances, proba=cands.proba,
                              random_state=random_state)
     timings.update(chosen.timings)

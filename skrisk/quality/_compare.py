@@ -32,7 +32,9 @@ from ._estimate import (
     _calibrate,
     _calibration,
     _check_confidence,
+    _check_design_weights,
     _estimate,
+    _unit,
     _vector,
 )
 
@@ -43,6 +45,7 @@ def _f1_difference(
     y: FloatArray, da: FloatArray, db: FloatArray, w: FloatArray, z: float
 ) -> tuple[float, tuple[float, float]]:
     """``F1(da) - F1(db)`` on the same draws, and its interval (see :func:`compare_f1`)."""
+    w = _unit(w)
 
     def core(y: FloatArray, da: FloatArray, db: FloatArray, w: FloatArray) -> tuple[float, float]:
         ba, bb = float((w * (da + y)).sum()), float((w * (db + y)).sum())
@@ -181,6 +184,7 @@ def compare_f1(
         if len(all_a) != len(all_b) or len(all_a) == 0:
             raise DataError(f"proba_all_a has {len(all_a)} values and proba_all_b {len(all_b)}: give both "
                             "decisions on every candidate pair, in the same order.")
+        _check_design_weights(w, len(all_a), "proba_all_a")
         if y.sum() >= ASSISTED_MIN_MATCHES:
             ab = _calibration(y, pa, w)
             m_all = _calibrate(all_a, ab)
@@ -241,7 +245,8 @@ def _assisted_difference(
                 hi = max(hi, e + z * np.sqrt(v))
             else:
                 lo = min(lo, e - z * np.sqrt(v))
-    return float(est), (float(np.clip(min(lo, est), -1.0, 1.0)), float(np.clip(max(hi, est), -1.0, 1.0)))
+    est = float(np.clip(est, -1.0, 1.0))  # a difference of two F1 values
+    return est, (float(np.clip(min(lo, est), -1.0, 1.0)), float(np.clip(max(hi, est), -1.0, 1.0)))
 
 
 def _check_target(target: Any) -> tuple[str, float]:
@@ -266,6 +271,7 @@ def _assisted_gains(y: FloatArray, p: FloatArray, w: FloatArray, proba_all: Any,
     pa = _vector(proba_all, "proba_all", low=0, high=1)
     if len(pa) == 0:
         raise DataError("proba_all is empty: give the matcher's probability of every candidate pair.")
+    _check_design_weights(w, len(pa), "proba_all")
     if y.sum() < ASSISTED_MIN_MATCHES:
         return None
     ab = _calibration(y, p, w)
@@ -379,9 +385,10 @@ def choose_threshold(
         est = _estimate(y, (p > MATCH_THRESHOLD).astype(np.float64), w, MATCH_THRESHOLD, confidence)
         return ThresholdChoice(MATCH_THRESHOLD, est, target, kind == "f1", cands)
     D = (p[None, :] > cands[:, None]).astype(np.float64)  # (n_candidates, n)
-    tp = D @ (w * y)
-    pred = D @ w
-    pos = float((w * y).sum())
+    wn = _unit(w)  # the plain estimates take ratios of weighted sums: in units of the largest weight
+    tp = D @ (wn * y)
+    pred = D @ wn
+    pos = float((wn * y).sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         prec = np.where(pred > 0, tp / pred, np.nan)
         rec = tp / pos

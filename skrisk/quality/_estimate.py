@@ -258,7 +258,7 @@ def _vector(x: npt.ArrayLike, name: str, *, low: float | None = None, high: floa
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         rng = f" in [{low}, {high}]" if high is not None else (f" >= {low}" if low is not None else "")
-        raise DataError(f"{name}[{i}] = {a[i]!r} is not a finite number{rng}: every value must be.")
+        raise DataError(f"{name}[{i}] = {float(a[i])!r} is not a finite number{rng}: every value must be.")
     return a
 
 
@@ -266,7 +266,7 @@ def _audit_arrays(y_audit: Any, proba_audit: Any, weights: Any) -> tuple[FloatAr
     y = _vector(y_audit, "y_audit")
     if not np.isin(y, (0.0, 1.0)).all():
         i = int(np.flatnonzero(~np.isin(y, (0.0, 1.0)))[0])
-        raise DataError(f"y_audit[{i}] = {y[i]!r}: labels must be 1 (match) or 0 (non-match); leave unsure pairs out.")
+        raise DataError(f"y_audit[{i}] = {float(y[i])!r}: labels must be 1 (match) or 0 (non-match); leave unsure pairs out.")
     p = _vector(proba_audit, "proba_audit", low=0, high=1)
     w = _vector(weights, "weights", low=0)
     if not len(y) == len(p) == len(w):
@@ -276,8 +276,37 @@ def _audit_arrays(y_audit: Any, proba_audit: Any, weights: Any) -> tuple[FloatAr
         )
     if len(w) and (w <= 0).any():
         i = int(np.flatnonzero(w <= 0)[0])
-        raise DataError(f"weights[{i}] = {w[i]!r}: importance weights must be positive.")
+        raise DataError(f"weights[{i}] = {float(w[i])!r}: importance weights must be positive.")
+    if len(w) and (_unit(w) <= 0).any():
+        i = int(np.flatnonzero(_unit(w) <= 0)[0])
+        raise DataError(
+            f"weights[{i}] = {float(w[i])!r} is more than 1e308 times smaller than the largest weight "
+            f"({float(w.max())!r}): no sampling design gives such weights. Pass the weights of the audit "
+            "draws (AuditSample.weights)."
+        )
     return y, p, w
+
+
+def _unit(w: FloatArray) -> FloatArray:
+    """The weights divided by the largest: the plain (ratio) estimates do not depend on their
+    scale, and in units of the largest weight no sum or square of them overflows or underflows."""
+    return w / w.max() if len(w) else w
+
+
+def _check_design_weights(w: FloatArray, N: int, name: str) -> None:
+    """Refuse weights that cannot be the Hansen-Hurwitz weights ``1 / (N q_i)`` of a design over
+    ``N`` candidates (the model-assisted estimates use their scale, not only their ratios)."""
+    low = np.flatnonzero(w * N < 1 - 1e-9)
+    high = np.flatnonzero(w * N > 1e150)
+    if len(low) or len(high):
+        i = int(low[0]) if len(low) else int(high[0])
+        why = (f"is below 1 / N = {1 / N:.6g}, which no draw probability q <= 1 gives" if len(low) else
+               "means a draw probability 1 / (N w) below 1e-150, which no design gives")
+        raise DataError(
+            f"weights[{i}] = {float(w[i])!r} {why}: with {name} (N = {N} candidates) the weights must be the "
+            "Hansen-Hurwitz weights 1 / (N q) of the audit draws (AuditSample.weights), not a multiple of "
+            f"them. Pass those, or leave out {name} for the plain estimate (which any multiple gives alike)."
+        )
 
 
 def _check_confidence(confidence: float) -> float:
@@ -336,7 +365,7 @@ def audit_design(
     if method == "risk":
         if risk is None:
             raise ValueError('method="risk" needs the risk of every pair: pass risk=..., or method="score".')
-        s = _vector(risk, "risk", low=0)
+        s = _vector(risk, "risk", low=0, high=1)
         if len(s) != N:
             raise DataError(f"risk has {len(s)} values but proba has {N}: give one per candidate pair.")
     if method != "uniform":
@@ -386,7 +415,8 @@ def audit_sample(
     proba : array-like of shape (N,)
         Match probabilities of every candidate pair.
     risk : array-like of shape (N,), optional
-        Risk of every pair (e.g. LearnRisk's ``predict_risk``); required by ``method="risk"``.
+        Risk of every pair, in [0, 1]: the chance that the matcher's decision is wrong (e.g. LearnRisk's
+        ``predict_risk``); required by ``method="risk"``.
     n : int
         Number of draws.
     method : {"risk", "score", "uniform"}, default="risk"
@@ -462,6 +492,7 @@ def _proportion(
 
 def _estimate(y: FloatArray, d: FloatArray, w: FloatArray, threshold: float, confidence: float) -> QualityEstimate:
     z = float(norm.ppf(0.5 + confidence / 2))
+    w = _unit(w)
 
     def mean_w(mask: npt.NDArray[np.bool_]) -> float:  # the weight of a draw where the odd outcome may be
         return float(w[mask].mean()) if mask.any() else float(w.max(initial=1.0))
@@ -488,7 +519,8 @@ def _calibration(y: FloatArray, p: FloatArray, w: FloatArray, prior: float = 1.0
     probabilities, so that an audit of one class keeps a finite, gentle calibration.
     """
     x = np.log(np.clip(p, 1e-4, 1 - 1e-4) / (1 - np.clip(p, 1e-4, 1 - 1e-4)))
-    v = w * (len(w) / w.sum()) if len(w) else w
+    v = _unit(w)
+    v = v * (len(v) / v.sum()) if len(v) else v
     a, b = 0.0, 1.0
     for _ in range(50):
         m = expit(a + b * x)
@@ -655,8 +687,9 @@ def estimate_quality(
     proba_audit : array-like of shape (n,)
         The matcher's match probability of every draw.
     weights : array-like of shape (n,)
-        Importance weights (:attr:`AuditSample.weights`; any positive multiple gives the same
-        estimate).
+        Importance weights (:attr:`AuditSample.weights`; without ``proba_all``, any positive
+        multiple gives the same estimate, up to rounding): finite and positive, each at most 1e308
+        times smaller than the largest.
     threshold : float, default=MATCH_THRESHOLD
     confidence : float, default=0.9
         Coverage of the intervals.
@@ -697,6 +730,7 @@ def estimate_quality(
         pa = _vector(proba_all, "proba_all", low=0, high=1)
         if len(pa) == 0:
             raise DataError("proba_all is empty: give the matcher's probability of every candidate pair.")
+        _check_design_weights(w, len(pa), "proba_all")
         if y.sum() >= ASSISTED_MIN_MATCHES:
             return _assisted_estimate(y, p, w, pa, threshold, confidence)
     return _estimate(y, (p > threshold).astype(np.float64), w, threshold, confidence)
@@ -805,7 +839,8 @@ def audit_aim(
     """
     y, p, w = _audit_arrays(y_audit, proba_audit, weights)
     pa = _vector(proba, "proba", low=0, high=1)
-    r = np.asarray(risk, dtype=np.float64)
+    r = _vector(risk, "risk", low=0, high=1)
+    threshold = float(_vector([threshold], "threshold", low=0, high=1)[0])
     if r.shape != pa.shape:
         raise ValueError(f"risk has {r.size} values and proba {pa.size}: give one of each per candidate.")
     if y.sum() < ASSISTED_MIN_MATCHES:
@@ -821,10 +856,40 @@ def more_answers(n_audit: int, interval: tuple[float, float], aim: float = 0.1) 
     giving a half-width ``h`` need about ``n (h / aim) ** 2`` in all (``benchmarks/RESULTS.md``
     checks this on simulated sessions).
 
+    Parameters
+    ----------
+    n_audit : int
+        The audit answers so far (>= 0).
+    interval : tuple of float
+        ``(low, high)`` of the interval they give.
+    aim : float, default=0.1
+        The half-width wanted, in (0, 1].
+
+    Returns
+    -------
+    int
+        0 when the interval is already that narrow.
+
     Examples
     --------
     >>> more_answers(100, (0.4, 0.6)), more_answers(10, (0.0, 1.0)), more_answers(150, (0.5, 0.8))
     (0, 240, 188)
     """
-    half = (interval[1] - interval[0]) / 2
+    if isinstance(n_audit, bool) or not isinstance(n_audit, (int, np.integer)) or n_audit < 0:
+        raise ValueError(f"n_audit must be an integer >= 0 (the audit answers so far), got {n_audit!r}.")
+    if isinstance(aim, bool) or not isinstance(aim, (int, float, np.integer, np.floating)) or not 0 < aim <= 1:
+        raise ValueError(f"aim must be a number in (0, 1] (the half-width wanted), got {aim!r}.")
+    try:
+        ends = tuple(interval)
+    except TypeError:
+        ends = ()
+    if len(ends) != 2:
+        raise ValueError(f"interval must be a pair (low, high) of numbers, got {interval!r}.")
+    for i, v in enumerate(ends):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+            raise ValueError(f"interval[{i}] = {v!r} is not a finite number: give (low, high).")
+    lo, hi = float(ends[0]), float(ends[1])
+    if lo > hi:
+        raise ValueError(f"interval = {interval!r} has its low end above its high end: give (low, high).")
+    half = (hi - lo) / 2
     return 0 if half <= aim else int(np.ceil(n_audit * ((half / aim) ** 2 - 1) - 1e-9))

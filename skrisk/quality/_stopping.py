@@ -36,6 +36,32 @@ def _check_fraction(value: object, name: str, *, closed_low: bool) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+def _number(value: object, name: str, low: float, high: float, *, missing: bool = False) -> float:
+    """``value`` as a float in ``[low, high]``; with ``missing``, None and nan give nan (unknown)."""
+    if missing and (value is None or (isinstance(value, (float, np.floating)) and np.isnan(value))):
+        return float("nan")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+        low <= value <= high
+    ):
+        unknown = " (None or nan when not known)" if missing else ""
+        raise ValueError(f"{name} must be a number in [{low:g}, {high:g}]{unknown}, got {value!r}.")
+    return float(value)
+
+
+def _interval(value: object, name: str, low: float, high: float) -> tuple[float, float] | None:
+    """``value`` as ``(lo, hi)``, two numbers with ``low <= lo <= hi <= high``; None stays None."""
+    if value is None:
+        return None
+    try:
+        lo, hi = value  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high) or None, got {value!r}.") from None
+    lo, hi = _number(lo, f"{name}[0]", low, high), _number(hi, f"{name}[1]", low, high)
+    if lo > hi:
+        raise ValueError(f"{name} = {value!r} has its low end above its high end: give (low, high).")
+    return lo, hi
+
+
 def cohen_kappa(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     """Cohen's kappa of two binary labelings; 1.0 when they agree everywhere (even on one class).
 
@@ -50,6 +76,11 @@ def cohen_kappa(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     y = np.asarray(b, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1 or len(x) == 0:
         raise ValueError("cohen_kappa needs two non-empty labelings of the same length.")
+    for name, v in (("a", x), ("b", y)):
+        if not np.isin(v, (0.0, 1.0)).all():
+            i = int(np.flatnonzero(~np.isin(v, (0.0, 1.0)))[0])
+            raise ValueError(f"cohen_kappa: {name}[{i}] = {float(v[i])!r}: the labelings must hold 0 and 1 only "
+                             "(cut probabilities first, e.g. p > 0.5).")
     p_o = float(np.mean(x == y))
     if p_o == 1.0:
         return 1.0
@@ -233,7 +264,11 @@ class RiskPlateau:
         r = _vector(risk, "risk", low=0)
         if len(r) == 0:
             raise DataError("risk is empty: pass the risks of the unlabelled pool.")
-        total = float(r.sum()) if n_pool is None else float(r.mean()) * _check_int(n_pool, "n_pool", 1)
+        with np.errstate(over="ignore"):  # an infinite total is refused below
+            total = float(r.sum()) if n_pool is None else float(r.mean()) * _check_int(n_pool, "n_pool", 1)
+        if not np.isfinite(total):
+            raise DataError(f"the risks add up to {total} (largest {float(r.max())!r}): give risks on a scale whose "
+                            "sum is finite, e.g. LearnRisk's, in [0, 1].")
         if not hasattr(self, "totals_"):
             self.totals_: list[float] = []
             self.n_updates_ = 0
@@ -321,15 +356,15 @@ def confirm_stop(
     rule_fires : bool
         Whether a stopping rule (:class:`StabilizingPredictions`, :class:`RiskPlateau`) fires.
     gain : float or None
-        The estimated recent F1 gain (None or nan: not estimated).
+        The estimated recent F1 gain, in [-1, 1] (None or nan: not estimated).
     gain_interval : tuple of float or None
-        Its interval.
+        Its interval ``(low, high)``, within [-1, 1] and holding ``gain``.
     labels : int
-        How many labels the gain spans (for the text).
+        How many labels the gain spans (>= 0).
     f1_interval : tuple of float or None
-        The interval of the current F1 estimate (None: no estimate).
+        The interval ``(low, high)`` of the current F1 estimate, within [0, 1] (None: no estimate).
     n_matches : int
-        Audit answers that are true matches.
+        Audit answers that are true matches (>= 0).
     max_gain : float, default=0.01
         The largest recent gain (high end of the interval) at which stopping is advised.
     max_half_width : float, default=0.1
@@ -339,7 +374,7 @@ def confirm_stop(
     per_labels : int, optional
         Read ``max_gain`` as a gain per this many labels (None: over the ``labels`` of the gain).
     kappa : float, optional
-        Cohen's kappa of the current matcher's decisions on every candidate with those of the
+        In [-1, 1]: Cohen's kappa of the current matcher's decisions on every candidate with those of the
         matcher ``kappa_labels`` labels before (used only with ``min_kappa``).
     min_kappa : float, optional
         The smallest ``kappa`` at which stopping is advised (None: the decisions are not asked).
@@ -351,6 +386,12 @@ def confirm_stop(
     stop : bool
     text : str
         One line on the check, ending with its advice.
+
+    Raises
+    ------
+    ValueError
+        A number out of its range, an interval that is not two numbers ``low <= high`` in range
+        (nan included), or a gain outside its interval: the message names the argument.
 
     Examples
     --------
@@ -379,12 +420,25 @@ def confirm_stop(
         per_labels = _check_int(per_labels, "per_labels", 1)
     if min_kappa is not None:
         min_kappa = _check_fraction(min_kappa, "min_kappa", closed_low=True)
+    if not isinstance(rule_fires, (bool, np.bool_)):
+        raise ValueError(f"rule_fires must be True or False (a rule's should_stop), got {rule_fires!r}.")
+    labels = _check_int(labels, "labels", 0)
+    n_matches = _check_int(n_matches, "n_matches", 0)
+    min_matches = _check_int(min_matches, "min_matches", 0)
+    if kappa_labels is not None:
+        kappa_labels = _check_int(kappa_labels, "kappa_labels", 0)
+    kappa = _number(kappa, "kappa", -1.0, 1.0, missing=True)
+    gain = _number(gain, "gain", -1.0, 1.0, missing=True)
+    intervals = _interval(gain_interval, "gain_interval", -1.0, 1.0), _interval(f1_interval, "f1_interval", 0.0, 1.0)
     head = f"F1 gained by the last {labels} labels, on the audit"
-    if gain is None or gain_interval is None or not np.isfinite(gain) or f1_interval is None:
+    if not np.isfinite(gain) or intervals[0] is None or intervals[1] is None:
         return False, f"{head}: not enough audit answers to say: go on."
+    (lo, hi), (f_lo, f_hi) = intervals
+    if not lo <= gain <= hi:
+        raise ValueError(f"gain {gain!r} lies outside its gain_interval {gain_interval!r}: pass the estimate "
+                         "and the interval of one comparison (compare_f1).")
     if per_labels is not None and labels <= 0:
         return False, f"{head}: no labels since that matcher, so no pace to know: go on."
-    lo, hi = gain_interval
     what = f"{head}: {gain:+.3f} ({lo:+.3f} to {hi:+.3f})"
     allowed = max_gain if per_labels is None else max_gain * labels / per_labels
     pace = f"{max_gain:g}" if per_labels is None else f"{max_gain:g} per {per_labels} labels"
@@ -393,13 +447,12 @@ def confirm_stop(
         return False, f"{what}: {more} than {pace}: go on."
     if n_matches < min_matches:
         return False, f"{what}, but only {n_matches} audited matches (fewer than {min_matches}): too few to know: go on."
-    f_lo, f_hi = f1_interval
     if (f_hi - f_lo) / 2 > max_half_width:
         return False, (f"{what}, but the F1 estimate ({f_lo:.2f}-{f_hi:.2f}) is wider than ±{max_half_width:g}: "
                        "too uncertain to know: go on.")
     settled = ""
     if min_kappa is not None:
-        if kappa is None or not np.isfinite(kappa):
+        if not np.isfinite(kappa):
             return False, f"{what}: at most {pace}, but whether the matcher's decisions have settled is not known yet: go on."
         span = f"kappa {kappa:.3f} on all candidates with the matcher of {kappa_labels} labels before"
         if kappa < min_kappa:

@@ -66,9 +66,17 @@ def check_pool_matches(X: Any, X_lab: Any, strategy: str, what: str = "the pool"
     fix = "encode it exactly as the labelled pairs (same PairEncoder / SimilarityFeatures)."
     k, k_lab = _kind(X), _kind(X_lab)
     if k != k_lab:
+        how = fix
+        if k_lab == "a DataFrame":
+            cols = [str(c) for c in X_lab.columns]
+            how = (f"give it as a DataFrame with their columns: pandas.DataFrame({what}, columns={cols}) when its "
+                   f"columns are those, in that order; records of pairs: PairDataset.to_frame(); or {fix}")
+        elif k == "a DataFrame" and k_lab == "an array":
+            how = (f"give it as an array: {what}.to_numpy() when its columns are the labelled pairs' features, "
+                   f"in their order; pair records: the same SimilarityFeatures' transform; or {fix}")
         raise ValueError(
             f"{strategy}: {what} is {k} ({type(X).__name__}) but the learner's labelled pairs are "
-            f"{k_lab} ({type(X_lab).__name__}): {fix}"
+            f"{k_lab} ({type(X_lab).__name__}): {how}"
         )
     if k == "a DataFrame":
         cols, cols_lab = [str(c) for c in X.columns], [str(c) for c in X_lab.columns]
@@ -228,6 +236,37 @@ def check_pool_finite(X_pool: Any, strategy: str) -> None:
             f"{' (' + where + ')' if where else ''}. Impute them (e.g. with the -1 sentinel of "
             "skrisk.data.SimilarityFeatures) or drop those pairs from the pool, then query again."
         )
+    found = _first_beyond_float32(X_pool)
+    if found is not None:
+        count, row, where, value = found
+        raise DataError(
+            f"{strategy}: the pool holds values beyond float32's range (|x| > {_F32_MAX:.4g}) in {count} "
+            f"pair(s), first at row {row} ({where}: {value!r}). The matchers compute in float32 "
+            "(scikit-learn's trees, torch), where such a value is infinite: rescale that feature, or "
+            "clip it (e.g. numpy.clip(X, -1e30, 1e30)), then query again."
+        )
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _first_beyond_float32(X: Any) -> tuple[int, int, str, float] | None:
+    """``(count, first row, column, value)`` of the rows of a float64 ndarray or DataFrame holding
+    finite values beyond float32's range, or None (other containers: their own checks)."""
+    if isinstance(X, pd.DataFrame):
+        cols = X.select_dtypes(include="floating")
+        names, A = [repr(c) for c in cols.columns], cols.to_numpy(dtype=np.float64)
+    elif isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2:
+        names, A = [str(j) for j in range(X.shape[1])], X
+    else:
+        return None
+    big = np.abs(A) > _F32_MAX
+    rows = big.any(axis=1)
+    if not rows.any():
+        return None
+    row = int(np.flatnonzero(rows)[0])
+    col = int(np.flatnonzero(big[row])[0])
+    return int(rows.sum()), row, f"column {names[col]}", float(A[row, col])
 
 
 def check_query(X_pool: Any, n_instances: Any, strategy: str, learner: Any = None) -> int:
