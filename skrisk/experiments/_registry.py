@@ -8,7 +8,7 @@ Names
 ``"risk_paper"`` the paper's method (weighted k-medoids over the whole pool at every query), then
 the six baselines of the paper and variants of risk sampling named for what they change.
 
-Benchmark records and tables use these names too (``benchmarks/bench_al.py --strategies``).
+Benchmark records and tables use these names too (the benchmark scripts' ``--strategies``).
 """
 
 from __future__ import annotations
