@@ -43,11 +43,12 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("a results page", r"\b(results|ablations?|active-learning) page\b"),
     ("a measured change", r"\b(raised|lowered) (its|the) (true )?(area|AULC|F1)\b"),
 )
-_COMPILED = tuple((what, re.compile(pat.replace(" ", r"\s+"), re.IGNORECASE)) for what, pat in PATTERNS)
+_COMPILED = tuple((what, re.compile(pat.replace(" ", r"\s+"), re.IGNORECASE))
+                  for what, pat in PATTERNS)
 
 
 def _docstring_blocks(source: str) -> list[tuple[int, str]]:
-    """``(first line, text)`` of every bare string statement: docstrings and attribute docstrings."""
+    """``(first line, text)`` of every bare string statement (docstrings, attribute docstrings)."""
     lines = source.splitlines()
     out = []
     for node in ast.walk(ast.parse(source)):

@@ -25,7 +25,7 @@ audit missed still widens the interval.
 A small audit is skewed: the pairs that pull an estimate down (a missed match among the
 predicted non-matches, drawn rarely and weighted heavily) are usually absent, so the plain
 interval sits too high (its 90 % F1 interval covers the truth less often than 90 % of the time
-on a few dozen answers). Each end of the interval is therefore also computed with one imagined draw more
+on a few dozen answers). Each end is therefore also computed with one imagined draw more
 that shows the outcome pulling that end outwards (a non-match for the low end, a match for the
 high end), weighted at :data:`PSEUDO_DRAW` times the mean weight of the audited pairs of its kind,
 and the interval is the hull of both; the effect fades as the audit grows. The share 0.3 brings
