@@ -15,7 +15,7 @@ The rules, so that neither the device nor the threads make a step slower:
 - **Threads.** A CPU step gets one intra-op thread per :data:`CELLS_PER_THREAD` elements of its
   parallel regions, and no more threads than there are CPUs idle at the start of the step
   (:func:`idle_cpus`): an OpenMP thread whose core is taken by another process makes every
-  parallel region wait for it (measured with one busy core in ``benchmarks/results/kmedoids.md``).
+  parallel region wait for it.
   Set ``OMP_WAIT_POLICY=PASSIVE`` before
   torch is imported where the load changes during long steps.
 """

@@ -41,11 +41,10 @@ BlockingRule = Union[tuple[str, Union[str, Sequence[str]]], tuple[str, Union[str
 _DEFAULT_PARAMS = {
     "standard": {},
     "sorted_neighbourhood": {"window": 5},
-    # prefix 5 and rescore 8 (were 3 and 4): on a 200,000-record person table the true partner of
-    # a missed pair was in the exact top 10 for 85% of the misses (a sample of 150); 47% of the
-    # misses shared no index token (their 3 rarest tokens: often typos), the others fell outside
-    # the 4 * top_k candidates ranked by the full cosine (ties on the index tokens' share, e.g. a
-    # shared postcode). benchmarks/results/speed.md, benchmarks/tools/blocking_pc_diagnose.py
+    # prefix 5 and rescore 8: a true partner is missed when it shares none of a record's index
+    # tokens (its rarest ones, often typos), or when ties on the index tokens' share (e.g. a
+    # shared postcode) push it out of the rescore * top_k candidates ranked by the full cosine;
+    # more index tokens and a wider rescore keep most of those pairs
     "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5, "rescore": 8},
 }
 # Pairs whose codes are computed at once (bounds the temporaries of ten million pairs).

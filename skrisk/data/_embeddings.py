@@ -212,8 +212,7 @@ def train_fasttext(
 
     Notes
     -----
-    Cost: linear in the records' tokens times ``epochs``; the time for DBLP-Scholar is in
-    ``benchmarks/results/matcher.md``.
+    Cost: linear in the records' tokens times ``epochs``.
 
     Examples
     --------

@@ -30,10 +30,9 @@ from ._tasks import build_task, make_matcher_factory, matcher_fit_kwargs
 __all__ = ["DEMO_ATTRIBUTES", "DemoSettings", "febrl_task", "run_demo", "run_experiment"]
 
 #: FEBRL4 attributes the demo compares. The identifier-like ones (soc_sec_id, date_of_birth,
-#: postcode, street_number) make FEBRL4 almost trivial: with them a forest reaches test F1 0.99
-#: after 20 random labels and every strategy's curve is flat. Names and address words leave an
-#: ER task where the choice of pairs to label shows (measured: random 0.86 -> 0.95 after 76
-#: labels, uncertainty sampling 0.86 -> 0.99).
+#: postcode, street_number) make FEBRL4 almost trivial: with them a forest is near-perfect after
+#: a few random labels and every strategy's curve is flat. Names and address words leave an ER
+#: task where the choice of pairs to label shows in the curves.
 DEMO_ATTRIBUTES = ("given_name", "surname", "suburb", "address_1")
 #: Similarity metrics of the demo's features (the cheap, vectorised ones).
 DEMO_METRICS = ("jaccard", "jaro_winkler", "levenshtein")

@@ -91,8 +91,8 @@ RECORD_ONLY_KEYS = ("seed_set", "batch", "scores", "env", "date", "names", "labe
 
 #: ``"names"`` of every record written since the benchmark records took the registry's strategy
 #: names (``"risk"``: skrisk's default, ``"risk_paper"``: the paper's method). Records without it
-#: name the paper's method ``risk`` and the default ``risk_pre2w``; ``benchmarks/tools/rename_records.py``
-#: renames them (once: it skips lines that carry this mark).
+#: name the paper's method ``risk`` and the default ``risk_pre2w``; the benchmarks' record-renaming
+#: tool renames them (once: it skips lines that carry this mark).
 NAMES_MARK = "registry"
 
 _FIX = ("restore it from a backup, or delete that line and the lines after it of the same strategy "
@@ -134,7 +134,7 @@ def _decode(rec: dict, where: str) -> dict:
     if rec["round"] < 0:
         raise DataError(f"{where}: round {rec['round']} is negative.")
     out = {k: v for k, v in rec.items() if k not in ("seed_set_gaps", "batch_gaps", "labelled", "next_labelled")}
-    if "labelled" in rec or "next_labelled" in rec:  # the format before issue #20
+    if "labelled" in rec or "next_labelled" in rec:  # the older format (whole position lists)
         try:
             lab = np.asarray(rec["labelled"], dtype=np.int64)
             nxt = None if rec.get("next_labelled") is None else np.asarray(rec["next_labelled"], dtype=np.int64)
@@ -196,7 +196,7 @@ def read_results(path: str | os.PathLike, *, repair: bool = False) -> list[dict]
     Parameters
     ----------
     path : path-like
-        A ``results.jsonl`` of ``skrisk run`` or a ``raw/*.jsonl`` of ``benchmarks/bench_al.py``;
+        A ``results.jsonl`` of ``skrisk run`` or a raw record file of the benchmark scripts;
         a missing file reads as empty.
     repair : bool, default=False
         Cut a torn last line (a killed run) off the file; without it the line is only skipped.

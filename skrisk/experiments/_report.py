@@ -1,6 +1,6 @@
 """Summarising active-learning records: mean curves, areas under them, Markdown tables and figures.
 
-Shared by ``benchmarks/bench_al.py`` and ``benchmarks/bench_risk_quality.py``.
+Shared by the active-learning and risk-quality benchmark scripts.
 """
 
 from __future__ import annotations

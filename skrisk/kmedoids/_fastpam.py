@@ -759,8 +759,8 @@ def weighted_fastpam(
         the distances never change, only the nearest/second-nearest caches do, so a later pass
         reads a kept block instead of recomputing its matrix product. Blocks that do not fit
         are recomputed; ``0`` keeps none (memory ``O(n (d + b + block_size))`` only). Results
-        are identical either way. At the active-learning shape (n = 17,000, d = 256) the whole
-        SWAP phase fits in about 1 GiB.
+        are identical either way. For ``n = 17,000`` points of ``d = 256`` the whole SWAP phase
+        fits in about 1 GiB.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
         Where the kernel runs; ``"auto"`` is the device of a CUDA tensor ``X``, else CUDA if
         available and a block is large (``n * block_size`` at least
@@ -816,8 +816,7 @@ def weighted_fastpam(
     each of the kernel's many parallel regions wait for it, so on a busy machine the kernel runs
     on fewer threads rather than on contended ones; the result does not depend on the number of
     threads. Where the load changes within a pass, ``OMP_WAIT_POLICY=PASSIVE`` (set before torch
-    is imported) keeps waiting threads from spinning. Measurements:
-    ``benchmarks/results/kmedoids.md``.
+    is imported) keeps waiting threads from spinning.
 
     Memory is ``O(n (d + b + B))`` floats: the data (float32 plus a float64 copy for the final
     assignment), the ``n x b`` distances to ``Q``, and one ``n x B`` block (two on CPU, cut into

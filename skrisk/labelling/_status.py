@@ -78,7 +78,8 @@ FLOOR = 0.1
 #: The stopping advice needs the audit to show that the matcher of this many risk rounds before
 #: was at most :data:`MAX_GAIN` F1 per :data:`GAIN_PACE` labels worse (the high end of the
 #: model-assisted gain's interval; :func:`skrisk.quality.confirm_stop`), in :data:`HOLD_ROUNDS`
-#: risk rounds in a row. Chosen on simulated sessions (issue #30; benchmarks/RESULTS.md).
+#: risk rounds in a row: a span long enough that a few labels' luck does not decide, and a run of
+#: rounds so that one lucky comparison does not stop a session.
 GAIN_ROUNDS = 10
 MAX_GAIN = 0.01
 GAIN_PACE = 100
@@ -313,7 +314,7 @@ def round_status(
     status: dict[str, Any] = {"n_audit": int(len(y)), "n_draws": n_draws, "estimate": None,
                               "threshold": MATCH_THRESHOLD, "threshold_estimate": None, "audit_aim": "risk"}
     if len(y) >= MIN_AUDIT:
-        # model-assisted from 10 audited matches on (skrisk.quality.estimate_quality; issue #30)
+        # model-assisted from 10 audited matches on (skrisk.quality.estimate_quality)
         status["estimate"] = estimate_quality(y, p, w, proba_all=proba).to_dict()
         if y.sum() > 0:
             choice = choose_threshold(y, p, w, target=_target(session), proba_all=proba)
@@ -328,7 +329,7 @@ def round_status(
     draws: list[dict] = []
     k = int(getattr(session.config, "audit", 0))
     if k > 0:
-        # the recalibrated matcher once the estimate is model-assisted (issue #30, sixth part); each
+        # the recalibrated matcher once the estimate is model-assisted; each
         # draw keeps its q, so every round's draws still combine
         risk, status["audit_aim"] = audit_aim(y, p, w, proba, risk, threshold=MATCH_THRESHOLD)
         s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)

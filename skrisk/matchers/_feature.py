@@ -76,8 +76,8 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
     ----------
     classifier : classifier or None, default=None
         Any sklearn classifier with ``predict_proba`` (cloned in ``fit``). None:
-        ``RandomForestClassifier(n_estimators=100)`` (chosen by measurement, see
-        ``benchmarks/results/matcher``).
+        ``RandomForestClassifier(n_estimators=100)`` (see the benchmarks in the documentation
+        for how it compares with other classifiers).
     features : transformer or None, default=None
         Pair-frame transformer: given, ``X`` is a pair frame (see above). None: ``X`` is the feature
         matrix (a :class:`PairDataset` then goes through :class:`~skrisk.data.SimilarityFeatures`).

@@ -280,7 +280,7 @@ def _build_rnn(cls: type, config: dict, state: dict, cfg_path: Path, w_path: Pat
     params = dict(config["params"])
     optimizer = getattr(torch.optim, params.pop("optimizer", "Adam"))
     params["device"] = device
-    # options of earlier versions, removed (measured useless): loadable only when left off
+    # options of earlier versions, since removed: loadable only when left off
     for key, off in (("feature_skip", False), ("stack_forest", False)):
         if params.pop(key, off) != off:
             raise DataError(

@@ -120,14 +120,13 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         train ``max_epochs``; the best epoch is kept either way).
     class_weight : "balanced", float or None, default="balanced"
         Weight of the match class in the loss ("balanced": non-matches / matches of the labels).
-        Without it, a short fit on a few matches (about 10 % on Abt-Buy) leaves every match
-        probability below 0.5, so nothing is predicted a match (F1 0).
+        Without it, a short fit on few matches (a small share of the labels) can leave every
+        match probability below 0.5, so nothing is predicted a match (F1 0).
     pooling : {"mean", "cls"}, default="mean"
         The head's input (and :meth:`represent`'s vector): the mean of the last hidden states
         over the pair's tokens (padding excluded), or the first token's last hidden state.
-        all-MiniLM-L6-v2 was trained with mean pooling; on Abt-Buy mean pooling ranked the
-        validation pairs better than the first token after each of 3 epochs
-        (``benchmarks/results/lm.md``).
+        all-MiniLM-L6-v2 was trained with mean pooling, so its mean-pooled states are the
+        sentence vectors it was made for; the first token's state is not trained as one.
     device : str, torch.device or None, default="auto"
         "auto": CUDA when available (bf16 autocast there), else the CPU.
     local_files_only : bool or None, default=None

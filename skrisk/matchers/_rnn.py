@@ -176,8 +176,8 @@ class RNNMatcher(NeuralNetClassifier):
     Inference (``predict_proba``, :meth:`represent`, :meth:`predict_proba_mc`, the gradient
     methods) runs each *distinct* attribute value of the input through its GRU once (per MC pass),
     in batches sorted by length, then compares and classifies the pairs: a candidate pool repeats
-    values a lot (DBLP-Scholar's 17,223 training pairs hold about 20,000 distinct values in
-    137,784 attribute slots), so this is several times cheaper than a plain batched forward pass,
+    values a lot (each record appears in many candidate pairs, and many records share a value),
+    so this is several times cheaper than a plain batched forward pass,
     and independent of row order. Pools are processed in chunks of 65,536 pairs.
 
     Input checks: a SliceDict (a mapping) with ``tokens`` and, optionally, ``features``; ids

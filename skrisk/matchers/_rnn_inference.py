@@ -1,7 +1,7 @@
 """The RNN matcher's inference path: each distinct attribute value of a pool summarised once.
 
-A candidate pool repeats attribute values a lot (DBLP-Scholar's 17,223 training pairs hold about
-20,000 distinct values in 137,784 attribute slots), so summarising each distinct value once per
+A candidate pool repeats attribute values a lot (each record appears in many candidate pairs,
+and many records share a value), so summarising each distinct value once per
 pass, in batches sorted by length, then comparing and classifying the pairs, is several times
 cheaper than a plain batched forward pass, and independent of row order.
 """

@@ -277,9 +277,8 @@ def cluster_entities(
     - ``size``: it has more than ``max_size`` records;
     - ``non-match inside``: ``matches`` holds a pair of two of its records with probability at or
       below ``non_match_below`` (the matcher is confident they differ, the transitive closure
-      joined them). On FEBRL3 with a matcher trained on 200 random labels, a cut at 0.2 kept the
-      flags on the entities that truly mix people and dropped most of those that do not (at
-      0.5: 14 flags, 2 right; at 0.2: 2 flags, both right);
+      joined them). A low cut keeps the flags on entities that truly mix people and drops most
+      of those where a weak matcher is merely unsure of a true pair;
     - ``chain``: its match graph has diameter 3 or more (two records joined only through two or
       more intermediate records) and the pair at the ends of a longest shortest path is not a
       match: scored at or below ``threshold`` (by ``matches``, else by ``score_fn``), or not

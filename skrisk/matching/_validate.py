@@ -20,9 +20,9 @@ file's ``estimators.skops`` holds and checks, before any of them is used:
   label 0 or 1; the fitted per-rule and per-bin arrays as long as the rules and bins and finite.
 
 A model that fails a check is refused with a :class:`~skrisk.exceptions.DataError` naming the
-file, the object, the node or rule and what is wrong. The limits fit the largest real model by
-a wide margin (a random forest on DBLP-Scholar's 17,223 training pairs holds about 10**5 nodes
-in all).
+file, the object, the node or rule and what is wrong. The limits fit a real model by a wide
+margin (a random forest of 100 trees on tens of thousands of training pairs holds about 10**5
+nodes in all).
 """
 
 from __future__ import annotations

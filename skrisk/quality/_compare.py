@@ -5,7 +5,7 @@ the matchers of two rounds) from the same audit draws: the paired difference of 
 estimates, with a delta-method interval and one imagined draw where they differ; or, given both
 decisions on every candidate, model-assisted (the pairs where they differ are then all known).
 :func:`choose_threshold` moves the F1 threshold away from 0.5 only when that interval's low end is
-above 0 (issue #30), and the session's stopping advice needs its high end, over the last rounds,
+above 0, and the session's stopping advice needs its high end, over the last rounds,
 to be small (:func:`~skrisk.quality.confirm_stop`). The estimates themselves:
 :mod:`skrisk.quality._estimate`.
 """
@@ -321,13 +321,12 @@ def choose_threshold(
     :data:`~skrisk.matchers.MATCH_THRESHOLD` on the same draws (:func:`compare_f1`), and takes the
     candidate whose interval's low end is highest, if that end is above 0 (at
     ``confidence=0.9``, a one-sided 95 % bound; on large candidate sets with few matches the
-    highest estimate was usually luck, and moving to it lowered the true F1 in simulation).
+    highest estimate is usually luck, and moving to it can lower the true F1).
     Given the matcher's probability of every candidate (``proba_all``) and at least
     :data:`ASSISTED_MIN_MATCHES` audited matches, that gain is model-assisted
     (:func:`compare_f1` with ``proba_all_a`` and ``proba_all_b``): the candidates between the two
     thresholds are then all known, not only the audited ones (from the audit alone, a lower
-    threshold whose many extra non-matches the audit missed looked better and cost 0.16 F1 in a
-    simulated session).
+    threshold whose many extra non-matches the audit missed can look better than it is).
     ``rule="one-se"`` takes, among the candidates whose estimated F1 is within ``se_tolerance``
     standard errors of the highest, the one nearest :data:`~skrisk.matchers.MATCH_THRESHOLD` (the
     one-standard-error rule of Breiman et al., 1984); ``se_tolerance=0`` then takes the highest

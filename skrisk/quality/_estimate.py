@@ -24,20 +24,20 @@ audit missed still widens the interval.
 
 A small audit is skewed: the pairs that pull an estimate down (a missed match among the
 predicted non-matches, drawn rarely and weighted heavily) are usually absent, so the plain
-interval sits too high (in simulation its 90 % F1 interval covered only 82 % of the time with 25
-audit answers). Each end of the interval is therefore also computed with one imagined draw more
+interval sits too high (its 90 % F1 interval covers the truth less often than 90 % of the time
+on a few dozen answers). Each end is therefore also computed with one imagined draw more
 that shows the outcome pulling that end outwards (a non-match for the low end, a match for the
 high end), weighted at :data:`PSEUDO_DRAW` times the mean weight of the audited pairs of its kind,
-and the interval is the hull of both; the effect fades as the audit grows. The share 0.3 was
-chosen on simulated sessions (DBLP-Scholar, Abt-Buy) and checked on fresh audit draws and on two
-held-out datasets; ``benchmarks/bench_quality.py`` measures the coverage.
+and the interval is the hull of both; the effect fades as the audit grows. The share 0.3 brings
+the coverage of a small audit close to its nominal level without widening a large audit's interval
+noticeably (see the benchmarks in the documentation).
 
 Given the matcher's probability of every candidate (``proba_all``), :func:`estimate_quality` is
 model-assisted: the number of predicted matches is then known, and TP and FN are each the
 calibrated model's total over its domain plus the audit's Hansen-Hurwitz estimate of the residuals
 there (a difference estimator, the idea of prediction-powered inference [3]_). The residual term
 keeps it consistent whatever the model; the model narrows the intervals where it predicts the
-answers (how much, on which candidate sets: ``benchmarks/RESULTS.md``). Where the audit never
+answers. Where the audit never
 showed the model wrong in a domain (no false match drawn among the predicted matches), the
 residuals cannot say how wrong it may be, and the interval is kept at least as wide as the plain
 one. :func:`recalibrate` gives
@@ -47,9 +47,9 @@ its match probabilities from the labels it draws, spends them where the missed m
 Two decisions audited on the same draws (two thresholds of one matcher, or the matchers of two
 rounds) are compared by :func:`compare_f1`: the paired difference of their F1 ratio estimates,
 with a delta-method interval and one imagined draw where they differ. :func:`choose_threshold`
-moves the F1 threshold away from 0.5 only when that interval's low end is above 0 (issue #30: on
-large candidate sets with few matches, the best estimated threshold was mostly luck and lowered
-the true F1; ``benchmarks/RESULTS.md``), and the session's stopping advice needs its high end,
+moves the F1 threshold away from 0.5 only when that interval's low end is above 0 (on large
+candidate sets with few matches, the threshold with the best estimate is mostly luck, and moving to
+it can lower the true F1), and the session's stopping advice needs its high end,
 over the last rounds, to be small (:func:`~skrisk.quality.confirm_stop`).
 
 References
@@ -618,8 +618,8 @@ def _assisted_estimate(
     plain = _estimate(y, d, w, threshold, confidence)
     widen_f1 = False
     # no false match drawn among the predicted matches: every residual there agrees with the model,
-    # so the delta method sees only the model's own confidence (issue #30: DBLP-Scholar's precision,
-    # 0.96 in 0.946-0.961 where the truth was 0.943, from 10 confident draws). No missed match drawn
+    # so the delta method sees only the model's own confidence (a few confident draws give a narrow
+    # precision interval that can miss the truth). No missed match drawn
     # needs nothing here: recall's model share is then 0 and it is at its bound, below.
     no_false = not bool(np.any(pred & (y == 0)))
     for k in ("precision", "recall", "f1"):
@@ -745,8 +745,8 @@ def _consistent_f1(e: QualityEstimate) -> QualityEstimate:
     more than the two intervals it is made of. The model-assisted estimate applies this where the
     audit drew no missed (or no false) match: recall is then at its bound and falls back to the
     plain interval (precision keeps its estimate in an interval at least as wide as the plain
-    one), while F1's delta-method interval sees no variance in that domain (issue #30: on Abt-Buy's
-    stacked tables such F1 intervals missed the truth).
+    one), while F1's delta-method interval sees no variance in that domain, and so can be narrower
+    than its parts allow and miss the truth.
     """
     (p_lo, p_hi), (r_lo, r_hi) = e.precision_interval, e.recall_interval
     if not np.isfinite(e.f1):
@@ -774,7 +774,7 @@ def recalibrate(
     :func:`estimate_quality` uses with ``proba_all``. Aiming the next audit draws with it
     (:func:`audit_aim`, as the labelling session does once its estimate is model-assisted)
     spends them where the missed matches are likely, as OASIS updates its match probabilities
-    from the labels it draws (issue #30, ``benchmarks/RESULTS.md``).
+    from the labels it draws.
 
     Parameters
     ----------
@@ -853,8 +853,7 @@ def more_answers(n_audit: int, interval: tuple[float, float], aim: float = 0.1) 
     """Audit answers to add so that an interval from ``n_audit`` answers narrows to about ``± aim``.
 
     The width of an interval falls as one over the square root of the answers, so ``n`` answers
-    giving a half-width ``h`` need about ``n (h / aim) ** 2`` in all (``benchmarks/RESULTS.md``
-    checks this on simulated sessions).
+    giving a half-width ``h`` need about ``n (h / aim) ** 2`` in all.
 
     Parameters
     ----------

@@ -3,7 +3,7 @@
 Each rule is fed once per round (:meth:`update`) and says whether it recommends stopping
 (:attr:`should_stop`) and why (:meth:`state_text`). They only advise: the session shows the
 advice, the person decides. Both rules watch the matcher, not its quality: on large candidate
-sets with few matches they fired long before the F1 stopped rising, so :func:`confirm_stop`
+sets with few matches they can fire long before the F1 stops rising, so :func:`confirm_stop`
 lets their advice through only when the audit shows that the last labels gained little, and
 shows it precisely enough to know.
 """
@@ -220,9 +220,8 @@ class RiskPlateau:
     window : int, default=3
     tol : float, default=0.05
         The relative change ``|previous - current| / previous`` at or below which a round counts
-        as flat. In simulated sessions (``benchmarks/bench_quality.py``, batches of 50) 5 % fired
-        at 350 labels on DBLP-Scholar, 0.5-1.1 points of F1 short of the F1 at 600 labels, and not
-        before 550 labels on Abt-Buy, whose F1 was still rising; 2 % never fired within 600.
+        as flat. A larger ``tol`` fires earlier, possibly while the F1 still rises; a smaller one
+        may not fire within a session's budget (see the benchmarks in the documentation).
 
     Attributes
     ----------
@@ -339,8 +338,8 @@ def confirm_stop(
     may be at most ``max_gain * labels / per_labels``, so that, if the next labels gain no more
     than the last did, the next ``per_labels`` gain at most ``max_gain``. The session compares
     with the matcher of about 100 labels before at 0.01 per 100 labels, and advises stopping
-    only when this check passes in three rounds in a row (issue #30: ``benchmarks/RESULTS.md``
-    measures it).
+    only when this check passes in three rounds in a row, so that one lucky audit comparison does
+    not stop a session.
 
     With ``min_kappa``, the advice also needs the matcher's decisions to have settled: ``kappa``,
     Cohen's kappa (:func:`cohen_kappa`) between the current matcher's decisions on every
@@ -348,8 +347,8 @@ def confirm_stop(
     (the stabilising-predictions idea of Bloodgood and Vijay-Shanker, 2009, over a longer span
     and on all candidates): a small recent gain alone does not show that the next labels gain
     little while the matcher still moves. An unknown kappa (None or nan: too few rounds yet)
-    keeps the advice to go on. The session does not ask it: over 20 rounds at 0.98 it was right
-    where it fired on simulated sessions but fired on one path of four (issue #30, fifth part).
+    keeps the advice to go on. The session does not ask it: a ``min_kappa`` strict enough to
+    be safe over a long span rarely passes, and would hold back advice the audit supports.
 
     Parameters
     ----------

@@ -129,7 +129,7 @@ class LearnRiskEstimator(BaseEstimator):
         Gini threshold below which a match-majority leaf becomes a rule (research code: 0.01).
     unmatch_gini : float, default=0.05
         Gini threshold below which an unmatch-majority leaf becomes a rule (research code:
-        1e-4, which left a single rule on DBLP-Scholar; see "Defaults" below).
+        1e-4, which can leave a single rule; see "Defaults" below).
     class_weight : float, default=1000.0
         Class weight ``W`` of the one-sided stumps.
     min_coverage : int, default=5
@@ -228,11 +228,11 @@ class LearnRiskEstimator(BaseEstimator):
     -----
     Defaults. The research code's settings are ``match_gini=0.01, unmatch_gini=1e-4,
     rsd_scale="mean", optimizer="sgd", learning_rate=1e-3, epochs=1000``; pass them to reproduce
-    it. The defaults here differ where measurements showed why (``benchmarks/RESULTS.md``,
-    LearnRisk section): the strict Gini thresholds leave few rules on the paper's datasets and
-    the looser ones rank the matcher's mistakes better; ``"symmetric"`` spreads stop every
-    predicted match from outranking every predicted non-match; Adam reaches the same or a better
-    ranking in fewer epochs (:data:`DEFAULT_EPOCHS`, measured as good in risk sampling).
+    it. The defaults here differ from them for these reasons (the evidence is in the benchmarks
+    of the documentation): the strict Gini thresholds leave few rules and the looser ones rank
+    the matcher's mistakes better; ``"symmetric"`` spreads stop every predicted match from
+    outranking every predicted non-match; Adam reaches the same or a better ranking in fewer
+    epochs (:data:`DEFAULT_EPOCHS`).
 
     Cost: rule generation ``O(n_train m^2)`` for ``m`` features at depth 2 (see
     :func:`generate_rules`); training ``O(epochs * n_valid * (J + batch_size * e))`` with ``J``

@@ -185,7 +185,7 @@ def single_thread(device: torch.device) -> Any:
     """Run torch CPU work on one intra-op thread (restored afterwards); other devices: unchanged.
 
     The model's tensors are small (a batch of 512 pairs), so thread-pool synchronisation costs
-    more than it saves, most of all on a loaded machine (``benchmarks/RESULTS.md``, LearnRisk).
+    more than it saves, most of all on a loaded machine.
     """
     return torch_threads(1 if device.type == "cpu" else None)
 
