@@ -155,8 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "tableB.csv, train.csv, valid.csv, test.csv")
     r.add_argument("--strategy", default="risk,random",
                    help="comma-separated strategies: risk (skrisk's default risk sampling), risk_paper "
-                        "(the paper's), random, entropy, bald, coreset, egl, badge, or a variant of "
-                        "skrisk.experiments.STRATEGIES (default: risk,random)")
+                        "(the paper's), random, entropy, bald, coreset, egl, badge (default: risk,random)")
     r.add_argument("--rounds", type=_positive, default=8, help="rounds (default 8)")
     r.add_argument("--batch", type=_positive, default=20, help="pairs labelled per round (default 20)")
     r.add_argument("--seed-size", type=_positive, default=20, help="initial random labels (default 20)")
