@@ -252,8 +252,8 @@ def _check_learnrisk(obj: Any, where: str, walk: _Walk) -> None:
         raise walk.fail(f"{where}.risk_model_", f"is a {type(inner).__name__}, not a LearnRiskEstimator")
     expected = [] if inner is None else inner.__dict__.get("rules_")
     if inner is not None:
-        _check_rules(inner, f"{where}.risk_model_", walk)
         _check_risk_scalars(inner, f"{where}.risk_model_", walk)
+        _check_rules(inner, f"{where}.risk_model_", walk)
     if not isinstance(rules, list) or not isinstance(expected, list) or len(rules) != len(expected):
         raise walk.fail(f"{where}.rules_", f"holds {len(rules) if hasattr(rules, '__len__') else '?'} rules, but its "
                                           f"risk model scores with {len(expected) if hasattr(expected, '__len__') else '?'}")
@@ -303,8 +303,8 @@ def check_model_parts(parts: Any, file: Path) -> None:
             raise walk.fail(where, f"takes {own} features inside an ensemble that takes {n_in}")
         _check_learnrisk(obj, where, walk)
         if isinstance(obj, LearnRiskEstimator):
-            _check_rules(obj, where, walk)
             _check_risk_scalars(obj, where, walk)
+            _check_rules(obj, where, walk)
         elif isinstance(obj, Condition):  # a rule's condition held elsewhere (LearnRisk.rules_)
             _check_condition(obj, where, None, walk)
         ensemble = _is_tree_ensemble(obj)
