@@ -166,7 +166,7 @@ def _blocking_of(meta: dict, file: Path) -> list | None:
         rules = blocking_rules_from_json(meta.get("blocking"))
     except (TypeError, ValueError) as exc:
         raise DataError(
-            f"{file}: the blocking rules in {_META} are refused ({exc}). Fix that entry of {_META}'s "
+            f"{file}: the blocking rules in {_META} are damaged ({exc}). Fix that entry of {_META}'s "
             f"\"blocking\" list (or set it to null for the default rule), or {_RESAVE}; --blocking and "
             "--block-on do not replace a damaged entry."
         ) from None
@@ -175,7 +175,8 @@ def _blocking_of(meta: dict, file: Path) -> list | None:
         if unknown:
             raise DataError(
                 f"{file}: blocking rule {j} of {_META} ({method}) names the columns {unknown}, which are not "
-                f"attributes of the model ({meta['attributes']}). Fix that entry, or {_RESAVE}."
+                f"attributes of the model ({meta['attributes']}): the parts come from different tasks, or the "
+                f"entry was edited. Fix that entry, or {_RESAVE}."
             )
     return rules
 

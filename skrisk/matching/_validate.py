@@ -190,7 +190,8 @@ def _check_rules(est: Any, where: str, walk: _Walk) -> None:
     J = len(rules)
     n_bins = est.__dict__.get("n_bins")
     for name, size in (("rule_weights_", J), ("rule_rsd_", J), ("rule_expectations_", J), ("rule_coverage_", J),
-                       ("bin_rsd_", n_bins), ("bin_expectations_", n_bins), ("bin_counts_", n_bins)):
+                       ("bin_rsd_", n_bins), ("bin_expectations_", n_bins), ("bin_counts_", n_bins),
+                       ("rsd_base_", J + int(n_bins) if isinstance(n_bins, (int, np.integer)) else None)):
         if name not in est.__dict__:
             continue
         arr = est.__dict__[name]
@@ -232,11 +233,6 @@ def _check_risk_scalars(est: Any, where: str, walk: _Walk) -> None:
         raise walk.fail(f"{where}.weight_function_", f"is {wf!r}, not two finite numbers")
     if "rank_scale_" in d and not _finite_number(d["rank_scale_"]):
         raise walk.fail(f"{where}.rank_scale_", f"is {d['rank_scale_']!r}, not a finite number")
-    base = d.get("rsd_base_")
-    size = len(d["rules_"]) + int(n_bins) if isinstance(d["rules_"], list) else None
-    if base is not None and (not isinstance(base, np.ndarray) or base.ndim != 1 or base.dtype.kind not in "fiu"
-                             or base.shape[0] != size or not np.isfinite(base).all()):
-        raise walk.fail(f"{where}.rsd_base_", f"is not a finite numeric vector of length {size} (rules + bins)")
 
 
 def _check_learnrisk(obj: Any, where: str, walk: _Walk) -> None:
