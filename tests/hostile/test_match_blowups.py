@@ -296,29 +296,19 @@ def test_a_second_run_into_a_used_out_folder_is_refused(saved_model, first_run, 
     assert _files(out) == before
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to tell the files apart")
+@pytest.mark.skipif(not (os.path.isdir("/proc/self/fd") and os.path.exists("/dev/full")),
+                    reason="needs /proc to tell the files apart and /dev/full")
 def test_a_full_disk_between_the_two_files_keeps_the_previous_run(saved_model, first_run, capsys, monkeypatch):
     out, other, before = first_run
     real_fdopen, calls = os.fdopen, []
 
-    class Full:
-        def __init__(self, fh):
-            self.fh = fh
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            self.fh.close()
-
-        def write(self, data):
-            raise OSError(errno.ENOSPC, "No space left on device")
-
     def fdopen(fd, mode="r", *a, **k):
-        fh = real_fdopen(fd, mode, *a, **k)
         path = os.readlink(f"/proc/self/fd/{fd}")
         calls.append(path)
-        return Full(fh) if ".entities.csv." in path else fh  # the disk fills up at the second file
+        if ".entities.csv." not in path:
+            return real_fdopen(fd, mode, *a, **k)
+        os.close(fd)
+        return open("/dev/full", "wb", buffering=0)  # the disk fills up at the second file: a real ENOSPC
 
     monkeypatch.setattr(os, "fdopen", fdopen)
     code, _, err = _run(capsys, "--model", saved_model, "--left", other, "--out", out)
