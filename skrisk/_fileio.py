@@ -19,6 +19,9 @@
   reader, which gives back the exact values.
 * :func:`remove_stale_temporaries` -- the temporary files of writers killed before their rename
   (each name carries the writer's pid), removed when a folder's lock is taken.
+* :func:`write_files_together` -- several files of one folder (the outputs of one command)
+  replaced together or not at all, through a staging folder and a commit note that
+  :func:`finish_files_together` completes after a kill.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_not_link",
+    "finish_files_together",
     "fsync_dir",
     "open_append",
     "open_regular_file",
@@ -54,6 +58,7 @@ __all__ = [
     "read_jsonl",
     "remove_stale_temporaries",
     "write_csv_export",
+    "write_files_together",
 ]
 
 # Rows of a CSV export turned into text at a time: the text of a million-row table is never
@@ -652,3 +657,119 @@ def read_jsonl(
             raise
         raise on_error(path, exc) from exc
     return out
+
+
+_SET_PREFIX = ".skrisk-set."
+_SET_NOTE = ".skrisk-set.json"
+
+
+def finish_files_together(folder: str | os.PathLike) -> list[Path]:
+    """Complete or undo a :func:`write_files_together` that was killed (call while holding the folder's lock).
+
+    With a commit note, the killed writer had written every file: the ones still staged are
+    moved into place (the set completes). Without one, its staging folders are removed (the old
+    files stay). Links are never followed.
+
+    Returns
+    -------
+    list of Path
+        The files moved into place.
+    """
+    folder = Path(folder)
+    moved = []
+    note = folder / _SET_NOTE
+    try:
+        check_not_link(note)
+        data = json.loads(note.read_text(encoding="utf-8")) if note.is_file() else None
+    except (OSError, ValueError, LinkError):
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("staging"), str) and isinstance(data.get("files"), list) \
+            and re.fullmatch(r"\.skrisk-set\.\d+\.[A-Za-z0-9_]{8}\.tmp", data["staging"]):
+        staged = folder / data["staging"]
+        for name in data["files"]:
+            if not isinstance(name, str) or "/" in name or name.startswith("."):
+                continue
+            src = staged / name
+            if src.is_file() and not src.is_symlink():
+                check_not_link(folder / name)
+                os.replace(src, folder / name)
+                moved.append(folder / name)
+        fsync_dir(folder)
+    try:
+        note.unlink()
+    except OSError:
+        pass
+    for entry in list(os.scandir(folder)) if folder.is_dir() else []:
+        if entry.name.startswith(_SET_PREFIX) and entry.name.endswith(".tmp") \
+                and entry.is_dir(follow_symlinks=False):
+            for inner in os.scandir(entry.path):
+                if inner.is_file(follow_symlinks=False) or inner.is_symlink():
+                    os.unlink(inner.path)
+            os.rmdir(entry.path)
+    return moved
+
+
+def write_files_together(
+    folder: str | os.PathLike, writers: "dict[str, Callable[[Path], object]]"
+) -> list[Path]:
+    """Replace several files of ``folder`` together or not at all (call while holding its lock).
+
+    Each ``writers[name](path)`` writes its file at ``path``, inside a staging folder in
+    ``folder`` (``.skrisk-set.<pid>.<random>.tmp``); nothing in ``folder`` changes until every
+    file is written and synced. Then a commit note (``.skrisk-set.json``) naming them is written
+    atomically, the files are renamed into place and the note removed. A failure while writing
+    (a full disk) removes the staging folder and leaves every old file as it was; a kill during
+    the renames leaves the note, and :func:`finish_files_together` (the next writer) completes
+    the set.
+
+    Parameters
+    ----------
+    folder : path-like
+        An existing folder.
+    writers : dict of str to callable
+        File name (no folder part) to a function writing that file at the path it is given.
+
+    Returns
+    -------
+    list of Path
+        The files written, in ``folder``.
+
+    Raises
+    ------
+    OSError
+        Writing a file failed; its ``filename`` is the file in ``folder`` and the message says
+        that the old files are unchanged.
+    LinkError
+        A target is a symbolic link (checked before anything is written).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = write_files_together(folder, {"a.txt": lambda p: p.write_text("a"), "b.txt": lambda p: p.write_text("b")})
+    >>> sorted(p.name for p in folder.iterdir())
+    ['a.txt', 'b.txt']
+    """
+    folder = Path(folder)
+    for name in writers:
+        check_not_link(folder / name)
+    finish_files_together(folder)
+    staged = Path(tempfile.mkdtemp(prefix=f"{_SET_PREFIX}{os.getpid()}.", suffix=".tmp", dir=folder))
+    committed = False
+    try:
+        for name, write in writers.items():
+            try:
+                write(staged / name)
+            except OSError as exc:
+                raise OSError(exc.errno, f"{exc.strerror or exc} while writing {name} (no file of {folder} was "
+                              "changed: the earlier outputs are all as they were)", str(folder / name)) from exc
+        fsync_dir(staged)
+        atomic_write_text(folder / _SET_NOTE, json.dumps({"staging": staged.name, "files": list(writers)}))
+        committed = True
+        finish_files_together(folder)
+    finally:
+        if not committed:
+            for inner in staged.iterdir():
+                inner.unlink()
+            staged.rmdir()
+    return [folder / name for name in writers]

@@ -42,7 +42,7 @@ _unit_float = _argument(float, lambda v: 0.0 <= v < 1.0, "a number from 0 (inclu
 
 
 #: The blocking options shared by ``skrisk label`` and ``skrisk match``.
-BLOCKING_FLAGS = ("--blocking", "--block-on", "--block-threshold", "--block-top-k")
+BLOCKING_FLAGS = ("--blocking", "--block-on", "--block-threshold", "--block-top-k", "--block-max-pairs")
 
 
 def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +60,9 @@ def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
                    help="tokens: keep a pair only when the cosine exceeds this (default 0)")
     g.add_argument("--block-top-k", metavar="INT", type=_positive, default=None,
                    help="tokens: most similar records kept per record (default 10)")
+    g.add_argument("--block-max-pairs", metavar="INT", type=_positive, default=None,
+                   help="standard, sorted_neighbourhood: most candidate pairs the rule may make, counted "
+                        "before any is made (default: 100 per record, at least 1000000)")
 
 
 def _blocking_given(args: argparse.Namespace) -> list[str]:
@@ -95,7 +98,10 @@ def _blocking_rules(args: argparse.Namespace) -> list[tuple[str, list[str] | Non
         if method == "sorted_neighbourhood" and len(cols) != 1:
             raise DataError(f"--blocking sorted_neighbourhood sorts on one column, got --block-on {args.block_on}: "
                             "give one attribute.")
-        return [(method, cols, {})]
+        return [(method, cols, {} if args.block_max_pairs is None else {"max_pairs": args.block_max_pairs})]
+    if args.block_max_pairs is not None:
+        raise DataError("--block-max-pairs applies to --blocking standard and sorted_neighbourhood, not to tokens "
+                        "(whose pairs --block-top-k bounds): leave it out, or choose one of those methods.")
     params: dict = {}
     if args.block_threshold is not None:
         params["min_similarity"] = args.block_threshold
@@ -248,14 +254,17 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             "which saves its model after every round), score every candidate pair in chunks, and write "
             "matches.csv (left_id, right_id, probability, risk[, reasons]: the pairs above the model's "
             "threshold) and entities.csv (entity_id, side, record_id, entity_size, suspicious) into "
-            "--out. Both files are written only once everything is computed, each replaced atomically."
+            "--out. Both files are written only once everything is computed, and replace the previous run's "
+            "together or not at all; --out is locked while a run uses it (a second run into it is refused). "
+            "A symbolic link given as --out is followed to its folder; links inside it are refused."
         ),
     )
     m.add_argument("--model", required=True, help="model file (model.skrisk) or labelling session folder")
     m.add_argument("--left", required=True,
                    help="table CSV of new records (a dedup model deduplicates it; a linkage model needs --right)")
     m.add_argument("--right", help="the other table CSV (linkage; for a dedup model, matched together with --left)")
-    m.add_argument("--out", required=True, help="output folder (created when missing)")
+    m.add_argument("--out", required=True,
+                   help="output folder (created when missing; a link to a folder is followed, links inside are refused)")
     m.add_argument("--reasons", action="store_true", help="add the top three reasons of each match's risk")
     m.add_argument("--one-to-one", action="store_true",
                    help="linkage of two duplicate-free tables: each record in at most one match, the "
@@ -273,12 +282,55 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     _add_blocking_flags(m)
 
 
+def _match_out_folder(path: str) -> Path:
+    """The folder ``--out`` names: a symbolic link to a folder is followed, once, here (the
+    outputs go into the folder it points to; the files inside are never links)."""
+    from .exceptions import DataError
+
+    p = Path(path).expanduser()
+    if p.is_symlink():
+        target = p.resolve(strict=False)
+        if not target.is_dir():
+            raise DataError(
+                f"--out {p} is a symbolic link to {target}, which is {'not a folder' if target.exists() else 'missing'}: "
+                "create that folder, or pass a folder path (or a link to an existing folder) as --out."
+            )
+        return target
+    _check_out_folder(path, "--out")
+    return p
+
+
 def _cmd_match(args: argparse.Namespace) -> int:
-    from ._fileio import remove_stale_temporaries, write_csv_export
+    from ._fileio import FolderLock
+
+    out = _match_out_folder(args.out)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FolderLock(out, what="skrisk match output folder", hint="pass another --out folder")
+    try:
+        with lock:
+            return _match_locked(args, out)
+    except BaseException:
+        if created:  # a refused run leaves no folder behind
+            for name in (FolderLock.LOCK_NAME, FolderLock.OWNER_NAME):
+                try:
+                    (out / name).unlink()
+                except OSError:
+                    pass
+            try:
+                out.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _match_locked(args: argparse.Namespace, out: Path) -> int:
+    """``skrisk match`` while holding ``out``'s lock."""
+    from ._fileio import finish_files_together, write_csv_export, write_files_together
     from .data import read_table
     from .matching import load_model, match
 
-    _check_out_folder(args.out, "--out")
+    finish_files_together(out)  # of a run killed while it moved its outputs into place
     model = load_model(args.model)
     id_column = args.id_column or model.id_column
     enc_left, _, enc_right = args.encoding.partition(",")
@@ -318,15 +370,13 @@ def _cmd_match(args: argparse.Namespace) -> int:
           f"encoding {t['encoding']:.2f} s, scoring {t['scoring']:.2f} s "
           f"({rate(result.n_candidates, 'pairs', t['scoring'])}), entities {t['entities']:.2f} s; "
           f"total {t['total']:.2f} s.", flush=True)
-    out = Path(args.out).expanduser()
-    out.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out, legacy=False)  # of a killed earlier run (no lock here: by pid only)
     matches = result.matches.copy()
     for col in ("probability", "risk"):
         matches[col] = matches[col].round(6)
-    # written after all the work, each file atomically: a killed run leaves no half-written file
-    write_csv_export(out / "matches.csv", matches)
-    write_csv_export(out / "entities.csv", result.entities.to_frame())
+    entities = result.entities.to_frame()
+    # written after all the work, together: both files of this run replace the old ones, or neither
+    write_files_together(out, {"matches.csv": lambda p: write_csv_export(p, matches),
+                               "entities.csv": lambda p: write_csv_export(p, entities)})
     print(visible(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}."), flush=True)
     return EXIT_OK
 

@@ -39,14 +39,20 @@ BLOCKING_METHODS: tuple[str, ...] = ("standard", "sorted_neighbourhood", "tokens
 BlockingRule = Union[tuple[str, Union[str, Sequence[str]]], tuple[str, Union[str, Sequence[str]], dict]]
 
 _DEFAULT_PARAMS = {
-    "standard": {},
-    "sorted_neighbourhood": {"window": 5},
+    "standard": {"max_pairs": None},
+    "sorted_neighbourhood": {"window": 5, "max_pairs": None},
     # prefix 5 and rescore 8: a true partner is missed when it shares none of a record's index
     # tokens (its rarest ones, often typos), or when ties on the index tokens' share (e.g. a
     # shared postcode) push it out of the rescore * top_k candidates ranked by the full cosine;
     # more index tokens and a wider rescore keep most of those pairs
     "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5, "rescore": 8},
 }
+#: Largest values of the rule parameters (beyond them a rule would run for days or exhaust memory).
+_PARAM_LIMITS = {"top_k": 1000, "prefix": 1000, "window": 10_001}
+# Candidate pairs a ``standard`` or ``sorted_neighbourhood`` rule may make when ``max_pairs`` is None:
+# this many per record, and at least _MIN_RULE_PAIRS.
+_RULE_PAIRS_PER_RECORD = 100
+_MIN_RULE_PAIRS = 1_000_000
 # Pairs whose codes are computed at once (bounds the temporaries of ten million pairs).
 _CODE_CHUNK = 1 << 20
 # Candidate pairs the token blocker scores at once (a row chunk of the inverted-index product).
@@ -218,34 +224,76 @@ def _normalise_rules(rules: object, left: pd.DataFrame, right: pd.DataFrame) -> 
                 f"Blocking rule {rule!r}: column(s) {missing} are not in both tables (left has "
                 f"{list(left.columns)}, right has {list(right.columns)}). Use shared attribute names."
             )
-        unknown = set(params) - set(_DEFAULT_PARAMS[method])
-        if unknown:
-            raise ValueError(
-                f"Blocking rule {rule!r}: unknown parameter(s) {sorted(unknown)} for {method!r}; "
-                f"it takes {sorted(_DEFAULT_PARAMS[method]) or 'none'}."
-            )
-        merged = {**_DEFAULT_PARAMS[method], **params}
-        if method == "sorted_neighbourhood":
-            if len(cols) != 1:
-                raise ValueError(f"sorted_neighbourhood sorts on one column, got {cols}.")
-            w = merged["window"]
-            if not isinstance(w, (int, np.integer)) or w < 1 or w % 2 == 0:
-                raise ValueError(f"sorted_neighbourhood window must be a positive odd int, got {w!r}.")
-        if method == "tokens":
-            k = merged["top_k"]
-            if not isinstance(k, (int, np.integer)) or k < 1:
-                raise ValueError(f"tokens top_k must be a positive int, got {k!r}.")
-            for name, low in (("budget", 0), ("prefix", -1), ("rescore", 0)):
-                v = merged[name]
-                if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
-                        or not np.isfinite(v) or v <= low or (name != "budget" and int(v) != v):
-                    what = "a positive number" if name == "budget" else (
-                        "an int >= 0" if name == "prefix" else "a positive int")
-                    raise ValueError(f"tokens {name} must be {what}, got {v!r}.")
+        try:
+            merged = _check_rule_params(method, params, cols)
+        except ValueError as exc:
+            raise ValueError(f"Blocking rule {rule!r}: {exc}") from None
         out.append((method, cols, merged))
     if not out:
         raise ValueError("rules is empty: give at least one blocking rule (or None for the default).")
     return out
+
+
+def _check_rule_params(method: str, params: dict, cols: Sequence[str] | None = None) -> dict:
+    """The parameters of a blocking rule with the defaults filled in, each checked.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`BLOCKING_METHODS`.
+    params : dict
+        The rule's own parameters.
+    cols : sequence of str or None, default=None
+        The rule's columns (``sorted_neighbourhood`` sorts on exactly one).
+
+    Returns
+    -------
+    dict
+        ``params`` over the method's defaults.
+
+    Raises
+    ------
+    ValueError
+        An unknown method or parameter, or a value of the wrong type or outside its range (the
+        message names the parameter, its range and the value).
+    """
+    if method not in BLOCKING_METHODS:
+        raise ValueError(f"Unknown blocking method {method!r}: choose from {list(BLOCKING_METHODS)}.")
+    unknown = set(params) - set(_DEFAULT_PARAMS[method])
+    if unknown:
+        raise ValueError(
+            f"unknown parameter(s) {sorted(unknown)} for {method!r}; it takes {sorted(_DEFAULT_PARAMS[method])}."
+        )
+    merged = {**_DEFAULT_PARAMS[method], **params}
+
+    def integer(name: str, low: int, what: str) -> None:
+        v, high = merged[name], _PARAM_LIMITS.get(name)
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < low or (
+                high is not None and v > high):
+            raise ValueError(f"{method} {name} must be {what}{f' at most {high}' if high else ''}, got {v!r}.")
+
+    if method == "sorted_neighbourhood":
+        if cols is not None and len(cols) != 1:
+            raise ValueError(f"sorted_neighbourhood sorts on one column, got {list(cols)}.")
+        integer("window", 1, "a positive odd int")
+        if merged["window"] % 2 == 0:
+            raise ValueError(f"sorted_neighbourhood window must be a positive odd int, got {merged['window']!r}.")
+    if method != "tokens":
+        if merged["max_pairs"] is not None:
+            integer("max_pairs", 1, "None or a positive int")
+        return merged
+    integer("top_k", 1, "a positive int")
+    integer("prefix", 0, "an int >= 0")
+    integer("rescore", 1, "a positive int")
+    v = merged["budget"]
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(v) or not v > 0:
+        raise ValueError(f"tokens budget must be a positive number, got {v!r}.")
+    v = merged["min_similarity"]
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(v) or not 0.0 <= v < 1.0:
+        raise ValueError(f"tokens min_similarity must be a number in [0, 1), got {v!r}.")
+    return merged
 
 
 def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_matrix] | None:
@@ -304,8 +352,55 @@ def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_m
     return out
 
 
+def _check_rule_size(method: str, cols: list[str], params: dict, lk: pd.DataFrame, rk: pd.DataFrame,
+                     dedup: bool, n_records: int) -> None:
+    """Refuse a ``standard`` or ``sorted_neighbourhood`` rule that would make more than its
+    ``max_pairs`` candidates, counted from the sizes of its blocks before any pair exists; the
+    message names the largest block (its key and size) and how to split it."""
+    limit = params.get("max_pairs")
+    if limit is None:
+        limit = max(_MIN_RULE_PAIRS, _RULE_PAIRS_PER_RECORD * n_records)
+    keys = pd.concat([lk, rk], ignore_index=True) if not dedup else lk
+    if len(cols) == 1 or method == "sorted_neighbourhood":
+        sort_key = keys[cols[0]].to_numpy(dtype=object)
+        codes, uniq = pd.factorize(sort_key, sort=method == "sorted_neighbourhood")
+    else:
+        codes, uniq = pd.MultiIndex.from_frame(keys).factorize()
+    nl = np.bincount(codes[:len(lk)], minlength=len(uniq)).astype(np.float64)
+    nr = nl if dedup else np.bincount(codes[len(lk):], minlength=len(uniq)).astype(np.float64)
+    per_block = nl * (nl - 1) / 2 if dedup else nl * nr  # pairs within one key value
+    total = float(per_block.sum())
+    if method == "sorted_neighbourhood":  # and between key values at most (window - 1) / 2 apart
+        h = min(int(params["window"]) // 2, len(uniq))
+        cr = np.concatenate(([0.0], np.cumsum(nr)))
+        at = np.arange(len(uniq))
+        ahead = cr[np.minimum(at + h + 1, len(uniq))] - cr[at + 1]  # keys after, within the window
+        total += float((nl * ahead).sum())
+        if not dedup:
+            behind = cr[at] - cr[np.maximum(at - h, 0)]
+            total += float((nl * behind).sum())
+    if total <= limit:
+        return
+    big = int(np.argmax(nl + nr))
+    value = uniq[big]
+    key = ", ".join(f"{c} = {v!r}" for c, v in zip(cols, value if isinstance(value, tuple) else (value,)))
+    size = f"{int(nl[big])} records" if dedup else f"{int(nl[big])} left and {int(nr[big])} right records"
+    if method == "standard":
+        other = ("block on more columns (--block-on " + ",".join(cols) + ",OTHER), or use --blocking tokens "
+                 "or --blocking sorted_neighbourhood on a more varied column")
+    else:
+        other = (f"sort on a more varied column, use a smaller window (now {params['window']}), or use "
+                 "--blocking standard on more columns or --blocking tokens")
+    raise DataError(
+        f"Blocking rule {method}:{'+'.join(cols)} would make {int(total):,} candidate pairs, more than the "
+        f"{int(limit):,} a rule may make (max_pairs): its largest block, {key}, holds {size} "
+        f"({int(per_block[big]):,} pairs). Split it: {other}; or raise the rule's max_pairs "
+        "(--block-max-pairs) if the machine can score that many pairs."
+    )
+
+
 def _recordlinkage_pairs(
-    method: str, cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame
+    method: str, cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame, n_records: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     import recordlinkage
 
@@ -317,6 +412,7 @@ def _recordlinkage_pairs(
     rk = rk[(rk != "").all(axis=1)]
     if len(lk) == 0 or len(rk) == 0:
         return np.empty(0, np.intp), np.empty(0, np.intp)
+    _check_rule_size(method, cols, params, lk, rk, left is right, n_records)
     indexer = recordlinkage.Index()
     if left is right:  # one table: recordlinkage's deduplication index (each unordered pair once)
         if method == "standard":
@@ -489,6 +585,97 @@ def _token_pairs(
     return np.concatenate([lr, rc]), np.concatenate([lc, rr])
 
 
+@dataclass
+class _Groups:
+    """Records identical in every blocked attribute: each record's group head (the first record
+    of its group in table order, the record itself when it has no twin), per side."""
+
+    left_head: np.ndarray  # per left record: the left position of its group's left head
+    right_head: np.ndarray  # per right record (empty: one table)
+    cross: tuple[np.ndarray, np.ndarray]  # (left head, right head) of the groups on both sides
+    dedup: bool = False
+
+    @property
+    def left_reps(self) -> np.ndarray:
+        return np.flatnonzero(self.left_head == np.arange(len(self.left_head)))
+
+    @property
+    def right_reps(self) -> np.ndarray:
+        return np.flatnonzero(self.right_head == np.arange(len(self.right_head)))
+
+    def identical_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every member with its head (one table); between two tables the heads of a group on the
+        two sides, and every member with the other side's head."""
+        at = np.flatnonzero(self.left_head != np.arange(len(self.left_head)))
+        if self.dedup:
+            return at, self.left_head[at]
+        hl, hr = self.cross
+        return self.spread(hl, hr)
+
+    def spread(self, li: np.ndarray, ri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs of heads ``(li, ri)`` and, for each, every other member of ``li``'s group with
+        ``ri`` and ``li`` with every other member of ``ri``'s group (vectorised, linear in the
+        pairs and the group sizes)."""
+        out_l, out_r = [li], [ri]
+        for head, mine, other in ((self.left_head, li, ri), (self.right_head, ri, li)):
+            members = np.flatnonzero(head != np.arange(len(head)))
+            if not len(members):
+                continue
+            order = np.argsort(head[members], kind="stable")
+            members = members[order]
+            start = np.searchsorted(head[members], mine, side="left")
+            count = np.searchsorted(head[members], mine, side="right") - start
+            total = int(count.sum())
+            if not total:
+                continue
+            offset = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+            got = members[np.repeat(start, count) + offset]
+            rep = np.repeat(other, count)
+            out_l.append(got if head is self.left_head else rep)
+            out_r.append(rep if head is self.left_head else got)
+        return np.concatenate(out_l), np.concatenate(out_r)
+
+
+def _identical_groups(left: pd.DataFrame, right: pd.DataFrame, cols: list[str]) -> _Groups:
+    """Group the records of one table (``right is left``) or two by their normalised values of
+    ``cols`` (each distinct value normalised once); records whose values are all empty stay alone."""
+    dedup = right is left
+    tables = [left] if dedup else [left, right]
+    key = np.zeros(sum(len(t) for t in tables), dtype=np.int64)
+    empty = np.ones(len(key), dtype=bool)
+    for c in cols:
+        codes, uniq = pd.factorize(pd.concat([t[c] for t in tables], ignore_index=True).astype(object),
+                                   use_na_sentinel=False)
+        norm, uniq_norm = pd.factorize(pd.Series([normalize_text(v) for v in uniq], dtype=object))
+        col = norm[codes]
+        empty &= np.asarray(uniq_norm, dtype=object)[col] == ""
+        key, _ = pd.factorize(key * len(uniq_norm) + col)  # stays below n * n_values: no overflow
+    n_left = len(left)
+    key = np.where(empty, -1 - np.arange(len(key)), key)  # a record without values has no twin
+    codes, _ = pd.factorize(key)
+    heads = []
+    for lo, hi in ((0, n_left), (n_left, len(codes))) if not dedup else ((0, n_left),):
+        part = codes[lo:hi]
+        f = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+        uniq, at = np.unique(part, return_index=True)
+        f[uniq] = at  # the first position of each group on this side
+        heads.append((part, f))
+    left_head = heads[0][1][heads[0][0]]
+    if dedup:
+        return _Groups(left_head, np.empty(0, np.int64), (np.empty(0, np.int64), np.empty(0, np.int64)), dedup=True)
+    (_, fl), (pr, fr) = heads
+    both = np.flatnonzero((fl >= 0) & (fr >= 0))
+    return _Groups(left_head, fr[pr], (fl[both], fr[both]))
+
+
+def _pair_codes(li: np.ndarray, ri: np.ndarray, rank: np.ndarray | None, n_right: int) -> np.ndarray:
+    """Sorted distinct codes of pairs of positions (one table: unordered, never a record with itself)."""
+    if rank is not None:
+        c = _dedup_codes(li, ri, rank, n_right)
+        return _sorted_unique(c[li != ri])
+    return _sorted_unique(li.astype(np.int64) * n_right + ri)
+
+
 def _dedup_codes(a: np.ndarray, b: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
     """Codes ``lo * n + hi`` of unordered pairs of positions, ``lo`` the record whose id sorts first
     (``_CODE_CHUNK`` pairs at a time: the temporaries stay small beside ten million pairs)."""
@@ -552,6 +739,7 @@ def block(
     *,
     true_links: pd.MultiIndex | pd.DataFrame | Iterable[tuple[object, object]] | None = None,
     n_jobs: int | None = -1,
+    identical: bool = False,
 ) -> BlockingResult:
     """Candidate pairs between two tables, or within one: the union of the pairs of each rule.
 
@@ -567,9 +755,11 @@ def block(
         A rule is ``(method, columns)`` or ``(method, columns, params)`` with ``method`` one of
         :data:`BLOCKING_METHODS` (``columns=None``: every shared attribute):
 
-        - ``("standard", cols)``: the normalised values of all ``cols`` are equal;
-        - ``("sorted_neighbourhood", col, {"window": 5})``: within ``window`` (odd) positions of
-          each other in the sorted order of ``col`` (recordlinkage's definition);
+        - ``("standard", cols, {"max_pairs": None})``: the normalised values of all ``cols``
+          are equal;
+        - ``("sorted_neighbourhood", col, {"window": 5, "max_pairs": None})``: within
+          ``window`` (odd) positions of each other in the sorted order of ``col``'s distinct
+          values (recordlinkage's definition: records of equal value all pair);
         - ``("tokens", cols, {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5,
           "rescore": 8})``: each record's ``top_k`` nearest records of the other table (both
           directions) by TF-IDF cosine of the words of ``cols``, kept when the cosine exceeds
@@ -581,8 +771,12 @@ def block(
           Tokens beyond the budget (a first name shared by thousands) never pair records on
           their own, so the cost grows linearly with the tables.
 
-        Records with a missing key take no part in ``standard``/``sorted_neighbourhood``. ``None``
-        means one ``tokens`` rule over all shared columns.
+        Records with a missing key take no part in ``standard``/``sorted_neighbourhood``. Their
+        pairs are counted from the sizes of the blocks before any is made: a rule that would
+        make more than ``max_pairs`` (None: 100 per record blocked, at least 1,000,000) is a
+        :class:`~skrisk.exceptions.DataError` naming its largest block (key value and size) and
+        how to split it. ``None`` means one ``tokens`` rule over all shared columns. ``top_k``
+        and ``prefix`` are at most 1000, ``window`` at most 10001.
     true_links : MultiIndex, DataFrame or iterable of (left_id, right_id), optional
         The known matching pairs (on one table, in either order). When given, the result
         reports pair completeness and its pairs
@@ -590,6 +784,16 @@ def block(
     n_jobs : int or None, default=-1
         Threads of the ``tokens`` rule's row chunks (-1: every CPU, None: 1; never more than the
         CPUs). The pairs do not depend on it.
+    identical : bool, default=False
+        Make records that are identical in every shared attribute (after normalisation; a record
+        with no value at all is never identical to another) candidates whatever the rules say,
+        at a cost linear in their number: the records of such a group are blocked as one (its
+        first record in table order, the group's head), and on one table every other member is
+        paired with the head (``n - 1`` pairs for a group of ``n``, not ``n (n - 1) / 2``: the
+        pairs between two members are implied, and connected components hold the group
+        together). Between two tables the heads of a group on the two sides are paired, every
+        member with the other side's head, and each pair a rule finds between heads stands for
+        the pairs of each member with the other head. :func:`skrisk.matching.match` sets it.
 
     Returns
     -------
@@ -640,20 +844,35 @@ def block(
     n_right = len(right)
     rank = _id_rank(left) if dedup else None
     codes, sizes = [], {}
+    groups = _identical_groups(left, right, [c for c in left.columns if c in right.columns]) \
+        if identical else None
+    # the rules block one record of each group of identical records (on each side)
+    lpos = np.arange(len(left)) if groups is None else groups.left_reps
+    rpos = lpos if dedup else (np.arange(n_right) if groups is None else groups.right_reps)
+    sub_l = left if len(lpos) == len(left) else left.iloc[lpos]
+    sub_r = sub_l if dedup else (right if len(rpos) == n_right else right.iloc[rpos])
     for method, cols, params in parsed:
-        if method == "tokens":
-            li, ri = _token_pairs(cols, params, left, right, threads)
+        if dedup and len(sub_l) < 2:  # every record identical to one other: nothing left to block
+            li = ri = np.empty(0, np.intp)
+        elif method == "tokens":
+            li, ri = _token_pairs(cols, params, sub_l, sub_r, threads)
         else:
-            li, ri = _recordlinkage_pairs(method, cols, params, left, right)
-        if dedup:
-            c = _dedup_codes(li, ri, rank, n_right)  # type: ignore[arg-type]
-            c = _sorted_unique(c[li != ri])  # never a record with itself
-        else:
-            c = _sorted_unique(li.astype(np.int64) * n_right + ri)
+            li, ri = _recordlinkage_pairs(method, cols, params, sub_l, sub_r,
+                                          len(sub_l) + (0 if dedup else len(sub_r)))
+        li, ri = lpos[li], rpos[ri]
+        if groups is not None and not dedup:  # each pair of group heads stands for their groups
+            li, ri = groups.spread(li, ri)
+        c = _pair_codes(li, ri, rank, n_right)
         del li, ri
         label = f"{method}:{'+'.join(cols)}"
         sizes[label] = sizes.get(label, 0) + len(c)
         codes.append(c)
+    if groups is not None:
+        li, ri = groups.identical_pairs()
+        if len(li):
+            c = _pair_codes(li, ri, rank, n_right)
+            sizes["identical records"] = len(c)
+            codes.append(c)
     all_codes = codes[0] if len(codes) == 1 else _sorted_unique(np.concatenate(codes))
     del codes
     li, ri = np.divmod(all_codes, n_right)
@@ -735,6 +954,10 @@ def blocking_rules_from_json(data: object) -> list[tuple[str, list[str] | None, 
     TypeError
         When ``data`` is not a list of ``{"method": str, "columns": [str] or null, "params": {}}``;
         callers name the file it came from.
+    ValueError
+        When a rule names an unknown method or parameter, or a parameter is of the wrong type or
+        beyond its range (``top_k`` at most 1000, ...); the message names the
+        rule's position.
     """
     if data is None:
         return None
@@ -746,7 +969,11 @@ def blocking_rules_from_json(data: object) -> list[tuple[str, list[str] | None, 
                 or not isinstance(r.get("params", {}), dict)):
             raise TypeError(f"bad rule {r!r}")
         cols = r.get("columns")
-        if cols is not None and not (isinstance(cols, list) and all(isinstance(c, str) for c in cols)):
+        if cols is not None and not (isinstance(cols, list) and cols and all(isinstance(c, str) for c in cols)):
             raise TypeError(f"bad columns {cols!r}")
+        try:
+            _check_rule_params(r["method"], dict(r.get("params", {})), cols)
+        except ValueError as exc:
+            raise ValueError(f"rule {len(rules)} ({r['method']} on {cols}): {exc}") from None
         rules.append((r["method"], cols, dict(r.get("params", {}))))
     return rules

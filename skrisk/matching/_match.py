@@ -104,17 +104,50 @@ def _prepare_tables(
 def _candidates(
     left: pd.DataFrame, right: pd.DataFrame | None, rules: Any, names: tuple[str, str], n_jobs: int | None
 ) -> Any:
-    """Blocking of the tables (within ``left`` when ``right`` is None)."""
+    """Blocking of the tables (within ``left`` when ``right`` is None); identical records are
+    always candidates (:func:`skrisk.data.block`'s ``identical``)."""
     from ..data import block
 
-    result = block(left, right, rules, n_jobs=n_jobs)
+    result = block(left, right, rules, n_jobs=n_jobs, identical=True)
     if len(result.pairs) == 0:
         what = names[0] if right is None else f"{names[0]} against {names[1]}"
-        raise DataError(
-            f"Blocking {what} produced no candidate pair: loosen the blocking (other --block-on "
-            "columns, a larger --block-top-k or a lower --block-threshold)."
-        )
+        raise DataError(f"Blocking {what} produced no candidate pair: {_no_candidate_fix(left, right, rules)}")
     return result
+
+
+def _no_candidate_fix(left: pd.DataFrame, right: pd.DataFrame | None, rules: Any) -> str:
+    """Why no rule paired two records, and the change that would (identical records are paired
+    whatever the rules, so the records all differ)."""
+    from ..data import normalize_text
+
+    if rules is None:
+        rules = [("tokens", None, {})]
+    if isinstance(rules, tuple) and rules and isinstance(rules[0], str):
+        rules = [rules]
+    tables = [left] if right is None else [left, right]
+    fixes = []
+    for rule in rules:
+        method, cols = rule[0], rule[1]
+        cols = list(left.columns) if cols is None else ([cols] if isinstance(cols, str) else list(cols))
+        params = dict(rule[2]) if len(rule) == 3 else {}
+        has = [t[cols].map(normalize_text).ne("") for t in tables]
+        filled = [int((h.any(axis=1) if method == "tokens" else h.all(axis=1)).sum()) for h in has]
+        on = ",".join(cols)
+        if min(filled) == 0:
+            fixes.append(f"{method} on {on}: {'no record' if right is None else 'a table has no record'} with "
+                         f"{'a value in' if method == 'tokens' else 'values in all of'} {cols}; block on "
+                         "columns that are filled in (--block-on)")
+        elif method == "tokens":
+            thr = float(params.get("min_similarity", 0.0))
+            fixes.append(f"tokens on {on}: no two records share a word" + (
+                f" with a cosine above {thr:g}; lower --block-threshold" if thr > 0 else
+                "; block on other columns (--block-on), or use --blocking sorted_neighbourhood"))
+        elif method == "standard":
+            fixes.append(f"standard on {on}: no two records have the same values; block on fewer or other "
+                         "columns whose values repeat (--block-on), or use --blocking tokens")
+        else:
+            fixes.append(f"sorted_neighbourhood on {on}: too few records with a value; block on another column")
+    return "; ".join(fixes) + "."
 
 
 @contextlib.contextmanager
@@ -205,7 +238,11 @@ def match(
         ``matches`` keeps exactly the pairs of that matching (the other pairs above the
         threshold are dropped), and every entity is one such pair or one record.
     blocking : rule or list of rules, default=None
-        Blocking rules for :func:`skrisk.data.block`; None: the model's own.
+        Blocking rules for :func:`skrisk.data.block`; None: the model's own. Records identical
+        in every attribute (after normalisation) are candidates whatever the rules: on one
+        table each is paired with the first of them (``matches`` then lists that pair only, and
+        the entities hold the whole group), between two tables the first of each side with the
+        other side's (``block(..., identical=True)``).
     names : (str, str)
         How messages name the two tables (e.g. their file paths).
     n_jobs : int or None, default=-1

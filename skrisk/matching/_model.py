@@ -160,11 +160,25 @@ def _lm_from_entries(entries: dict[str, bytes], file: Path, device: str | None) 
 
 
 def _blocking_of(meta: dict, file: Path) -> list | None:
-    """The blocking rules of a model file's ``model.json``, checked."""
+    """The blocking rules of a model file's ``model.json``, each entry checked: its method, its
+    columns (attributes of the model) and its parameters (types and ranges)."""
     try:
-        return blocking_rules_from_json(meta.get("blocking"))
-    except TypeError as exc:
-        raise _bad(file, f"the blocking rules in {_META} are damaged ({exc})") from None
+        rules = blocking_rules_from_json(meta.get("blocking"))
+    except (TypeError, ValueError) as exc:
+        raise DataError(
+            f"{file}: the blocking rules in {_META} are damaged ({exc}). Fix that entry of {_META}'s "
+            f"\"blocking\" list (or set it to null for the default rule), or {_RESAVE}; --blocking and "
+            "--block-on do not replace a damaged entry."
+        ) from None
+    for j, (method, cols, _) in enumerate(rules or []):
+        unknown = [c for c in cols or [] if c not in meta["attributes"]]
+        if unknown:
+            raise DataError(
+                f"{file}: blocking rule {j} of {_META} ({method}) names the columns {unknown}, which are not "
+                f"attributes of the model ({meta['attributes']}): the parts come from different tasks, or the "
+                f"entry was edited. Fix that entry, or {_RESAVE}."
+            )
+    return rules
 
 
 @dataclass
@@ -269,6 +283,18 @@ class MatchModel:
 
         if self.risk_model is not None and not isinstance(self.risk_model, LearnRisk):
             raise DataError(f"{where}: risk_model must be a fitted skrisk LearnRisk, got {type(self.risk_model).__name__}.")
+        inner = getattr(self.risk_model, "risk_model_", None)
+        names = getattr(inner, "feature_names_", None)
+        if names is not None and getattr(self.risk_model, "features", None) is None:
+            try:
+                width = len(self.features.get_feature_names_out())
+            except (AttributeError, TypeError, ValueError):
+                width = None
+            if width is not None and len(names) != width:
+                raise DataError(
+                    f"{where}: the risk model's rules read {len(names)} features, but the similarity features "
+                    f"give {width}: the parts come from different models; {_RESAVE}."
+                )
         blocking_rules_to_json(self.blocking)
 
     def check_table(self, table: pd.DataFrame, source: str) -> None:
@@ -524,6 +550,7 @@ def load_model(
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise _bad(file, f"{_META} is not valid JSON ({exc})") from exc
     meta = _check_meta(meta, file)
+    blocking = _blocking_of(meta, file)  # before the estimators are read
     allowed = list(TRUSTED_TYPES) + [str(t) for t in trusted]
     try:
         untrusted = sio.get_untrusted_types(data=entries[_SKOPS])
@@ -567,7 +594,7 @@ def load_model(
         risk.estimator_ = matcher
     model = MatchModel(
         attributes=list(meta["attributes"]), features=parts["features"], matcher=matcher, risk_model=risk,
-        threshold=float(meta["threshold"]), task=meta["task"], blocking=_blocking_of(meta, file),
+        threshold=float(meta["threshold"]), task=meta["task"], blocking=blocking,
         id_column=meta["id_column"], versions=dict(meta.get("versions") or {}),
     )
     model.check(str(file))

@@ -17,7 +17,11 @@ file's ``estimators.skops`` holds and checks, before any of them is used:
 * every LearnRisk rule: at most :data:`MAX_RULES` rules of at most
   :data:`MAX_RULE_CONDITIONS` conditions, each condition's feature an integer index of the
   risk features, its operator ``"<="`` or ``">"``, its threshold a finite number, the rule's
-  label 0 or 1; the fitted per-rule and per-bin arrays as long as the rules and bins and finite.
+  label 0 or 1; the fitted per-rule and per-bin arrays as long as the rules and bins and finite;
+  the number of bins (at most :data:`MAX_RISK_BINS`), ``theta`` in (0, 1), the input width
+  and the probability's column in it, the weight function and scales finite; and a
+  :class:`~skrisk.LearnRisk`'s own ``rules_`` (the rules its reasons name) the very rules its
+  risk model scores with.
 
 A model that fails a check is refused with a :class:`~skrisk.exceptions.DataError` naming the
 file, the object, the node or rule and what is wrong. The limits fit a real model by a wide
@@ -36,7 +40,7 @@ import numpy as np
 
 from ..exceptions import DataError
 
-__all__ = ["MAX_RULES", "MAX_RULE_CONDITIONS", "MAX_TOTAL_TREE_NODES", "MAX_TREE_NODES", "check_model_parts"]
+__all__ = ["MAX_RISK_BINS", "MAX_RULES", "MAX_RULE_CONDITIONS", "MAX_TOTAL_TREE_NODES", "MAX_TREE_NODES", "check_model_parts"]
 
 #: Nodes one tree of a model file may hold.
 MAX_TREE_NODES = 2**24
@@ -186,7 +190,8 @@ def _check_rules(est: Any, where: str, walk: _Walk) -> None:
     J = len(rules)
     n_bins = est.__dict__.get("n_bins")
     for name, size in (("rule_weights_", J), ("rule_rsd_", J), ("rule_expectations_", J), ("rule_coverage_", J),
-                       ("bin_rsd_", n_bins), ("bin_expectations_", n_bins), ("bin_counts_", n_bins)):
+                       ("bin_rsd_", n_bins), ("bin_expectations_", n_bins), ("bin_counts_", n_bins),
+                       ("rsd_base_", J + int(n_bins) if isinstance(n_bins, (int, np.integer)) else None)):
         if name not in est.__dict__:
             continue
         arr = est.__dict__[name]
@@ -196,6 +201,65 @@ def _check_rules(est: Any, where: str, walk: _Walk) -> None:
             raise walk.fail(f"{where}.{name}", f"is not a numeric vector of length {size}")
         if not np.isfinite(arr).all():
             raise walk.fail(f"{where}.{name}", "holds values that are not finite numbers")
+
+
+#: Probability bins a LearnRisk model of a file may hold.
+MAX_RISK_BINS = 1_000_000
+
+
+def _check_risk_scalars(est: Any, where: str, walk: _Walk) -> None:
+    """The fitted numbers of a LearnRiskEstimator beside its rules: the bins, theta, the width of
+    its input and where the probability sits in it, the weight function and the scales."""
+    d = est.__dict__
+    if "rules_" not in d:
+        return
+    n_bins = d.get("n_bins")
+    if not isinstance(n_bins, (int, np.integer)) or isinstance(n_bins, bool) or not 1 <= n_bins <= MAX_RISK_BINS:
+        raise walk.fail(f"{where}.n_bins", f"is {n_bins!r}, not an int in [1, {MAX_RISK_BINS}]")
+    theta = d.get("theta")
+    if not _finite_number(theta) or not 0.0 < float(theta) < 1.0:
+        raise walk.fail(f"{where}.theta", f"is {theta!r}, not a number in (0, 1)")
+    names = d.get("feature_names_")
+    n_in = d.get("n_features_in_")
+    if names is None or not hasattr(names, "__len__") or not isinstance(n_in, (int, np.integer)) \
+            or isinstance(n_in, bool) or n_in != len(names) + 1:
+        raise walk.fail(f"{where}.n_features_in_", f"is {n_in!r}, not the {len(names) + 1 if hasattr(names, '__len__') else 'n + 1'} "
+                                                  "columns of its features and the probability")
+    at = d.get("proba_index_")
+    if not isinstance(at, (int, np.integer)) or isinstance(at, bool) or not 0 <= at < n_in:
+        raise walk.fail(f"{where}.proba_index_", f"is {at!r}, not a column index in [0, {n_in})")
+    wf = d.get("weight_function_")
+    if not isinstance(wf, (tuple, list)) or len(wf) != 2 or not all(_finite_number(v) for v in wf):
+        raise walk.fail(f"{where}.weight_function_", f"is {wf!r}, not two finite numbers")
+    if "rank_scale_" in d and not _finite_number(d["rank_scale_"]):
+        raise walk.fail(f"{where}.rank_scale_", f"is {d['rank_scale_']!r}, not a finite number")
+
+
+def _check_learnrisk(obj: Any, where: str, walk: _Walk) -> None:
+    """A LearnRisk's own ``rules_`` (what it reports) are its risk model's rules, the ones it scores with."""
+    from ..risk import LearnRisk
+    from ..risk.research import LearnRiskEstimator
+
+    if not isinstance(obj, LearnRisk) or "rules_" not in obj.__dict__:
+        return
+    inner = obj.__dict__.get("risk_model_")
+    rules = obj.__dict__["rules_"]
+    if inner is not None and not isinstance(inner, LearnRiskEstimator):
+        raise walk.fail(f"{where}.risk_model_", f"is a {type(inner).__name__}, not a LearnRiskEstimator")
+    expected = [] if inner is None else inner.__dict__.get("rules_")
+    if inner is not None:
+        _check_risk_scalars(inner, f"{where}.risk_model_", walk)
+        _check_rules(inner, f"{where}.risk_model_", walk)
+    if not isinstance(rules, list) or not isinstance(expected, list) or len(rules) != len(expected):
+        raise walk.fail(f"{where}.rules_", f"holds {len(rules) if hasattr(rules, '__len__') else '?'} rules, but its "
+                                          f"risk model scores with {len(expected) if hasattr(expected, '__len__') else '?'}")
+    for j, (a, b) in enumerate(zip(rules, expected)):
+        if a != b:
+            feats = [getattr(c, "feature", "?") for c in getattr(a, "conditions", ())]
+            theirs = [getattr(c, "feature", "?") for c in getattr(b, "conditions", ())]
+            raise walk.fail(f"{where}.rules_[{j}]", f"(conditions on the features {feats}) differs from rule {j} of its "
+                                                   f"risk model (features {theirs}), the rule that gives the risk: the "
+                                                   "reasons shown would not be the ones scored")
 
 
 def check_model_parts(parts: Any, file: Path) -> None:
@@ -233,7 +297,9 @@ def check_model_parts(parts: Any, file: Path) -> None:
         own = _n_features_in(obj)
         if own is not None and in_ensemble and n_in is not None and own != n_in:
             raise walk.fail(where, f"takes {own} features inside an ensemble that takes {n_in}")
+        _check_learnrisk(obj, where, walk)
         if isinstance(obj, LearnRiskEstimator):
+            _check_risk_scalars(obj, where, walk)
             _check_rules(obj, where, walk)
         elif isinstance(obj, Condition):  # a rule's condition held elsewhere (LearnRisk.rules_)
             _check_condition(obj, where, None, walk)

@@ -40,7 +40,7 @@ def test_the_result_keeps_the_blocking_figures_not_its_candidates(dedup_model, f
 
     _, new, _ = febrl_split
     res = match(dedup_model, new, chunk_size=97, progress=False)
-    full = block(new.loc[:, list(dedup_model.attributes)], None, dedup_model.blocking)
+    full = block(new.loc[:, list(dedup_model.attributes)], None, dedup_model.blocking, identical=True)
     assert len(res.blocking.pairs) == 0 and list(res.blocking.pairs.columns) == list(full.pairs.columns)
     assert res.blocking.n_candidates == len(res.blocking) == res.n_candidates == len(full.pairs) > 0
     assert res.blocking.report() == full.report()
