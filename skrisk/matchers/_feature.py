@@ -18,6 +18,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
 
+from .._params import HasMethods, validate_params
 from ..data._pairs import PairDataset
 from ..exceptions import NotFittedError
 from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
@@ -117,6 +118,12 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
     ((100, 6), False)
     """
 
+    _parameter_constraints: dict = {
+        "classifier": [None, HasMethods(("fit",))],  # predict_proba: checked in fit, with the fix
+        "features": [None, HasMethods(("fit", "transform"))],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, classifier: object = None, features: object = None, random_state: object = None) -> None:
         self.classifier = classifier
         self.features = features
@@ -191,6 +198,7 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         -------
         self : FeatureMatcher
         """
+        validate_params(self)
         if self.classifier is not None and not hasattr(self.classifier, "predict_proba"):
             raise TypeError(
                 f"classifier must have predict_proba, {type(self.classifier).__name__} has not "

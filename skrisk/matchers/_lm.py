@@ -195,6 +195,13 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         "weight_decay": [Interval(numbers.Real, 0, float("inf"))],
         "pooling": [Options(str, set(POOLINGS))],
         "class_weight": [None, Options(str, {"balanced"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "model": [str, os.PathLike],
+        "warm_start": ["boolean"],
+        "attributes": [None, str, "array-like"],
+        "device": [None, str, torch.device],
+        "local_files_only": [None, "boolean"],
+        "verbose": [Interval(numbers.Integral, 0, None), "boolean"],
+        "random_state": ["random_state"],
     }
 
     def __init__(

@@ -216,6 +216,22 @@ class RNNMatcher(NeuralNetClassifier):
         "scale_features": ["boolean"],
         "dropout": [Interval(numbers.Real, 0, 1)],
         "rnn_dropout": [Interval(numbers.Real, 0, 1)],
+        "embeddings": [None, "array-like"],  # a WordVectors has a length too
+        "freeze_embeddings": ["boolean"],
+        "attention": ["boolean"],
+        "n_highway": [Interval(numbers.Integral, 0, None)],
+        "patience": [None, Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "optimizer": ["callable"],
+        "device": [None, str, torch.device],
+        "warm_start": ["boolean"],
+        "verbose": [Interval(numbers.Integral, 0, None), "boolean"],
+        "train_split": [None, "callable"],
+        "iterator_train__shuffle": ["boolean"],
+        "iterator_valid__batch_size": [Interval(numbers.Integral, 1, None)],
+        "module": ["callable"],
+        "criterion": ["callable"],
     }
 
     def __init__(
