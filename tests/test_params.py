@@ -21,22 +21,57 @@ from skrisk.risk.research import LearnRiskEstimator
 
 
 def _classes():
-    from skrisk.matchers import LMMatcher, RNNMatcher
+    from skrisk.active import ActiveLearner
+    from skrisk.kmedoids import WeightedKMedoids
+    from skrisk.matchers import FeatureMatcher, LMMatcher, RNNMatcher
 
     return [RiskSampler, KMedoidsSelector, BadgeSelector, TopKSelector, LearnRisk, LearnRiskEstimator, PairEncoder,
-            SimilarityFeatures, RNNMatcher, LMMatcher]
+            SimilarityFeatures, RNNMatcher, LMMatcher, FeatureMatcher, WeightedKMedoids, ActiveLearner]
+
+
+def _public_estimators():
+    """Every public class of skrisk with scikit-learn's ``get_params``."""
+    import importlib
+    import pkgutil
+
+    import skrisk
+
+    found = set()
+    for info in pkgutil.walk_packages(skrisk.__path__, "skrisk."):
+        if "._" in info.name or ".tests" in info.name:
+            continue  # a private module: its public classes are re-exported by a public one
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if isinstance(obj, type) and hasattr(obj, "get_params") and not name.startswith("_"):
+                found.add(obj)
+    return found
+
+
+#: Arguments of ``__init__`` that are data, not parameters (``get_params`` leaves them out).
+_DATA = {"ActiveLearner": {"X_training", "y_training"}}
+
+
+def test_the_list_holds_every_public_estimator():
+    missing = _public_estimators() - set(_classes())
+    assert not missing, sorted(c.__name__ for c in missing)
 
 
 @pytest.mark.parametrize("cls", _classes(), ids=lambda c: c.__name__)
 def test_every_class_declares_its_parameters_and_its_defaults_pass(cls):
+    """As scikit-learn's ``check_param_validation``: the table's keys are the parameters."""
     table = cls._parameter_constraints
-    own = set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
-    assert set(table) <= own, sorted(set(table) - own)  # every declared name is a parameter
-    defaults = {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
-                if p.default is not inspect.Parameter.empty}
+    signature = inspect.signature(cls.__init__).parameters
+    own = {k for k, p in signature.items() if k != "self"
+           and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} - _DATA.get(cls.__name__, set())
+    assert set(table) == own, (sorted(set(table) - own), sorted(own - set(table)))
+    defaults = {k: p.default for k, p in signature.items() if p.default is not inspect.Parameter.empty}
     obj = cls.__new__(cls)
     for name in table:
-        setattr(obj, name, defaults[name])
+        if name in defaults:
+            setattr(obj, name, defaults[name])
+    for name in set(table) - set(defaults):  # a required parameter: a valid value of its own
+        setattr(obj, name, {"estimator": LearnRisk(), "X_valid": np.zeros((2, 1)), "y_valid": np.zeros(2)}[name])
     validate_params(obj)  # the defaults satisfy the table
 
 

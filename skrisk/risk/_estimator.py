@@ -274,6 +274,7 @@ class LearnRiskEstimator(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
+        "train_pairs": [None, tuple, list],  # of two: (X_train, y_train), checked in fit
         "proba_column": [Interval(numbers.Integral, None, None), str],
         "max_depth": [Interval(numbers.Integral, 1, None)],
         "match_gini": [Interval(numbers.Real, 0, None, closed="neither")],

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import scipy.sparse as sp
+import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
@@ -365,9 +366,29 @@ n_iter_no_change, alpha_l1, alpha_l2, device
     _parameter_constraints: dict = {
         "cv": [Options(str, {"auto", "prefit"}), Interval(numbers.Integral, 2, None),
                HasMethods(("split", "get_n_splits"))],
+        "estimator": [None, HasMethods(("fit",))],  # predict_proba: checked in fit, with the fix
         "features": [None, "callable"],
-        **{k: v for k, v in LearnRiskEstimator._parameter_constraints.items() if k in _CORE_PARAMS},
-        "rule_class_weight": LearnRiskEstimator._parameter_constraints["class_weight"],
+        "feature_names": [None, "array-like"],
+        "max_depth": [Interval(numbers.Integral, 1, None)],
+        "match_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+        "unmatch_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+        "rule_class_weight": [Interval(numbers.Real, 0, None, closed="neither")],
+        "min_coverage": [Interval(numbers.Integral, 0, None)],
+        "n_bins": [Interval(numbers.Integral, 1, None)],
+        "theta": [Interval(numbers.Real, 0.5, 1, closed="neither")],
+        "rsd_scale": [Options(str, {"mean", "symmetric"})],
+        "rsd_init": [Options(str, {"random"}), Interval(numbers.Real, 0.1, 0.9, closed="both")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "optimizer": [Options(str, {"sgd", "adam"})],
+        "epochs": [Interval(numbers.Integral, 0, None)],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [None, Interval(numbers.Integral, 1, None)],
+        "alpha_l1": [Interval(numbers.Real, 0, None)],
+        "alpha_l2": [Interval(numbers.Real, 0, None)],
+        "device": [None, str, torch.device],
+        "random_state": ["random_state"],
     }
 
     def __init__(
