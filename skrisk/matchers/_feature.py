@@ -119,7 +119,7 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "classifier": [None, HasMethods(("fit",))],  # predict_proba: checked in fit, with the fix
+        "classifier": [None, HasMethods(("fit", "predict_proba"))],
         "features": [None, HasMethods(("fit", "transform"))],
         "random_state": ["random_state"],
     }
@@ -198,12 +198,12 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         -------
         self : FeatureMatcher
         """
-        validate_params(self)
         if self.classifier is not None and not hasattr(self.classifier, "predict_proba"):
             raise TypeError(
                 f"classifier must have predict_proba, {type(self.classifier).__name__} has not "
                 "(e.g. use SVC(probability=True))."
             )
+        validate_params(self)
         if y is None:
             raise ValueError(
                 "FeatureMatcher requires y to be passed, but the target y is None: pass the labels."

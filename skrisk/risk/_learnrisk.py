@@ -366,7 +366,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
     _parameter_constraints: dict = {
         "cv": [Options(str, {"auto", "prefit"}), Interval(numbers.Integral, 2, None),
                HasMethods(("split", "get_n_splits"))],
-        "estimator": [None, HasMethods(("fit",))],  # predict_proba: checked in fit, with the fix
+        "estimator": [None, HasMethods(("fit", "predict_proba"))],
         "features": [None, "callable"],
         "feature_names": [None, "array-like"],
         "max_depth": [Interval(numbers.Integral, 1, None)],
@@ -587,6 +587,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         start = time.perf_counter()
         if (X_valid is None) != (y_valid is None):
             raise ValueError("Give both X_valid and y_valid, or neither.")
+        self._matcher()  # a matcher without predict_proba: the error names the fix (SVC(probability=True))
         validate_params(self)  # hyperparameter errors before any matcher is fitted
         core = self._core()
         cv = self.cv
