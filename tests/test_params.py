@@ -151,6 +151,7 @@ def _fits():
 
 @pytest.mark.parametrize("model, fit", _fits(), ids=[type(m).__name__ for m, _ in _fits()])
 def test_fit_checks_the_table_once(model, fit, monkeypatch):
+    # internal on purpose: counts the checks of each parameter
     import skrisk._params as params
 
     seen = []
