@@ -10,30 +10,18 @@ shows it precisely enough to know.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import numpy.typing as npt
 from sklearn.utils import check_random_state
 
+from .._params import Interval, validate_call, validate_params
 from .._typing import IntArray, RandomStateLike
 from ..exceptions import DataError
 from ._estimate import _vector
 
 __all__ = ["RiskPlateau", "StabilizingPredictions", "cohen_kappa", "confirm_stop"]
-
-
-def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
-
-
-def _check_fraction(value: object, name: str, *, closed_low: bool) -> float:
-    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
-    if ok:
-        ok = (0 <= value <= 1) if closed_low else (0 < value <= 1)
-    if not ok:
-        raise ValueError(f"{name} must be a number in {'[0' if closed_low else '(0'}, 1], got {value!r}.")
-    return float(value)  # type: ignore[arg-type]
 
 
 def cohen_kappa(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
@@ -104,6 +92,13 @@ class StabilizingPredictions:
     ([0.5, 1.0, 1.0], True, 4)
     """
 
+    _parameter_constraints: dict = {
+        "window": [Interval(numbers.Integral, 1, None)],
+        "agreement": [Interval(numbers.Real, 0, 1, closed="right")],
+        "sample_size": [Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+    }
+
     def __init__(
         self, window: int = 3, agreement: float = 0.99, sample_size: int = 1000, random_state: RandomStateLike = None
     ) -> None:
@@ -124,9 +119,8 @@ class StabilizingPredictions:
         -------
         self
         """
-        window = _check_int(self.window, "window", 1)
-        _check_fraction(self.agreement, "agreement", closed_low=False)
-        size = _check_int(self.sample_size, "sample_size", 1)
+        validate_params(self)
+        window, size = int(self.window), int(self.sample_size)
         x = _vector(predictions, "predictions", low=0, high=1)
         if not hasattr(self, "stop_set_"):
             if len(x) == 0:
@@ -210,10 +204,16 @@ class RiskPlateau:
     (True, 4)
     """
 
+    _parameter_constraints: dict = {
+        "window": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, 1, closed="both")],
+    }
+
     def __init__(self, window: int = 3, tol: float = 0.05) -> None:
         self.window = window
         self.tol = tol
 
+    @validate_call({"n_pool": [None, Interval(numbers.Integral, 1, None)]})
     def update(self, risk: npt.ArrayLike, *, n_pool: int | None = None) -> "RiskPlateau":
         """Add one round's risks of the unlabelled pool (or a random subset of it).
 
@@ -228,12 +228,12 @@ class RiskPlateau:
         -------
         self
         """
-        window = _check_int(self.window, "window", 1)
-        tol = _check_fraction(self.tol, "tol", closed_low=True)
+        validate_params(self)
+        window, tol = int(self.window), float(self.tol)
         r = _vector(risk, "risk", low=0)
         if len(r) == 0:
             raise DataError("risk is empty: pass the risks of the unlabelled pool.")
-        total = float(r.sum()) if n_pool is None else float(r.mean()) * _check_int(n_pool, "n_pool", 1)
+        total = float(r.sum()) if n_pool is None else float(r.mean()) * int(n_pool)
         if not hasattr(self, "totals_"):
             self.totals_: list[float] = []
             self.n_updates_ = 0
@@ -272,6 +272,12 @@ class RiskPlateau:
                 f"{self.window} rounds: {'yes' if self.should_stop else 'no'}: {verdict}.")
 
 
+@validate_call({
+    "max_gain": [Interval(numbers.Real, 0, 1, closed="both")],
+    "max_half_width": [Interval(numbers.Real, 0, 1, closed="both")],
+    "per_labels": [None, Interval(numbers.Integral, 1, None)],
+    "min_kappa": [None, Interval(numbers.Real, 0, 1, closed="both")],
+})
 def confirm_stop(
     rule_fires: bool,
     gain: float | None,
@@ -372,13 +378,8 @@ def confirm_stop(
     ...              per_labels=50, kappa=0.97, min_kappa=0.98, kappa_labels=200)[0]
     False
     """
-    for name, v in (("max_gain", max_gain), ("max_half_width", max_half_width)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v <= 1:
-            raise ValueError(f"{name} must be a number in [0, 1], got {v!r}.")
-    if per_labels is not None:
-        per_labels = _check_int(per_labels, "per_labels", 1)
-    if min_kappa is not None:
-        min_kappa = _check_fraction(min_kappa, "min_kappa", closed_low=True)
+    per_labels = None if per_labels is None else int(per_labels)
+    min_kappa = None if min_kappa is None else float(min_kappa)
     head = f"F1 gained by the last {labels} labels, on the audit"
     if gain is None or gain_interval is None or not np.isfinite(gain) or f1_interval is None:
         return False, f"{head}: not enough audit answers to say: go on."
