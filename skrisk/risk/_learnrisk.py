@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import scipy.sparse as sp
-import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
@@ -33,7 +32,9 @@ from .._rows import num_rows, take_rows
 from .._typing import RandomStateLike
 from ..exceptions import DataError, NotFittedError
 from ..matchers._base import match_labels
-from ._estimator import DEFAULT_EPOCHS, LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted
+from ._estimator import (
+    DEFAULT_EPOCHS, HYPERPARAMETER_CONSTRAINTS, LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted,
+)
 from ._uncertainty import matcher_uncertainty
 
 __all__ = ["LearnRisk", "holds_risk_features", "oof_proba", "risk_features", "risk_roc_auc"]
@@ -369,26 +370,8 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         "estimator": [None, HasMethods(("fit", "predict_proba"))],
         "features": [None, "callable"],
         "feature_names": [None, "array-like"],
-        "max_depth": [Interval(numbers.Integral, 1, None)],
-        "match_gini": [Interval(numbers.Real, 0, None, closed="neither")],
-        "unmatch_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+        **HYPERPARAMETER_CONSTRAINTS,
         "rule_class_weight": [Interval(numbers.Real, 0, None, closed="neither")],
-        "min_coverage": [Interval(numbers.Integral, 0, None)],
-        "n_bins": [Interval(numbers.Integral, 1, None)],
-        "theta": [Interval(numbers.Real, 0.5, 1, closed="neither")],
-        "rsd_scale": [Options(str, {"mean", "symmetric"})],
-        "rsd_init": [Options(str, {"random"}), Interval(numbers.Real, 0.1, 0.9, closed="both")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "optimizer": [Options(str, {"sgd", "adam"})],
-        "epochs": [Interval(numbers.Integral, 0, None)],
-        "batch_size": [Interval(numbers.Integral, 1, None)],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [None, Interval(numbers.Integral, 1, None)],
-        "alpha_l1": [Interval(numbers.Real, 0, None)],
-        "alpha_l2": [Interval(numbers.Real, 0, None)],
-        "device": [None, str, torch.device],
-        "random_state": ["random_state"],
     }
 
     def __init__(
