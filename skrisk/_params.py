@@ -1,7 +1,8 @@
 """Declared parameters: skrisk's small equivalent of scikit-learn's ``_parameter_constraints``.
 
 A class declares one table, ``_parameter_constraints = {"name": [constraint, ...]}``, and its
-``fit`` (or call) runs :func:`validate_params` once. A parameter is valid when it satisfies any
+``fit`` (or call) runs :func:`validate_params` once; a public function declares its table in
+the decorator :func:`validate_call`, which checks each call's arguments. A parameter is valid when it satisfies any
 of its constraints; otherwise :class:`~skrisk.exceptions.InvalidParameterError` says, in
 scikit-learn's words, what it must be: ``The 'preselect' parameter of RiskSampler must be None
 or a float in the range [1, inf). Got 0.5 instead.`` (scikit-learn's helper is private to it, so
@@ -20,15 +21,19 @@ Constraints:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
 from .exceptions import InvalidParameterError
 
-__all__ = ["HasMethods", "Interval", "Options", "SubsetOf", "validate_params"]
+__all__ = ["HasMethods", "Interval", "Options", "SubsetOf", "validate_call", "validate_params"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -170,15 +175,79 @@ def validate_params(obj: Any, params: Iterable[str] | None = None) -> None:
     """
     table = type(obj)._parameter_constraints
     for name in table if params is None else params:
-        constraints = table[name]
-        value = getattr(obj, name)
-        if any(_satisfied(c, value) for c in constraints):
-            continue
-        texts = [_describe(c) for c in constraints]
-        must = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {type(obj).__name__} must be {must}. Got {_short(value)} instead."
-        )
+        _check(name, getattr(obj, name), table[name], type(obj).__name__)
+
+
+def validate_call(constraints: dict[str, list[Any]]) -> Callable[[F], F]:
+    """Decorate a function so that each call checks its arguments by name, before it runs.
+
+    The function's table of :func:`validate_params`: ``{"name": [constraint, ...]}``, an argument
+    valid when it satisfies any of its constraints; the parameters not in the table are not
+    checked. Default values are checked too (they must satisfy the table).
+
+    Parameters
+    ----------
+    constraints : dict of str to list
+        The constraints of some of the function's parameters.
+
+    Returns
+    -------
+    decorator : callable
+        Wraps the function (``functools.wraps``); the table is its ``_parameter_constraints``.
+
+    Raises
+    ------
+    ValueError
+        At decoration, when the table names a parameter the function does not have.
+    InvalidParameterError
+        At a call, for the first argument (in the table's order) that satisfies none of its
+        constraints: ``The 'n_select' parameter of weighted_fastpam must be an int in the range
+        [1, inf). Got 0 instead.``
+
+    Examples
+    --------
+    >>> import numbers
+    >>> from skrisk._params import Interval, validate_call
+    >>> @validate_call({"k": [Interval(numbers.Integral, 1, None)]})
+    ... def top(values, k=1):
+    ...     return sorted(values)[-k:]
+    >>> top([3, 1, 2], k=2)
+    [2, 3]
+    >>> top([3, 1, 2], k=0)
+    Traceback (most recent call last):
+    ...
+    skrisk.exceptions.InvalidParameterError: The 'k' parameter of top must be an int in the range [1, inf). Got 0 instead.
+    """
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func)
+        unknown = sorted(set(constraints) - set(signature.parameters))
+        if unknown:
+            raise ValueError(f"The constraints of {func.__qualname__} name no parameter of it: {unknown}.")
+
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)  # a TypeError of Python's own when it cannot
+            bound.apply_defaults()
+            for name, allowed in constraints.items():
+                _check(name, bound.arguments[name], allowed, func.__qualname__)
+            return func(*args, **kwargs)
+
+        checked._parameter_constraints = constraints  # type: ignore[attr-defined]
+        return checked  # type: ignore[return-value]
+
+    return decorate
+
+
+def _check(name: str, value: Any, constraints: list[Any], owner: str) -> None:
+    """Raise :class:`InvalidParameterError` unless ``value`` satisfies one of ``constraints``."""
+    if any(_satisfied(c, value) for c in constraints):
+        return
+    texts = [_describe(c) for c in constraints]
+    must = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
+    raise InvalidParameterError(
+        f"The {name!r} parameter of {owner} must be {must}. Got {_short(value)} instead."
+    )
 
 
 def _short(value: Any) -> str:

@@ -30,6 +30,7 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._params import HasMethods, Options, validate_params
 from ._rows import first_non_finite, num_rows, pool_kind, stack_rows, take_rows
 from .exceptions import DataError, NotFittedError
 
@@ -317,8 +318,16 @@ class ActiveLearner(BaseEstimator):
             self.fit(X_training, y_training, bootstrap=bootstrap_init)
 
     # ----------------------------------------------------------- scikit-learn plumbing
-    _PARAMS = ("estimator", "query_strategy", "bootstrap_init", "on_transformed", "force_all_finite",
-               "random_state")
+    #: The parameters; ``X_training``/``y_training`` are data and ``fit_kwargs`` the estimator's.
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(("fit",))],
+        "query_strategy": [None, "callable"],
+        "bootstrap_init": ["boolean"],
+        "on_transformed": ["boolean"],
+        "force_all_finite": ["boolean", Options(str, {"auto"})],
+        "random_state": ["random_state"],
+    }
+    _PARAMS = tuple(_parameter_constraints)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Parameters of the learner: the constructor's, without the labelled data.
@@ -438,8 +447,7 @@ class ActiveLearner(BaseEstimator):
             at = int(np.argwhere(missing)[0][0])
             raise DataError(f"{what}: the label at position {at} is {y_arr.reshape(n, -1)[at].tolist()}: "
                             "every label must be a class (no missing value, NaN or infinity).")
-        if not (self.force_all_finite is True or self.force_all_finite is False or self.force_all_finite == "auto"):
-            raise ValueError(f"force_all_finite must be True, False or 'auto', got {self.force_all_finite!r}.")
+        validate_params(self)
         if self.force_all_finite is True or (self.force_all_finite == "auto" and not _accepts_nan(self.estimator)):
             found = first_non_finite(X)
             if found is not None:

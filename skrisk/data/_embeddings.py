@@ -13,6 +13,7 @@ token of the corpus passed in gets a vector, rare and unseen ones from their cha
 
 from __future__ import annotations
 
+import numbers
 import os
 import zlib
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.utils import check_random_state
 
+from .._params import Interval, validate_call
 from ._pairs import PairDataset
 from ._text import normalize_text
 from ._tokenize import Vocabulary, tokenize
@@ -168,6 +170,7 @@ def _stable_hash(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
 
+@validate_call({name: [Interval(numbers.Integral, 1, None)] for name in ("dim", "epochs", "window", "min_count", "bucket")})
 def train_fasttext(
     corpus: object,
     *,
@@ -223,9 +226,6 @@ def train_fasttext(
     """
     from gensim.models import FastText
 
-    for name, val, lo in (("dim", dim, 1), ("epochs", epochs, 1), ("window", window, 1), ("min_count", min_count, 1), ("bucket", bucket, 1)):
-        if not isinstance(val, (int, np.integer)) or isinstance(val, bool) or val < lo:
-            raise ValueError(f"{name} must be an int >= {lo}, got {val!r}.")
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         seed = int(random_state)
     else:

@@ -10,6 +10,7 @@ tokenised once per distinct value, not once per pair.
 from __future__ import annotations
 
 import gc
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -25,7 +26,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._params import SubsetOf, validate_params
+from .._params import Interval, SubsetOf, validate_params
 from .._safetext import visible_short
 from .._threads import map_in_order, n_threads
 from ._pairs import PairDataset
@@ -398,7 +399,11 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     (450, 33)
     """
 
-    _parameter_constraints: dict = {"metrics": [None, SubsetOf(tuple(SIMILARITY_METRICS))]}
+    _parameter_constraints: dict = {
+        "metrics": [None, SubsetOf(tuple(SIMILARITY_METRICS))],
+        "attributes": [None, str, "array-like"],
+        "n_jobs": [None, Interval(numbers.Integral, 1, None), Interval(numbers.Integral, None, -1)],
+    }
 
     def __init__(
         self,

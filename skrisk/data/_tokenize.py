@@ -278,6 +278,9 @@ class PairEncoder(TransformerMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "max_length": [Interval(numbers.Integral, 1, None)],
+        "vocabulary": [None, Vocabulary, "array-like"],  # a WordVectors has a length too
+        "min_freq": [Interval(numbers.Integral, 1, None)],
+        "max_vocab": [None, Interval(numbers.Integral, 1, None)],
         "features": [None, HasMethods(("transform",))],
     }
 

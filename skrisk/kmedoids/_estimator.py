@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Literal
 
 import numpy as np
@@ -11,6 +12,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.metrics import euclidean_distances, pairwise_distances_argmin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from skrisk._params import Interval, Options, validate_params
 from skrisk._typing import IntArray, RandomStateLike
 from skrisk.kmedoids._fastpam import weighted_fastpam
 
@@ -94,6 +96,18 @@ class WeightedKMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
     [1, 0]
     """
 
+    _parameter_constraints: dict = {
+        "n_select": [Interval(numbers.Integral, 1, None)],
+        "fixed": [None, "array-like"],
+        "init": [Options(str, {"heaviest", "build"})],
+        "schedule": [Options(str, {"eager", "best"})],
+        "max_iter": [Interval(numbers.Integral, 0, None)],
+        "block_size": [Interval(numbers.Integral, 1, None)],
+        "device": [str, torch.device],
+        "random_state": ["random_state", np.random.Generator],
+        "verbose": ["boolean"],
+    }
+
     def __init__(
         self,
         n_select: int = 8,
@@ -136,6 +150,7 @@ class WeightedKMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
         self : WeightedKMedoids
             The fitted estimator.
         """
+        validate_params(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         res = weighted_fastpam(
             X,

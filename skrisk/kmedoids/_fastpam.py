@@ -33,6 +33,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from skrisk._params import Interval, Options, validate_call
 from skrisk._typing import IntArray, RandomStateLike
 from skrisk._device import cpu_threads, resolve_device, torch_threads
 
@@ -234,14 +235,6 @@ def _check_weights(sample_weight: Any, n: int, fixed: np.ndarray) -> np.ndarray:
             "(e.g. np.sqrt(w))."
         )
     return w
-
-
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}.")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}.")
-    return int(value)
 
 
 def _rng_permutation_ranks(random_state: RandomStateLike, n: int) -> np.ndarray | None:
@@ -700,6 +693,15 @@ def _bar(verbose: bool, total: int | None, desc: str) -> Any:
     return tqdm(total=total, desc=desc, leave=False)
 
 
+@validate_call({
+    "n_select": [Interval(numbers.Integral, 1, None)],
+    "init": [Options(str, _INITS)],
+    "schedule": [Options(str, _SCHEDULES)],
+    "max_iter": [Interval(numbers.Integral, 0, None)],
+    "block_size": [Interval(numbers.Integral, 1, None)],
+    "cache_mb": [Interval(numbers.Real, 0, float("inf"))],
+    "verbose": ["boolean"],
+})
 def weighted_fastpam(
     X: np.ndarray | torch.Tensor,
     n_select: int,
@@ -847,26 +849,14 @@ def weighted_fastpam(
     Xt = _as_data_tensor(X)
     n = int(Xt.shape[0])
     fixed_np = _check_fixed(fixed, n)
-    if isinstance(n_select, bool) or not isinstance(n_select, numbers.Integral):
-        raise TypeError(f"n_select must be an integer, got {type(n_select).__name__} {n_select!r}.")
     n_free = n - fixed_np.size
-    if n_select < 1:
-        raise ValueError(f"n_select must be >= 1, got {n_select}.")
     if n_select > n_free:
         raise ValueError(
             f"n_select={n_select} exceeds the {n_free} points of X that are not fixed medoids "
             f"(n_samples={n}, {fixed_np.size} fixed); lower n_select or pass more points."
         )
     w = _check_weights(sample_weight, n, fixed_np)
-    if init not in _INITS:
-        raise ValueError(f"init must be one of {_INITS}, got {init!r}.")
-    if schedule not in _SCHEDULES:
-        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
-    max_iter = _check_int("max_iter", max_iter, 0)
-    block_size = _check_int("block_size", block_size, 1)
-    if (not isinstance(cache_mb, numbers.Real) or isinstance(cache_mb, bool)
-            or not math.isfinite(cache_mb) or cache_mb < 0):
-        raise ValueError(f"cache_mb must be a non-negative number of MiB, got {cache_mb!r}.")
+    max_iter, block_size = int(max_iter), int(block_size)
     dev = resolve_device(device, like=Xt, work=n * block_size)
     b = int(n_select)
     threads = _Threads(dev, n, block_size)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
+from skrisk._params import Interval, validate_call
 from skrisk._typing import FloatArray, IntArray, RandomStateLike
 
 __all__ = ["RepresentativeSample", "representative_sample"]
@@ -44,6 +45,7 @@ class RepresentativeSample:
     n_certain: int
 
 
+@validate_call({"size": [Interval(numbers.Integral, 1, None)], "random_state": ["random_state"]})
 def representative_sample(
     weights: FloatArray, size: int, *, random_state: RandomStateLike = None
 ) -> RepresentativeSample:
@@ -95,10 +97,6 @@ def representative_sample(
     >>> s.n_certain, int(s.positions[0]), s.weights.tolist()
     (1, 0, [100.0, 4.0, 4.0])
     """
-    if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral):
-        raise TypeError(f"size must be an integer, got {type(size).__name__} {size!r}.")
-    if size < 1:
-        raise ValueError(f"size must be >= 1, got {size}.")
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 1:
         raise ValueError(f"weights must be 1-D, got shape {w.shape}.")

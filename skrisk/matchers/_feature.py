@@ -13,11 +13,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import BaggingClassifier, ExtraTreesClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import check_random_state, check_scalar
+from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
 
+from .._params import HasMethods, Interval, validate_call, validate_params
 from ..data._pairs import PairDataset
 from ..exceptions import NotFittedError
 from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
@@ -117,6 +118,12 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
     ((100, 6), False)
     """
 
+    _parameter_constraints: dict = {
+        "classifier": [None, HasMethods(("fit", "predict_proba"))],
+        "features": [None, HasMethods(("fit", "transform"))],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, classifier: object = None, features: object = None, random_state: object = None) -> None:
         self.classifier = classifier
         self.features = features
@@ -196,6 +203,7 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
                 f"classifier must have predict_proba, {type(self.classifier).__name__} has not "
                 "(e.g. use SVC(probability=True))."
             )
+        validate_params(self)
         if y is None:
             raise ValueError(
                 "FeatureMatcher requires y to be passed, but the target y is None: pass the labels."
@@ -244,6 +252,7 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         return self.classes_[match.astype(np.intp)]
 
     @available_if(_has_committee)
+    @validate_call({"n_iter": [Interval(numbers.Integral, 1, None)]})
     def predict_proba_mc(
         self, X: object, n_iter: int = 20, random_state: object = None
     ) -> npt.NDArray[np.float64]:
@@ -252,9 +261,6 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
         Members are drawn without replacement while ``n_iter <= n_estimators`` (else with),
         seeded by ``random_state`` (or the matcher's ``random_state``).
         """
-        if isinstance(n_iter, (bool, np.bool_)):
-            raise TypeError(f"n_iter must be an int >= 1, got {n_iter!r}.")
-        check_scalar(n_iter, "n_iter", numbers.Integral, min_val=1)
         Z = self.represent(X)
         members = self.classifier_.estimators_
         rng = check_random_state(random_state if random_state is not None else self.random_state)

@@ -27,7 +27,7 @@ from torch import nn
 
 from .._device import resolve_device
 from .._fileio import atomic_write_bytes, check_not_link
-from .._params import Interval, Options, validate_params
+from .._params import Interval, Options, validate_call, validate_params
 from ..exceptions import DataError, InvalidParameterError, NotFittedError
 from ._base import expected_gradient_lengths, last_layer_gradients, match_labels
 from ._lm_data import pair_texts
@@ -197,6 +197,13 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         "weight_decay": [Interval(numbers.Real, 0, float("inf"))],
         "pooling": [Options(str, set(POOLINGS))],
         "class_weight": [None, Options(str, {"balanced"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "model": [str, os.PathLike],
+        "warm_start": ["boolean"],
+        "attributes": [None, str, "array-like"],
+        "device": [None, str, torch.device],
+        "local_files_only": [None, "boolean"],
+        "verbose": [Interval(numbers.Integral, 0, None), "boolean"],
+        "random_state": ["random_state"],
     }
 
     def __init__(
@@ -542,14 +549,13 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         """``(predict_proba(X), represent(X))`` from one pass over the pairs."""
         return self._infer(X)
 
+    @validate_call({"n_iter": [Interval(numbers.Integral, 1, None)]})
     def predict_proba_mc(self, X: Any, n_iter: int = 20, random_state: Any = None) -> npt.NDArray[np.float32]:
         """MC-dropout class probabilities ``(n_iter, n, 2)``.
 
         Only the dropout layers are in training mode, without gradients, in row order; the masks
         come from a seed drawn from ``random_state`` (the global torch RNG is left as it was).
         """
-        if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
-            raise ValueError(f"n_iter must be an int >= 1, got {n_iter!r}.")
         self._check_fitted()
         left, right = self._texts(X)
         out = np.zeros((int(n_iter), len(left), 2), dtype=np.float32)

@@ -23,7 +23,7 @@ from sklearn.pipeline import Pipeline
 from torch import nn
 
 from .._device import resolve_device
-from .._params import Interval, Options, validate_params
+from .._params import Interval, Options, validate_call, validate_params
 from ..exceptions import NotFittedError
 from ._modules import RNNMatcherModule
 from . import _io
@@ -216,6 +216,22 @@ class RNNMatcher(NeuralNetClassifier):
         "scale_features": ["boolean"],
         "dropout": [Interval(numbers.Real, 0, 1)],
         "rnn_dropout": [Interval(numbers.Real, 0, 1)],
+        "embeddings": [None, "array-like"],  # a WordVectors has a length too
+        "freeze_embeddings": ["boolean"],
+        "attention": ["boolean"],
+        "n_highway": [Interval(numbers.Integral, 0, None)],
+        "patience": [None, Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "optimizer": ["callable"],
+        "device": [None, str, torch.device],
+        "warm_start": ["boolean"],
+        "verbose": [Interval(numbers.Integral, 0, None), "boolean"],
+        "train_split": [None, "callable"],
+        "iterator_train__shuffle": ["boolean"],
+        "iterator_valid__batch_size": [Interval(numbers.Integral, 1, None)],
+        "module": ["callable"],
+        "criterion": ["callable"],
     }
 
     def __init__(
@@ -619,6 +635,7 @@ class RNNMatcher(NeuralNetClassifier):
         H, P = self._infer(X, hidden=True)
         return (H, P) if return_proba else H
 
+    @validate_call({"n_iter": [Interval(numbers.Integral, 1, None)]})
     def predict_proba_mc(
         self, X: object, n_iter: int = 20, random_state: object = None
     ) -> npt.NDArray[np.float32]:
@@ -640,8 +657,6 @@ class RNNMatcher(NeuralNetClassifier):
         random_state : int, RandomState, Generator or None, default=None
             Seed of the dropout masks (None: fresh entropy).
         """
-        if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
-            raise ValueError(f"n_iter must be an int >= 1, got {n_iter!r}.")
         seed = seed_from(random_state)
         tokens, feats = self._check_predict_X(X)
         dropouts = [m for m in self.module_.modules() if isinstance(m, nn.Dropout)]

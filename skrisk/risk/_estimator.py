@@ -76,6 +76,30 @@ class RiskDistribution(NamedTuple):
 #: (name, type, lower bound, "left" closed / "neither") of the scalar hyperparameters
 
 
+#: The constraints of the risk hyperparameters that LearnRiskEstimator and LearnRisk both take.
+HYPERPARAMETER_CONSTRAINTS: dict = {
+    "max_depth": [Interval(numbers.Integral, 1, None)],
+    "match_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+    "unmatch_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+    "min_coverage": [Interval(numbers.Integral, 0, None)],
+    "n_bins": [Interval(numbers.Integral, 1, None)],
+    "theta": [Interval(numbers.Real, 0.5, 1, closed="neither")],
+    "rsd_scale": [Options(str, {"mean", "symmetric"})],
+    "rsd_init": [Options(str, {"random"}), Interval(numbers.Real, 0.1, 0.9, closed="both")],
+    "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+    "optimizer": [Options(str, {"sgd", "adam"})],
+    "epochs": [Interval(numbers.Integral, 0, None)],
+    "batch_size": [Interval(numbers.Integral, 1, None)],
+    "early_stopping": ["boolean"],
+    "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "n_iter_no_change": [None, Interval(numbers.Integral, 1, None)],
+    "alpha_l1": [Interval(numbers.Real, 0, None)],
+    "alpha_l2": [Interval(numbers.Real, 0, None)],
+    "device": [None, str, torch.device],
+    "random_state": ["random_state"],
+}
+
+
 class LearnRiskEstimator(BaseEstimator):
     """Interpretable misprediction risk of a matcher's labels (LearnRisk): the research core.
 
@@ -274,28 +298,11 @@ class LearnRiskEstimator(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
+        "train_pairs": [None, tuple, list],  # of two: (X_train, y_train), checked in fit
         "proba_column": [Interval(numbers.Integral, None, None), str],
-        "max_depth": [Interval(numbers.Integral, 1, None)],
-        "match_gini": [Interval(numbers.Real, 0, None, closed="neither")],
-        "unmatch_gini": [Interval(numbers.Real, 0, None, closed="neither")],
+        **HYPERPARAMETER_CONSTRAINTS,
         "class_weight": [Interval(numbers.Real, 0, None, closed="neither")],
-        "min_coverage": [Interval(numbers.Integral, 0, None)],
-        "n_bins": [Interval(numbers.Integral, 1, None)],
-        "theta": [Interval(numbers.Real, 0.5, 1, closed="neither")],
-        "rsd_scale": [Options(str, {"mean", "symmetric"})],
-        "rsd_init": [Options(str, {"random"}), Interval(numbers.Real, 0.1, 0.9, closed="both")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "optimizer": [Options(str, {"sgd", "adam"})],
-        "epochs": [Interval(numbers.Integral, 0, None)],
-        "batch_size": [Interval(numbers.Integral, 1, None)],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [None, Interval(numbers.Integral, 1, None)],
-        "alpha_l1": [Interval(numbers.Real, 0, None)],
-        "alpha_l2": [Interval(numbers.Real, 0, None)],
         "fallback_train_size": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "device": [None, str, torch.device],
-        "random_state": ["random_state"],
     }
 
     def __init__(

@@ -32,7 +32,9 @@ from .._rows import num_rows, take_rows
 from .._typing import RandomStateLike
 from ..exceptions import DataError, NotFittedError
 from ..matchers._base import match_labels
-from ._estimator import DEFAULT_EPOCHS, LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted
+from ._estimator import (
+    DEFAULT_EPOCHS, HYPERPARAMETER_CONSTRAINTS, LearnRiskEstimator, RiskDistribution, RiskExplanation, mispredicted,
+)
 from ._uncertainty import matcher_uncertainty
 
 __all__ = ["LearnRisk", "holds_risk_features", "oof_proba", "risk_features", "risk_roc_auc"]
@@ -365,9 +367,11 @@ n_iter_no_change, alpha_l1, alpha_l2, device
     _parameter_constraints: dict = {
         "cv": [Options(str, {"auto", "prefit"}), Interval(numbers.Integral, 2, None),
                HasMethods(("split", "get_n_splits"))],
+        "estimator": [None, HasMethods(("fit", "predict_proba"))],
         "features": [None, "callable"],
-        **{k: v for k, v in LearnRiskEstimator._parameter_constraints.items() if k in _CORE_PARAMS},
-        "rule_class_weight": LearnRiskEstimator._parameter_constraints["class_weight"],
+        "feature_names": [None, "array-like"],
+        **HYPERPARAMETER_CONSTRAINTS,
+        "rule_class_weight": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -566,6 +570,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         start = time.perf_counter()
         if (X_valid is None) != (y_valid is None):
             raise ValueError("Give both X_valid and y_valid, or neither.")
+        self._matcher()  # a matcher without predict_proba: the error names the fix (SVC(probability=True))
         validate_params(self)  # hyperparameter errors before any matcher is fitted
         core = self._core()
         cv = self.cv

@@ -127,7 +127,7 @@ def test_teach_with_text_features_is_refused_before_state_change(task):
 
 def test_force_all_finite_must_be_a_known_value(task):
     X, y = task
-    with pytest.raises(ValueError, match="force_all_finite must be True, False or 'auto'"):
+    with pytest.raises(ValueError, match="The 'force_all_finite' parameter of ActiveLearner must be an instance of 'bool' or a str among {'auto'}"):
         _learner(X, y, force_all_finite="yes")
 
 

@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from skorch.helper import SliceDict
 
+from skrisk import LearnRisk
 from skrisk.active import ActiveLearner
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError, EmptyPoolError

@@ -88,9 +88,9 @@ def test_all_zero_weights_sample_uniformly():
 @pytest.mark.parametrize(
     ("weights", "size", "exc", "match"),
     [
-        (np.ones(5), 0, ValueError, "size must be >= 1"),
-        (np.ones(5), True, TypeError, "size must be an integer"),
-        (np.ones(5), 2.5, TypeError, "size must be an integer"),
+        (np.ones(5), 0, ValueError, "The 'size' parameter of representative_sample must be an int in the range \\[1, inf\\)"),
+        (np.ones(5), True, TypeError, "The 'size' parameter of representative_sample must be an int"),
+        (np.ones(5), 2.5, TypeError, "The 'size' parameter of representative_sample must be an int"),
         (np.array([1.0, -1.0, 2.0]), 2, ValueError, "non-negative"),
         (np.array([1.0, np.nan, 2.0]), 2, ValueError, "finite"),
         (np.array([1.0, np.inf, 2.0]), 2, ValueError, "finite"),

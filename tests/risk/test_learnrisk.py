@@ -103,7 +103,7 @@ def test_nothing_to_rank_falls_back_to_uncertainty():
         ({}, {"y": None}, ValueError, "y to be passed"),
         ({}, {"y": np.zeros(300, int)}, ValueError, "one class"),
         ({}, {"X_valid": np.zeros((3, 3))}, ValueError, "both X_valid and y_valid"),
-        ({"cv": 1}, {}, ValueError, r"The .cv. parameter of LearnRisk must be a str among \{.prefit.\}, an int in the range \[2, inf\)"),
+        ({"cv": 1}, {}, ValueError, r"The .cv. parameter of LearnRisk must be a str among \{.auto., .prefit.\}, an int in the range \[2, inf\)"),
         ({"cv": "yes"}, {}, ValueError, "Got .yes. instead"),
         ({"feature_names": ["a"]}, {}, ValueError, "feature_names has 1 names"),
         ({"estimator": BaseEstimator()}, {}, TypeError, "predict_proba"),
