@@ -402,7 +402,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "metrics": [None, SubsetOf(tuple(SIMILARITY_METRICS))],
         "attributes": [None, str, "array-like"],
-        "n_jobs": [None, Interval(numbers.Integral, 1, None), Interval(numbers.Integral, None, -1)],
+        "n_jobs": [None, Interval(numbers.Integral, 1, None), Interval(numbers.Integral, None, -1, closed="right")],
     }
 
     def __init__(

@@ -126,9 +126,9 @@ def _check_batch(ev: dict) -> None:
                 raise ValueError(f"{pair}: prediction {d!r} disagrees with its probability {p!r} (p > 0.5)")
         if "explanation" in it and not isinstance(it["explanation"], str):
             raise ValueError(f"{pair}: explanation {it['explanation']!r} is not a text")
-        reasons = it.get("reasons", [])
-        if not (isinstance(reasons, list) and all(isinstance(r, dict) for r in reasons)):
-            raise ValueError(f"{pair}: reasons {reasons!r} are not a list of objects")
+        reasons = it.get("reasons", [])  # its entries are shown as text or skipped, never trusted
+        if not isinstance(reasons, list):
+            raise ValueError(f"{pair}: reasons {reasons!r} are not a list")
     if "status" in ev and not isinstance(ev["status"], dict):
         raise ValueError(f"its status {ev['status']!r} is not an object")
 

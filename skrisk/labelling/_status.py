@@ -329,8 +329,7 @@ def round_status(
     draws: list[dict] = []
     k = int(getattr(session.config, "audit", 0))
     if k > 0:
-        # the recalibrated matcher once the estimate is model-assisted; each
-        # draw keeps its q, so every round's draws still combine
+        # the recalibrated matcher once the estimate is model-assisted; each draw keeps its q (rounds combine)
         risk, status["audit_aim"] = audit_aim(y, p, w, proba, risk, threshold=MATCH_THRESHOLD)
         s = audit_sample(proba, risk=risk, n=k, method="risk", floor=FLOOR, random_state=seed)
         draws = [{"left_id": session.keys[i][0], "right_id": session.keys[i][1], "q": float(q), "n": len(proba)}
