@@ -208,17 +208,7 @@ class KMedoidsSelector(_Selector):
         self.device = device
 
     def candidates(self, n_instances: int) -> int | None:
-        """``max(n, ceil(preselect * n))``, or None with ``preselect=None``.
-
-        Parameters
-        ----------
-        n_instances : int
-            Batch size.
-
-        Returns
-        -------
-        int or None
-        """
+        """``max(n, ceil(preselect * n))`` for a batch of ``n``; None with ``preselect=None``."""
         if self.preselect is None:
             return None
         return max(int(n_instances), int(math.ceil(float(self.preselect) * int(n_instances))))
@@ -406,18 +396,8 @@ class TopKSelector(_Selector):
         return self.weighting == "lipschitz"
 
     def candidates(self, n_instances: int) -> int | None:
-        """``n_instances``: the batch is the riskiest rows by weight.
-
-        Parameters
-        ----------
-        n_instances : int
-            Batch size.
-
-        Returns
-        -------
-        int or None
-            None with ``weighting="lipschitz"`` (the weights read the whole pool).
-        """
+        """``n_instances`` with ``weighting="risk"`` (the batch is the riskiest rows); None otherwise
+        (the weights read the whole pool)."""
         return int(n_instances) if self.weighting == "risk" else None
 
     def select(self, risk: FloatArray, rep_pool: np.ndarray | None, rep_lab: np.ndarray | None,

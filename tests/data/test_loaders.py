@@ -190,7 +190,8 @@ def test_make_pairs_is_seeded_split_and_labelled_in_every_split():
     assert X[a.y == 1].mean() > X[a.y == 0].mean() + 0.2
 
 
-@pytest.mark.parametrize("kwargs, message", [({"n_pairs": 5}, "at least 20"), ({"n_pairs": 50.0}, "integer"),
+@pytest.mark.parametrize("kwargs, message", [({"n_pairs": 5}, r"'n_pairs' .* range \[20, inf\)"),
+                                             ({"n_pairs": 50.0}, "'n_pairs' parameter of make_pairs must be an int"),
                                              ({"match_rate": 1.0}, "match_rate")])
 def test_make_pairs_bad_arguments(kwargs, message):
     from skrisk.datasets import make_pairs
