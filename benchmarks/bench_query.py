@@ -211,7 +211,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "risk_params": {"epochs": DEFAULT_EPOCHS, **(args.risk_params or {})},
         "cv": sampler.risk.cv,
         "n_threads": sampler.n_threads,
-        "labelled_proba": sampler.labelled_proba,
         "n_rules": None if q.risk_model is None else len(q.risk_model.rules_),
         "n_mispredicted_valid": None if q.risk_model is None else int(q.risk_model.risk_model_.n_mispredicted_),
         "kmedoids": None if q.kmedoids is None else {
