@@ -87,7 +87,8 @@ def _partition_candidates(
         )
         n_scored += len(scored)
         key = (np.int64(number) << _ROW_BITS) | rows[keep]
-        cands = cands.merge(Candidates.from_scored(scored, key, m), m)
+        dedup = scorer.task == "dedup"  # a pair and its mirror are one candidate
+        cands = cands.merge(Candidates.from_scored(scored, key, m, dedup), m, dedup)
     return {"number": number, "n": len(part), "n_scored": n_scored, "filtered": counts,
             "candidates": cands, "seconds": time.perf_counter() - start}
 
@@ -204,7 +205,7 @@ def dask_query(
     cands = Candidates.empty()
     filtered = {"labelled": 0, "self_pairs": 0}
     for r in results:
-        cands = cands.merge(r["candidates"], m)
+        cands = cands.merge(r["candidates"], m, scorer.task == "dedup")
         for k, v in r["filtered"].items():
             filtered[k] += v
     n_pairs = int(sum(r["n_scored"] for r in results))

@@ -175,11 +175,12 @@ class Candidates:
         return cls(np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty((0, 0), np.float32), o, o)
 
     @classmethod
-    def from_scored(cls, scored: ScoredChunk, key: np.ndarray, m: int) -> "Candidates":
-        """The ``m`` riskiest pairs of one scored chunk (``key``: their order keys)."""
+    def from_scored(cls, scored: ScoredChunk, key: np.ndarray, m: int, dedup: bool = False) -> "Candidates":
+        """The ``m`` riskiest pairs of one scored chunk (``key``: their order keys); with ``dedup``
+        a pair and its mirror are one pair."""
         risk = chunk_risk(scored)
         left, right = (scored.pairs[c].to_numpy(dtype=object) for c in PAIR_COLUMNS)
-        once = first_of_each_pair(risk, np.asarray(key), left, right)
+        once = first_of_each_pair(risk, np.asarray(key), left, right, dedup)
         idx = once[top_positions(risk[once], np.asarray(key)[once], m)]
         return cls(
             np.asarray(key, dtype=np.int64)[idx], risk[idx], scored.proba[idx],
@@ -190,8 +191,8 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.key)
 
-    def merge(self, other: "Candidates", m: int) -> "Candidates":
-        """The ``m`` riskiest of both."""
+    def merge(self, other: "Candidates", m: int, dedup: bool = False) -> "Candidates":
+        """The ``m`` riskiest of both (each pair once; with ``dedup`` a pair and its mirror too)."""
         if len(self) == 0:
             return other
         if len(other) == 0:
@@ -203,7 +204,7 @@ class Candidates:
             )
         cat = [np.concatenate([getattr(self, f), getattr(other, f)]) for f in
                ("key", "risk", "proba", "representation", "left_id", "right_id")]
-        once = first_of_each_pair(cat[1], cat[0], cat[4], cat[5])
+        once = first_of_each_pair(cat[1], cat[0], cat[4], cat[5], dedup)
         idx = once[top_positions(cat[1][once], cat[0][once], m)]
         return Candidates(*(a[idx] for a in cat))
 
@@ -213,10 +214,11 @@ class Candidates:
                           self.representation[order], self.left_id[order], self.right_id[order])
 
 
-def first_of_each_pair(risk: np.ndarray, key: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Positions of one occurrence of each distinct ``(left, right)`` pair: its riskiest, ties to
-    the smaller key; in position order."""
-    pair = _keys(left, right, dedup=False)
+def first_of_each_pair(risk: np.ndarray, key: np.ndarray, left: np.ndarray, right: np.ndarray,
+                       dedup: bool = False) -> np.ndarray:
+    """Positions of one occurrence of each distinct ``(left, right)`` pair (with ``dedup``, of each
+    unordered pair): its riskiest, ties to the smaller key; in position order."""
+    pair = _keys(left, right, dedup=dedup)
     if pair.is_unique:
         return np.arange(len(risk))
     order = np.lexsort((key, -risk))

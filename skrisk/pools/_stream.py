@@ -128,6 +128,7 @@ def stream_query(
     lab_pairs, rep_lab = labelled_representation(scorer, labelled, who)
     timings["labelled"] = time.perf_counter() - start
     keep_out = PairFilter(lab_pairs, scorer.task)
+    dedup = scorer.task == "dedup"  # a pair and its mirror are one candidate
     cands = Candidates.empty()
     filtered = {"labelled": 0, "self_pairs": 0}
     n_read = n_pairs = 0
@@ -146,7 +147,7 @@ def stream_query(
                                        where=f"{who}: {src.name}: {chunk.where}")
                 n_pairs += len(scored)
                 t_merge = time.perf_counter()
-                cands = cands.merge(Candidates.from_scored(scored, rows[keep], m), m)
+                cands = cands.merge(Candidates.from_scored(scored, rows[keep], m, dedup), m, dedup)
                 timings["merge"] += time.perf_counter() - t_merge
             bar.update(len(rows))
         timings["score"] = time.perf_counter() - t - timings["merge"]

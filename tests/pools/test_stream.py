@@ -170,3 +170,19 @@ def test_progress_bar_counts_pairs(scorer, febrl, capsys):
     _query(scorer, febrl, febrl.pool, progress=True, chunk_size=1_000)
     err = capsys.readouterr().err
     assert "scoring pairs" in err and "pairs" in err
+
+
+def test_a_deduplication_pool_never_chooses_a_pair_and_its_mirror(febrl):
+    """Issue #48, the rest of item 6: (a, b) and (b, a) of one table are one candidate."""
+    table = febrl.ds.left
+    scorer = ChunkScorer(table, None, features=febrl.sf, matcher=febrl.matcher, risk_model=febrl.risk)
+    ids = table.index.to_numpy()
+    pairs = pd.DataFrame({"left_id": ids[:40], "right_id": ids[40:80]})
+    mirrored = pd.concat([pairs, pairs.rename(columns={"left_id": "right_id", "right_id": "left_id"})],
+                         ignore_index=True)[["left_id", "right_id"]]
+    kw = {"labelled": None, "n_instances": 10, "random_state": 0, "progress": False}
+    q = stream_query(scorer, [mirrored.iloc[:30], mirrored.iloc[30:]], **kw)
+    unordered = {tuple(sorted(p)) for p in zip(q.pairs["left_id"], q.pairs["right_id"])}
+    assert len(unordered) == 10
+    once = stream_query(scorer, pairs, **kw)
+    assert unordered == {tuple(sorted(p)) for p in zip(once.pairs["left_id"], once.pairs["right_id"])}
