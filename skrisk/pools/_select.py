@@ -79,8 +79,9 @@ class PoolQuery:
 STREAM_PRESELECT = 2
 
 
-def query_selector(sampler: Any, matcher: Any, who: str) -> Any:
-    """The selector of ``sampler`` (a default ``RiskSampler()`` when None) for ``matcher``, checked."""
+def query_selector(sampler: Any, matcher: Any, random_state: RandomStateLike, who: str) -> tuple[Any, RandomStateLike]:
+    """The selector of ``sampler`` (a default ``RiskSampler()`` when None) for ``matcher``, checked,
+    and the seed of the query: ``random_state``, else the sampler's."""
     from ..strategies import KMedoidsSelector, RiskSampler
 
     if sampler is None:
@@ -94,7 +95,7 @@ def query_selector(sampler: Any, matcher: Any, who: str) -> Any:
             "None: a streamed pool is never held whole, so the kernel always runs on the riskiest "
             "ceil(preselect * n_instances) pairs. Give KMedoidsSelector(preselect=2), for example."
         )
-    return selector
+    return selector, (random_state if random_state is not None else sampler.random_state)
 
 
 def n_candidates(n_instances: Any, selector: Any) -> int:

@@ -119,8 +119,7 @@ def stream_query(
     is some 60 MB per chunk on top of the tables and the models.
     """
     who = "stream_query"
-    selector = query_selector(sampler, scorer.matcher, who)
-    seed = random_state if random_state is not None or sampler is None else sampler.random_state
+    selector, seed = query_selector(sampler, scorer.matcher, random_state, who)
     m = n_candidates(n_instances, selector)
     src = as_source(source)
     timings = {"labelled": 0.0, "score": 0.0, "merge": 0.0}
