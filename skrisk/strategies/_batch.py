@@ -105,7 +105,31 @@ class _Selector(BaseEstimator):
     #: Whether :meth:`select` reads the representations.
     needs_representation = True
 
-    def _start(self, risk: Any, n_instances: Any) -> FloatArray:
+    def select(self, risk: FloatArray, rep_pool: np.ndarray | None, rep_lab: np.ndarray | None,
+               n_instances: int, *, proba: FloatArray | None = None,
+               random_state: RandomStateLike = None) -> BatchSelection:
+        """The batch of ``n_instances`` pool rows (see the class for its order).
+
+        Parameters
+        ----------
+        risk : ndarray of shape (n_pool,)
+            The risk of every pool row (LearnRisk's VaR, or the uncertainty ``min(p, 1 - p)``).
+        rep_pool : ndarray of shape (n_pool, h) or None
+            The pool's representations (the input of the matcher's output layer, its
+            ``represent``); None only where the selector reads none.
+        rep_lab : ndarray of shape (n_labelled, h) or None
+            The labelled rows' representations (0 rows or None: nothing is labelled).
+        n_instances : int
+            Batch size (at most ``n_pool``).
+        proba : ndarray of shape (n_pool,), optional
+            The matcher's match probability of every pool row (read by :class:`BadgeSelector`).
+        random_state : int, RandomState instance or None, default=None
+            Seeds the tie-breaks and the selection's random choices.
+
+        Returns
+        -------
+        BatchSelection
+        """
         validate_params(self)
         risk = np.asarray(risk, dtype=np.float64)
         if risk.ndim != 1:
@@ -114,7 +138,7 @@ class _Selector(BaseEstimator):
                 or not 1 <= n_instances <= len(risk):
             raise ValueError(f"{type(self).__name__}.select: n_instances must be an int in [1, {len(risk)}] "
                              f"(the pool's rows), got {n_instances!r}.")
-        return risk
+        return self._select(risk, rep_pool, rep_lab, n_instances, proba, random_state, {})
 
     def candidates(self, n_instances: int) -> int | None:
         """How many of the riskiest pool rows the selection works over (None: the whole pool).
@@ -213,33 +237,8 @@ class KMedoidsSelector(_Selector):
             return None
         return max(int(n_instances), int(math.ceil(float(self.preselect) * int(n_instances))))
 
-    def select(self, risk: FloatArray, rep_pool: np.ndarray | None, rep_lab: np.ndarray | None,
-               n_instances: int, *, proba: FloatArray | None = None,
-               random_state: RandomStateLike = None) -> BatchSelection:
-        """The batch of ``n_instances`` pool rows, riskiest first.
-
-        Parameters
-        ----------
-        risk : ndarray of shape (n_pool,)
-            The risk of every pool row (LearnRisk's VaR, or the uncertainty ``min(p, 1 - p)``).
-        rep_pool : ndarray of shape (n_pool, h)
-            The pool's representations.
-        rep_lab : ndarray of shape (n_labelled, h) or None
-            The labelled rows' representations, the fixed medoids (0 rows: the weights are the
-            risks and nothing is fixed).
-        n_instances : int
-            Batch size (at most ``n_pool``).
-        proba : ndarray of shape (n_pool,), optional
-            Not used (the contract's argument).
-        random_state : int, RandomState instance or None, default=None
-            Seeds the tie-breaks of the preselection, the representative sample and the kernel.
-
-        Returns
-        -------
-        BatchSelection
-        """
-        risk = self._start(risk, n_instances)
-        timings: dict[str, float] = {}
+    def _select(self, risk: FloatArray, rep_pool: Any, rep_lab: Any, n_instances: int, proba: Any,
+                random_state: RandomStateLike, timings: dict[str, float]) -> BatchSelection:
         weights = _weights(self, risk, rep_pool, rep_lab, timings)
         _check_widths(rep_pool, rep_lab, "KMedoidsSelector")
         n_lab = 0 if rep_lab is None else len(rep_lab)
@@ -307,32 +306,8 @@ class BadgeSelector(_Selector):
         self.weighting = weighting
         self.device = device
 
-    def select(self, risk: FloatArray, rep_pool: np.ndarray | None, rep_lab: np.ndarray | None,
-               n_instances: int, *, proba: FloatArray | None = None,
-               random_state: RandomStateLike = None) -> BatchSelection:
-        """The batch of ``n_instances`` pool rows, riskiest first.
-
-        Parameters
-        ----------
-        risk : ndarray of shape (n_pool,)
-            The risk of every pool row.
-        rep_pool : ndarray of shape (n_pool, h)
-            The input of the matcher's output layer (its ``represent``) for every pool row.
-        rep_lab : ndarray or None
-            Not used (BADGE has no fixed points); checked for width when given.
-        n_instances : int
-            Batch size (at most ``n_pool``).
-        proba : ndarray of shape (n_pool,)
-            The matcher's match probability of every pool row, for the gradient embeddings.
-        random_state : int, RandomState instance or None, default=None
-            Seeds the draws.
-
-        Returns
-        -------
-        BatchSelection
-        """
-        risk = self._start(risk, n_instances)
-        timings: dict[str, float] = {}
+    def _select(self, risk: FloatArray, rep_pool: Any, rep_lab: Any, n_instances: int, proba: Any,
+                random_state: RandomStateLike, timings: dict[str, float]) -> BatchSelection:
         start = time.perf_counter()
         weights = np.ones_like(risk) if self.weighting == "unit" else risk.copy()
         timings["weights"] = time.perf_counter() - start
@@ -400,30 +375,8 @@ class TopKSelector(_Selector):
         (the weights read the whole pool)."""
         return int(n_instances) if self.weighting == "risk" else None
 
-    def select(self, risk: FloatArray, rep_pool: np.ndarray | None, rep_lab: np.ndarray | None,
-               n_instances: int, *, proba: FloatArray | None = None,
-               random_state: RandomStateLike = None) -> BatchSelection:
-        """The ``n_instances`` pool rows of largest weight, in descending order of weight.
-
-        Parameters
-        ----------
-        risk : ndarray of shape (n_pool,)
-            The risk of every pool row.
-        rep_pool, rep_lab : ndarray or None
-            The representations; read with ``weighting="lipschitz"`` only.
-        n_instances : int
-            Batch size (at most ``n_pool``).
-        proba : ndarray, optional
-            Not used (the contract's argument).
-        random_state : int, RandomState instance or None, default=None
-            Seeds the tie-breaks.
-
-        Returns
-        -------
-        BatchSelection
-        """
-        risk = self._start(risk, n_instances)
-        timings: dict[str, float] = {}
+    def _select(self, risk: FloatArray, rep_pool: Any, rep_lab: Any, n_instances: int, proba: Any,
+                random_state: RandomStateLike, timings: dict[str, float]) -> BatchSelection:
         weights = _weights(self, risk, rep_pool, rep_lab, timings)
         pos, _ = top_k(weights, n_instances, random_state)
         return BatchSelection(pos, weights, None, timings)
