@@ -14,7 +14,8 @@ from types import MappingProxyType
 from typing import Any, Callable
 
 from skrisk import LearnRisk
-from skrisk.experiments import STRATEGIES, StrategyFactory
+from skrisk.experiments import STRATEGIES
+from skrisk.experiments._registry import StrategyFactory
 from skrisk.strategies import BadgeSelector, KMedoidsSelector, TopKSelector
 
 VARIANTS: dict[str, StrategyFactory] = {

@@ -36,22 +36,17 @@ from pathlib import Path
 
 import torch
 
-from skrisk.utils import atomic_write_text
+from skrisk._fileio import atomic_write_text
 from skrisk import LearnRisk
 from skrisk.exceptions import DataError
-from skrisk.experiments import (
-    build_task,
-    load_dataset,
-    machine_line,
-    make_matcher_factory,
-    matcher_fit_kwargs,
-    recorded_rounds,
-    run_active_learning,
-    write_outputs,
-)
+from skrisk.experiments import build_task, run_active_learning
+from skrisk.experiments._tasks import load_dataset, make_matcher_factory, matcher_fit_kwargs
+from skrisk.experiments._env import machine_line
+from skrisk.experiments._loop import recorded_rounds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _variants import REGISTRY, make_strategy  # noqa: E402  (beside this script)
+from _al_report import write_outputs  # noqa: E402  (beside this script)
+from _variants import REGISTRY, make_strategy  # noqa: E402
 
 #: The paper's seven strategies (Fig. 3-4); ``risk_paper`` is the paper's risk sampling.
 STRATEGY_NAMES = ["risk_paper", "random", "entropy", "bald", "coreset", "egl", "badge"]

@@ -46,7 +46,8 @@ FODORS_BLOCKING = (("tokens", ["name"], {"top_k": 10}), ("tokens", ["addr"], {"t
 def _load(task: str):
     """(dataset of all candidates with true labels, blocking result, true links, true entity per record)."""
     from skrisk.data import block
-    from skrisk.datasets import febrl_entity, load_deepmatcher, load_febrl
+    from skrisk.data._febrl import febrl_entity
+    from skrisk.datasets import load_deepmatcher, load_febrl
     from skrisk.matching import cluster_entities
 
     if task.startswith("febrl"):
@@ -80,7 +81,8 @@ def run_task(task: str, n_labels: int, seeds: int, max_size: int) -> list[dict]:
     """One record per seed (and per ``one_to_one`` setting for linkage); features computed once."""
     from skrisk.data import SimilarityFeatures
     from skrisk.matchers import FeatureMatcher
-    from skrisk.matching import cluster_entities, cluster_scores, pairwise_scores
+    from skrisk.matching import cluster_entities
+    from skrisk.matching._entities import cluster_scores, pairwise_scores
 
     t0 = time.perf_counter()
     ds, res, true_links, truth = _load(task)

@@ -39,8 +39,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skrisk.datasets import load_deepmatcher
-from skrisk.matchers import match_labels
-from skrisk.risk import DEFAULT_EPOCHS, mispredicted
+from skrisk.matchers._base import match_labels
+from skrisk.risk._estimator import DEFAULT_EPOCHS
+from skrisk.risk.research import mispredicted
 from skrisk.risk.research import LearnRiskEstimator  # the research core (given probabilities)
 
 try:  # the lead exports it from skrisk.data once the foundation issue lands
@@ -87,7 +88,7 @@ def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
     """
     import torch
 
-    from skrisk.data import train_fasttext
+    from skrisk.data._embeddings import train_fasttext
     from skrisk.data import PairEncoder
     from skrisk.matchers import RNNMatcher
 

@@ -93,7 +93,7 @@ DEDUP_BLOCKING = [
 def prepare_dedup(folder: Path, n_labels: int, seed: int, dataset: str = "febrl3") -> dict:
     from skrisk.data import PairDataset, block
     from skrisk.datasets import load_febrl
-    from skrisk.datasets import febrl_entity
+    from skrisk.data._febrl import febrl_entity
     from skrisk.matching import MatchModel
 
     table = load_febrl(seed, dataset=dataset).left[DEDUP_ATTRIBUTES]
@@ -194,7 +194,7 @@ def worker(spec: dict, chunk_size: int, one_to_one: bool) -> dict:
 
 
 def evaluate(spec: dict, run: dict) -> dict:
-    from skrisk.matching import cluster_scores, pairwise_scores
+    from skrisk.matching._entities import cluster_scores, pairwise_scores
 
     truth = pd.read_csv(spec["truth"], dtype=str)
     pred_pairs = pd.DataFrame(run["matches"], columns=["left_id", "right_id"])

@@ -74,7 +74,7 @@ def _current_rss_mb() -> float:
 def setup(dataset: str = "dblp_scholar", n_labelled: int = 100, seed: int = 0) -> dict[str, Any]:
     """Tables, fitted models, the labelled pairs and the scorer (timed separately)."""
     from skrisk import LearnRisk
-    from skrisk.utils import stratified_choice
+    from skrisk._sampling import stratified_choice
     from skrisk.data import SimilarityFeatures
     from skrisk.datasets import load_deepmatcher
     from skrisk.matchers import FeatureMatcher

@@ -20,7 +20,7 @@ the audited pairs (the candidate set the estimates are about; its truth is known
   :func:`~skrisk.quality.choose_threshold` picks (F1 by the one-standard-error rule, the
   default; F1's best estimate, ``se_tolerance=0``; precision >= 0.9) with its estimated and true
   precision/recall.
-* **Stopping rules**: ``StabilizingPredictions`` (kappa on 1000 test pairs, window 3,
+* **Stopping rules**: ``StabilisingPredictions`` (kappa on 1000 test pairs, window 3,
   agreement 0.99) and ``RiskPlateau`` (summed risk of the unlabelled pool, window 3, tol 0.05):
   the labels when each first fires and the F1 lost against the run's final F1.
 
@@ -52,16 +52,13 @@ import pandas as pd
 
 from skrisk import LearnRisk
 from skrisk.data import PairDataset, SimilarityFeatures, block
-from skrisk.experiments import (
-    ALTask,
-    build_task,
-    load_dataset,
-    machine_line,
-    make_matcher_factory,
-    make_strategy,
-    run_active_learning,
-)
-from skrisk.quality import RiskPlateau, StabilizingPredictions, audit_sample, choose_threshold, estimate_quality
+from skrisk.experiments._loop import ALTask
+from skrisk.experiments import build_task, run_active_learning
+from skrisk.experiments._tasks import load_dataset, make_matcher_factory
+from skrisk.experiments._env import machine_line
+from skrisk.experiments._registry import make_strategy
+from skrisk.quality._stopping import RiskPlateau, StabilisingPredictions
+from skrisk.quality import audit_sample, choose_threshold, estimate_quality
 
 METHODS = ("risk", "score", "uniform")
 
@@ -166,7 +163,7 @@ def run_one(name: str, seed: int, args: argparse.Namespace) -> dict:
     records = run_active_learning(task, observed, make_matcher_factory("feature"), n_seed=args.n_seed,
                                   n_instances=args.batch, n_rounds=n_rounds, seed=seed, strategy_name="risk")
     al_s = time.perf_counter() - t0
-    stab = StabilizingPredictions(window=3, agreement=0.99, sample_size=1000, random_state=seed)
+    stab = StabilisingPredictions(window=3, agreement=0.99, sample_size=1000, random_state=seed)
     plateau = RiskPlateau(window=3, tol=0.05)
     rounds = []
     audits = []
@@ -287,7 +284,7 @@ def _fired_variants(rounds: list[dict]) -> list[tuple[str, int | None]]:
     """(rule, index of the round where it first fires) for several settings, from the recorded rounds."""
     out = []
     for agreement in (0.99, 0.95, 0.9):
-        rule = StabilizingPredictions(window=3, agreement=agreement)
+        rule = StabilisingPredictions(window=3, agreement=agreement)
         kappas = [r["kappa"] for r in rounds]
         at = next((i for i in range(len(rounds)) if i >= 3 and None not in kappas[i - 2:i + 1]
                    and np.mean(kappas[i - 2:i + 1]) >= rule.agreement), None)

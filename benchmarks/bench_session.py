@@ -59,23 +59,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skrisk.data import DEEPMATCHER_LEAKS
-from skrisk.datasets import get_data_home, load_deepmatcher, stack_tables
-from skrisk.experiments import machine_line
+from skrisk.data._loaders import DEEPMATCHER_LEAKS
+from skrisk.data._loaders import get_data_home
+from skrisk.datasets import load_deepmatcher
+from skrisk.data._pairs import stack_tables
+from skrisk.experiments._env import machine_line
 from skrisk.labelling import LabellingSession, SessionConfig
-from skrisk.matching import MODEL_FILE, load_model
-from skrisk.quality import (
-    RiskPlateau,
-    StabilizingPredictions,
-    audit_aim,
-    audit_design,
-    choose_threshold,
-    cohen_kappa,
-    compare_f1,
-    confirm_stop,
-    estimate_quality,
-    more_answers,
-)
+from skrisk.matching._model import MODEL_FILE
+from skrisk.matching import load_model
+from skrisk.quality._stopping import RiskPlateau, StabilisingPredictions, cohen_kappa
+from skrisk.quality._estimate import audit_aim, audit_design, more_answers
+from skrisk.quality import choose_threshold, compare_f1, confirm_stop, estimate_quality
 
 MEASURES = ("precision", "recall", "f1")
 
@@ -305,7 +299,7 @@ def replay_path(npz: Path, audit_seed: int, args: argparse.Namespace) -> dict:
     y, proba, risk = z["y"].astype(np.float64), z["proba"], z["risk"]
     n_rounds, N = proba.shape
     size = int(z["stop_set_size"])
-    rules = {v: (StabilizingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
+    rules = {v: (StabilisingPredictions(window=3, agreement=0.99, sample_size=size), RiskPlateau(window=3, tol=0.05))
              for v in variants}
     streak = dict.fromkeys(variants, 0)  # rounds in a row whose check passed
     designs = {(v.get("method", "risk"), v.get("floor", 0.1), v.get("aim", "risk")) for v in variants.values()}

@@ -247,7 +247,9 @@ def run_splink(name: str, ds, test: pd.DataFrame, recall_guess: float | None = N
 
 def run_skrisk(task, seed: int, raw: Path) -> list[dict]:
     """skrisk's default risk sampling with the forest matcher: the rounds at 200 and 500 labels."""
-    from skrisk.experiments import make_matcher_factory, make_strategy, matcher_fit_kwargs, run_active_learning
+    from skrisk.experiments._tasks import make_matcher_factory, matcher_fit_kwargs
+    from skrisk.experiments._registry import make_strategy
+    from skrisk.experiments import run_active_learning
 
     wanted = [n for n in LABELS if n <= len(task.pool)]
     n_rounds = (max(wanted) - SEED_SIZE) // BATCH + 1
@@ -357,7 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         import torch
 
-        from skrisk.experiments import build_task, load_dataset, machine_line
+        from skrisk.experiments import build_task
+        from skrisk.experiments._tasks import load_dataset
+        from skrisk.experiments._env import machine_line
 
         torch.set_num_threads(1)
         raw = out / "raw"

@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from skrisk.utils import atomic_write_text
+from skrisk._fileio import atomic_write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"

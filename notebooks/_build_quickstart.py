@@ -297,13 +297,13 @@ Nothing here turns warnings off: each one tells you something about your run.
 | `DeprecationWarning` from modAL 0.4.1's `query` | modAL | 0.4.1 expects strategies to return positions only and hands the tuple back unchanged. | Use modAL 0.4.2.1 or `skrisk.ActiveLearner`. |
 
 The first one on purpose: a validation set made only of pairs the current matcher labels
-correctly gives LearnRisk nothing to learn, and the warning says so. `skrisk.risk.mispredicted`
+correctly gives LearnRisk nothing to learn, and the warning says so. `skrisk.risk.research.mispredicted`
 is LearnRisk's own test of a mistake (a pair is predicted a match when `p > 0.5`; a tie at 0.5
 is a non-match, `skrisk.matchers.MATCH_THRESHOLD`). A strategy is
 a plain function of the learner and the pool, so it can be called directly.
 """),
     ("code", """
-from skrisk.risk import mispredicted
+from skrisk.risk.research import mispredicted
 
 wrong = mispredicted(learner.predict_proba(X[valid])[:, 1], y[valid])
 easy = valid[~wrong]  # only the validation pairs the matcher already gets right

@@ -23,3 +23,4 @@ _LAZY = {
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)
+del lazy_attributes

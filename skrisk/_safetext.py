@@ -11,7 +11,7 @@
   ("formula") injection, applied to every CSV file skrisk exports, also behind leading
   whitespace and control characters.
 * :func:`csv_text` -- the one CSV writer: neutralised cells, CRLF rows so that a CR or LF inside
-  a cell is always quoted (:func:`skrisk.utils.write_csv_export` writes it to a file and
+  a cell is always quoted (``write_csv_export`` writes it to a file and
   :func:`skrisk.utils.read_csv_export` gives back the exact values).
 """
 

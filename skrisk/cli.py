@@ -17,9 +17,9 @@ from typing import Any, Callable, Sequence
 
 from .risk._defaults import DEFAULT_EPOCHS
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main"]
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
+_EXIT_OK, _EXIT_BAD_INPUT, _EXIT_INTERRUPTED = 0, 2, 130
 
 
 def _argument(cast: Callable[[str], Any], ok: Callable[[Any], bool], expected: str) -> Callable[[str], Any]:
@@ -42,11 +42,11 @@ _unit_float = _argument(float, lambda v: 0.0 <= v < 1.0, "a number from 0 (inclu
 
 
 #: The blocking options shared by ``skrisk label`` and ``skrisk match``.
-BLOCKING_FLAGS = ("--blocking", "--block-on", "--block-threshold", "--block-top-k", "--block-max-pairs")
+_BLOCKING_FLAGS = ("--blocking", "--block-on", "--block-threshold", "--block-top-k", "--block-max-pairs")
 
 
 def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
-    """Add the blocking options (:data:`BLOCKING_FLAGS`) to a subcommand's parser."""
+    """Add the blocking options (:data:`_BLOCKING_FLAGS`) to a subcommand's parser."""
     g = parser.add_argument_group(
         "blocking", "how candidate pairs are made (default: tokens over all attributes, top 10 per record)"
     )
@@ -67,7 +67,7 @@ def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
 
 def _blocking_given(args: argparse.Namespace) -> list[str]:
     """The blocking options given on the command line."""
-    return [f for f in BLOCKING_FLAGS if getattr(args, f[2:].replace("-", "_"), None) is not None]
+    return [f for f in _BLOCKING_FLAGS if getattr(args, f[2:].replace("-", "_"), None) is not None]
 
 
 def _blocking_rules(args: argparse.Namespace) -> list[tuple[str, list[str] | None, dict]] | None:
@@ -110,7 +110,7 @@ def _blocking_rules(args: argparse.Namespace) -> list[tuple[str, list[str] | Non
     return [("tokens", cols, params)]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``skrisk`` command."""
     from . import __version__
 
@@ -378,7 +378,7 @@ def _match_locked(args: argparse.Namespace, out: Path) -> int:
     write_files_together(out, {"matches.csv": lambda p: write_csv_export(p, matches),
                                "entities.csv": lambda p: write_csv_export(p, entities)})
     print(visible(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}."), flush=True)
-    return EXIT_OK
+    return _EXIT_OK
 
 
 def _fail(message: str) -> int:
@@ -386,7 +386,7 @@ def _fail(message: str) -> int:
 
     text = "\n".join(visible(line) for line in str(message).split("\n"))  # table text cannot drive the terminal
     print(f"skrisk: error: {text}", file=sys.stderr, flush=True)
-    return EXIT_BAD_INPUT
+    return _EXIT_BAD_INPUT
 
 
 _OS_HINTS = {
@@ -419,7 +419,7 @@ def _check_out_folder(path: str, option: str) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .experiments import DemoSettings, run_demo
+    from .experiments._demo import DemoSettings, run_demo
 
     _check_out_folder(args.out, "--out")
     given = {field: getattr(args, flag) for flag, field in (("rounds", "rounds"), ("batch", "n_instances"),
@@ -428,11 +428,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if s.rounds < 2:
         return _fail("--rounds must be at least 2 (the first round only trains on the initial labels).")
     run_demo(args.out, s, all_attributes=args.all_attributes, progress=not args.no_progress)
-    return EXIT_OK
+    return _EXIT_OK
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .experiments import STRATEGIES, load_dataset, run_experiment
+    from .experiments import STRATEGIES
+    from .experiments._tasks import load_dataset
+    from .experiments._demo import run_experiment
 
     _check_out_folder(args.out, "--out")
     if args.lm_model is not None and args.matcher != "lm":
@@ -451,7 +453,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_valid=args.max_valid, max_test=args.max_test, progress=not args.no_progress,
         plot=not args.no_plot, lm_model=args.lm_model,
     )
-    return EXIT_OK
+    return _EXIT_OK
 
 
 def _cmd_label(args: argparse.Namespace) -> int:
@@ -501,25 +503,25 @@ def _cmd_label(args: argparse.Namespace) -> int:
     try:
         if args.export:
             session.export()
-            return EXIT_OK
+            return _EXIT_OK
         session.run()  # "quit", "eof" or "done": all end cleanly with an export
         if session.labels() or (folder / "labels.csv").exists():
             session.export()
-        return EXIT_OK
+        return _EXIT_OK
     finally:
         session.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skrisk`` console script; returns the exit code."""
-    parser = build_parser()
+    parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return EXIT_BAD_INPUT
+        return _EXIT_BAD_INPUT
     from ._fileio import FolderInUseError
     from .exceptions import SkriskError
-    from .labelling import SessionWriteError
+    from .labelling._journal import SessionWriteError
 
     debug = getattr(args, "debug", False)
     try:
@@ -536,7 +538,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._safetext import visible
 
         print("\n" + visible(f"Interrupted.{where}"), file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
+        return _EXIT_INTERRUPTED
     except (SkriskError, FolderInUseError, SessionWriteError) as exc:
         if debug:
             raise

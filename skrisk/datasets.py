@@ -16,13 +16,12 @@ from sklearn.utils import check_random_state
 from ._params import Interval, validate_call
 from .data import PairDataset
 from .data._csv import load_csv_tables
-from .data._febrl import febrl_entity, load_febrl
+from .data._febrl import load_febrl
 from .data._fetch import fetch_deepmatcher
-from .data._loaders import get_data_home, load_deepmatcher
-from .data._pairs import stack_tables
+from .data._loaders import load_deepmatcher
 
-__all__ = ["febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
-           "load_febrl", "make_pairs", "make_person_table", "stack_tables"]
+__all__ = ["fetch_deepmatcher", "load_csv_tables", "load_deepmatcher", "load_febrl", "make_pairs",
+           "make_person_table"]
 
 _FIRST = ("anna", "bruno", "carla", "david", "elena", "felix", "greta", "hugo", "irene", "jonas", "karin",
           "lukas", "maria", "nils", "olga", "peter", "rosa", "simon", "tanja", "ulrich", "vera", "walter")

@@ -15,17 +15,6 @@ benchmark records); they are public so that scripts around skrisk write files th
   sampler skrisk's experiments, sessions and benchmarks use).
 """
 
-from ._fileio import (
-    FolderInUseError,
-    FolderLock,
-    LinkError,
-    atomic_write_bytes,
-    atomic_write_text,
-    read_csv_export,
-    read_jsonl,
-    write_csv_export,
-)
-from ._sampling import stratified_choice
+from ._fileio import read_csv_export
 
-__all__ = ["FolderInUseError", "FolderLock", "LinkError", "atomic_write_bytes", "atomic_write_text",
-           "read_csv_export", "read_jsonl", "stratified_choice", "write_csv_export"]
+__all__ = ["read_csv_export"]

@@ -11,7 +11,9 @@ from sklearn.ensemble import RandomForestClassifier
 from skrisk import ActiveLearner, RiskSampler
 from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.datasets import load_febrl
-from skrisk.matchers import FeatureMatcher, RNNMatcher, make_rnn_pipeline
+from skrisk.matchers import FeatureMatcher, RNNMatcher
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.matchers._rnn import make_rnn_pipeline
 
 modal_models = pytest.importorskip("modAL.models", reason="modAL is an optional extra")
 

@@ -35,7 +35,8 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("a path into benchmarks/", r"\bbenchmarks/"),
     ("the results file", r"\bRESULTS\.md\b"),
     ("an issue reference", r"\bissues? #?\d+|\(issue\b|(?<![\w&#])#\d{1,3}\b(?!\w)"),
-    ("a learning-curve score", r"\bAULCs?\b|\bareas? under (the )?learning curves?"),
+    # the upper-case score only: ``aulc`` is the name of a function
+    ("a learning-curve score", r"(?-i:\bAULCs?\b)|\bareas? under (the )?learning curves?"),
     ("a measured comparison", r"\bwithin (the )?noise\b|\bpoints? of F1\b"),
     ("a measurement", r"\bmeasurements?\b|\(measured\b|\bmeasured (as|useless|on the|in ``)"),
     ("a simulated result", r"\b(in|on) simulat(ion|ed sessions?)\b"),

@@ -45,7 +45,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from skrisk.utils import atomic_write_text
+from skrisk._fileio import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 #: old record name -> registry name

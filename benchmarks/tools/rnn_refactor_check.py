@@ -25,7 +25,8 @@ import numpy as np
 import torch
 from sklearn.metrics import f1_score
 
-from skrisk.data import PairEncoder, SimilarityFeatures, train_fasttext
+from skrisk.data import PairEncoder, SimilarityFeatures
+from skrisk.data._embeddings import train_fasttext
 from skrisk.datasets import load_deepmatcher
 from skrisk.matchers import RNNMatcher
 

@@ -22,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from skrisk.experiments import read_results
+from skrisk.experiments._loop import read_results
 
 
 def compare(before: Path, after: Path) -> tuple[list[str], bool]:

@@ -3,54 +3,16 @@
 The loaders and generators of data sets live in :mod:`skrisk.datasets`.
 """
 
-from ._blocking import BLOCKING_METHODS, BlockingResult, block, blocking_rules_from_json, blocking_rules_to_json
-from ._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext
-from ._febrl import FEBRL_BLOCKING, FEBRL_DATASETS
-from ._fetch import DEEPMATCHER_ARCHIVES, ChecksumError, extract_archive
-from ._loaders import DEEPMATCHER_DATASETS, DEEPMATCHER_LEAKS, read_pairs, read_table
-from ._pairs import TASKS, UNLABELLED, PairDataset
-from ._text import normalize_text
-from ._similarity import SIMILARITY_METRICS, EncodedRecords, SimilarityFeatures
-from ._tokenize import PAD_ID, UNK_ID, PairEncoder, Vocabulary, tokenize
+from ._blocking import BlockingResult, block
+from ._loaders import read_table
+from ._pairs import PairDataset
+from ._similarity import SimilarityFeatures
+from ._tokenize import PairEncoder
 
-__all__ = [
-    "BLOCKING_METHODS",
-    "BlockingResult",
-    "ChecksumError",
-    "DEEPMATCHER_ARCHIVES",
-    "DEEPMATCHER_DATASETS",
-    "DEEPMATCHER_LEAKS",
-    "EncodedRecords",
-    "FEBRL_BLOCKING",
-    "FEBRL_DATASETS",
-    "PAD_ID",
-    "PairDataset",
-    "PairEncoder",
-    "SIMILARITY_METRICS",
-    "SimilarityFeatures",
-    "TASKS",
-    "UNK_ID",
-    "UNLABELLED",
-    "Vocabulary",
-    "WordVectors",
-    "block",
-    "blocking_rules_from_json",
-    "blocking_rules_to_json",
-    "corpus_sentences",
-    "extract_archive",
-    "load_fasttext",
-    "load_glove",
-    "normalize_text",
-    "read_pairs",
-    "read_table",
-    "tokenize",
-    "train_fasttext",
-]
-
+__all__ = ["block", "BlockingResult", "PairDataset", "PairEncoder", "read_table", "SimilarityFeatures"]
 
 #: Loaders once exported here too; :mod:`skrisk.datasets` is their one public home.
-_MOVED = ("febrl_entity", "fetch_deepmatcher", "get_data_home", "load_csv_tables", "load_deepmatcher",
-          "load_febrl", "stack_tables")
+_MOVED = ("fetch_deepmatcher", "load_csv_tables", "load_deepmatcher", "load_febrl")
 
 
 def __getattr__(name: str):
@@ -63,3 +25,4 @@ def __getattr__(name: str):
                       "(the name here goes in the next release).", FutureWarning, stacklevel=2)
         return getattr(datasets, name)
     raise AttributeError(f"module 'skrisk.data' has no attribute {name!r}")
+

@@ -28,7 +28,7 @@ from sklearn.preprocessing import normalize
 
 from .._threads import map_in_order, n_threads
 from ..exceptions import DataError
-from ._text import normalize_text
+from ._text import normalise_text
 
 __all__ = ["block", "BlockingResult", "BLOCKING_METHODS"]
 
@@ -311,7 +311,7 @@ def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_m
             cols_tokens = []
             for c in cols:
                 codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
-                cols_tokens.append((codes, [_WORD_RE.findall(normalize_text(v)) for v in uniq]))
+                cols_tokens.append((codes, [_WORD_RE.findall(normalise_text(v)) for v in uniq]))
             per_table.append(cols_tokens)
     finally:
         if paused:
@@ -406,8 +406,8 @@ def _recordlinkage_pairs(
 
     # Keys are compared as normalised text; records with a missing key take no part (pandas
     # would otherwise join all missing keys with each other).
-    lk = pd.DataFrame({c: left[c].map(normalize_text).to_numpy() for c in cols})
-    rk = pd.DataFrame({c: right[c].map(normalize_text).to_numpy() for c in cols})
+    lk = pd.DataFrame({c: left[c].map(normalise_text).to_numpy() for c in cols})
+    rk = pd.DataFrame({c: right[c].map(normalise_text).to_numpy() for c in cols})
     lk = lk[(lk != "").all(axis=1)]
     rk = rk[(rk != "").all(axis=1)]
     if len(lk) == 0 or len(rk) == 0:
@@ -646,7 +646,7 @@ def _identical_groups(left: pd.DataFrame, right: pd.DataFrame, cols: list[str]) 
     for c in cols:
         codes, uniq = pd.factorize(pd.concat([t[c] for t in tables], ignore_index=True).astype(object),
                                    use_na_sentinel=False)
-        norm, uniq_norm = pd.factorize(pd.Series([normalize_text(v) for v in uniq], dtype=object))
+        norm, uniq_norm = pd.factorize(pd.Series([normalise_text(v) for v in uniq], dtype=object))
         col = norm[codes]
         empty &= np.asarray(uniq_norm, dtype=object)[col] == ""
         key, _ = pd.factorize(key * len(uniq_norm) + col)  # stays below n * n_values: no overflow
@@ -916,7 +916,7 @@ def blocking_rules_to_json(rules: object) -> list[dict] | None:
 
     Examples
     --------
-    >>> from skrisk.data import blocking_rules_from_json, blocking_rules_to_json
+    >>> from skrisk.data._blocking import blocking_rules_from_json, blocking_rules_to_json
     >>> data = blocking_rules_to_json([("standard", "city"), ("tokens", ["name"], {"top_k": 5})])
     >>> data[1]
     {'method': 'tokens', 'columns': ['name'], 'params': {'top_k': 5}}

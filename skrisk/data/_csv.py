@@ -94,7 +94,7 @@ def _read_pair_file(
     """Read a pair or match file into ``left_id, right_id[, label][, split]`` and check its ids."""
     _require_file(path, what)
     df, lines = _read_csv(path, encoding)
-    if exported:  # written by skrisk.utils.write_csv_export: one leading quote was added
+    if exported:  # written by skrisk's CSV export writer: one leading quote was added
         for c in df.columns:  # each distinct text once (1.5 million candidates hold 200,000 ids)
             df[c] = map_text(df[c], lambda v: v[1:] if v.startswith("'") else v)
     if len(df) == 0:
@@ -253,7 +253,7 @@ def load_csv_tables(
     return_blocking : bool, default=False
         Also return the :class:`BlockingResult` (``None`` when ``pairs_csv`` was given).
     pairs_exported : bool, default=False
-        ``pairs_csv`` was written by :func:`skrisk.utils.write_csv_export` (as a labelling
+        ``pairs_csv`` was written by ``write_csv_export`` (as a labelling
         session's ``candidates.csv``): one leading ``'``, its mark against spreadsheet formulas,
         is removed from every cell that has one, as :func:`skrisk.utils.read_csv_export` does.
 
@@ -290,7 +290,7 @@ def load_csv_tables(
 
     Examples
     --------
-    >>> from skrisk.data import load_csv_tables
+    >>> from skrisk.datasets import load_csv_tables
     >>> ds = load_csv_tables("shops_a.csv", "shops_b.csv",
     ...                      blocking=[("standard", "postcode"), ("tokens", "name")],
     ...                      matches_csv="known_matches.csv")  # doctest: +SKIP

@@ -1,6 +1,6 @@
 """Word vectors for the deep matcher: FastText trained on the tables, fastText files, GloVe.
 
-A :class:`WordVectors` is a :class:`~skrisk.data.Vocabulary` (``<pad>`` = 0, ``<unk>`` = 1, then
+A :class:`WordVectors` is a ``Vocabulary`` (``<pad>`` = 0, ``<unk>`` = 1, then
 the tokens) plus a float32 matrix with one row per id. The same object is given to the
 :class:`~skrisk.data.PairEncoder` (as its fixed vocabulary) and to the
 :class:`~skrisk.matchers.RNNMatcher` (as its embedding matrix), so ids and rows agree in every
@@ -26,7 +26,7 @@ from sklearn.utils import check_random_state
 
 from .._params import Interval, validate_call
 from ._pairs import PairDataset
-from ._text import normalize_text
+from ._text import normalise_text
 from ._tokenize import Vocabulary, tokenize
 
 __all__ = ["WordVectors", "corpus_sentences", "train_fasttext", "load_fasttext", "load_glove"]
@@ -52,7 +52,8 @@ class WordVectors:
     Examples
     --------
     >>> import numpy as np
-    >>> from skrisk.data import Vocabulary, WordVectors
+    >>> from skrisk.data._tokenize import Vocabulary
+    >>> from skrisk.data._embeddings import WordVectors
     >>> vocab = Vocabulary(["acme", "corp"])
     >>> wv = WordVectors.from_tokens(vocab.to_list(), np.ones((2, 3)))
     >>> wv.vectors.tolist()
@@ -146,10 +147,10 @@ def corpus_sentences(corpus: object) -> list[str]:
     elif isinstance(corpus, (str, bytes)):
         raise TypeError("corpus must be a PairDataset, a DataFrame or a list of strings, not a string.")
     else:
-        return [normalize_text(s) for s in corpus]
+        return [normalise_text(s) for s in corpus]
     out: list[str] = []
     for frame in frames:
-        texts = frame.apply(lambda col: col.map(normalize_text)).to_numpy(dtype=object)
+        texts = frame.apply(lambda col: col.map(normalise_text)).to_numpy(dtype=object)
         out.extend(" ".join(v for v in row if v) for row in texts)
     return out
 
@@ -219,7 +220,7 @@ def train_fasttext(
 
     Examples
     --------
-    >>> from skrisk.data import train_fasttext
+    >>> from skrisk.data._embeddings import train_fasttext
     >>> wv = train_fasttext(["acme corp", "acme corporation", "globex corp"], dim=8, epochs=1)
     >>> wv.vocabulary.itos[:4], wv.dim
     (['<pad>', '<unk>', 'acme', 'corp'], 8)

@@ -103,7 +103,7 @@ def load_febrl(
 
     Examples
     --------
-    >>> from skrisk.data import load_febrl
+    >>> from skrisk.datasets import load_febrl
     >>> ds, res = load_febrl(return_blocking=True)
     >>> len(ds), round(res.pair_completeness, 3), round(res.reduction_ratio, 4)
     (30267, 0.999, 0.9988)

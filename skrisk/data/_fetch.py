@@ -340,7 +340,7 @@ def fetch_deepmatcher(
 
     Examples
     --------
-    >>> from skrisk.data import fetch_deepmatcher
+    >>> from skrisk.datasets import fetch_deepmatcher
     >>> ds = fetch_deepmatcher("beer")  # doctest: +SKIP
     >>> ds.split_sizes  # doctest: +SKIP
     {'train': 268, 'valid': 91, 'test': 91}

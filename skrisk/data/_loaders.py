@@ -539,7 +539,7 @@ def load_deepmatcher(
 
     Examples
     --------
-    >>> from skrisk.data import load_deepmatcher
+    >>> from skrisk.datasets import load_deepmatcher
     >>> ds = load_deepmatcher("beer")  # doctest: +SKIP
     >>> ds.split_sizes  # doctest: +SKIP
     {'train': 268, 'valid': 91, 'test': 91}

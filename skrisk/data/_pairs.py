@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError
-from ._text import normalize_text
+from ._text import normalise_text
 
 __all__ = ["PairDataset", "UNLABELLED", "TASKS", "stack_tables"]
 
@@ -377,7 +377,7 @@ class PairDataset:
     def texts(self, side: str) -> pd.DataFrame:
         """Like :meth:`records`, with values as strings ('' for missing), lower-cased and stripped."""
         rec = self.records(side)
-        return rec.apply(lambda col: col.map(normalize_text))
+        return rec.apply(lambda col: col.map(normalise_text))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair: ``left_<attr>`` and ``right_<attr>`` text columns, in pair order.
@@ -450,7 +450,8 @@ def stack_tables(
     Examples
     --------
     >>> import pandas as pd
-    >>> from skrisk.data import PairDataset, stack_tables
+    >>> from skrisk.data import PairDataset
+    >>> from skrisk.data._pairs import stack_tables
     >>> left = pd.DataFrame({"name": ["acme corp", "globex"]}, index=["1", "2"])
     >>> right = pd.DataFrame({"name": ["acme corporation", "initech"]}, index=["1", "2"])
     >>> ds = stack_tables(PairDataset.from_frames(left, right, [("1", "1", 1), ("2", "2", 0)]))

@@ -30,7 +30,7 @@ from .._params import Interval, SubsetOf, validate_params
 from .._safetext import visible_short
 from .._threads import map_in_order, n_threads
 from ._pairs import PairDataset
-from ._text import normalize_text
+from ._text import normalise_text
 from ._token_sets import _char3, _chunked_sets, _groups_by, _set_overlap, _Sets
 
 __all__ = ["SimilarityFeatures", "SIMILARITY_METRICS", "EncodedRecords"]
@@ -393,7 +393,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
 
     A :class:`PairDataset` works directly (it is converted with ``to_frame``):
 
-    >>> from skrisk.data import load_deepmatcher
+    >>> from skrisk.datasets import load_deepmatcher
     >>> ds = load_deepmatcher("beer")  # doctest: +SKIP
     >>> SimilarityFeatures().fit_transform(ds).shape  # doctest: +SKIP
     (450, 33)
@@ -723,7 +723,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         inv, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
         text = np.empty(len(uniq), dtype=object)
         # a value already in normal form is kept, not held twice (lower() always makes a copy)
-        text[:] = [v if type(v) is str and t == v else t for v, t in zip(uniq, map(normalize_text, uniq))]
+        text[:] = [v if type(v) is str and t == v else t for v, t in zip(uniq, map(normalise_text, uniq))]
         # int32 codes: half the memory of every record's code (a million records, six attributes)
         return inv.astype(np.int32 if len(uniq) < 2**31 else np.intp, copy=False), text
 

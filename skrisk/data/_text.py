@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["normalize_text"]
+__all__ = ["normalise_text"]
 
 
-def normalize_text(value: object) -> str:
+def normalise_text(value: object) -> str:
     """A cell as lower-cased, stripped text; a missing value (None, NaN, pd.NA) is ``""``.
 
     Only real missing values become ``""``: the *text* ``"None"``, ``"NaN"`` or ``"NA"`` is data
@@ -27,8 +27,8 @@ def normalize_text(value: object) -> str:
 
     Examples
     --------
-    >>> from skrisk.data import normalize_text
-    >>> normalize_text("  Apple iPod "), normalize_text(None), normalize_text(3.0), normalize_text("NA")
+    >>> from skrisk.data._text import normalise_text
+    >>> normalise_text("  Apple iPod "), normalise_text(None), normalise_text(3.0), normalise_text("NA")
     ('apple ipod', '', '3', 'na')
     """
     if isinstance(value, str):

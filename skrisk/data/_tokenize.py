@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._params import HasMethods, Interval, validate_params
 from ._pairs import PairDataset
-from ._text import normalize_text
+from ._text import normalise_text
 
 __all__ = ["PAD", "UNK", "PAD_ID", "UNK_ID", "tokenize", "Vocabulary", "PairEncoder"]
 
@@ -54,13 +54,13 @@ def tokenize(text: object) -> list[str]:
 
     Examples
     --------
-    >>> from skrisk.data import tokenize
+    >>> from skrisk.data._tokenize import tokenize
     >>> tokenize("Sony DSC-W120 Cyber-shot, 8.1MP!")
     ['sony', 'dsc-w120', 'cyber-shot', '8.1mp']
     >>> tokenize(None)
     []
     """
-    return _TOKEN_RE.findall(normalize_text(text))
+    return _TOKEN_RE.findall(normalise_text(text))
 
 
 class Vocabulary:
@@ -81,7 +81,7 @@ class Vocabulary:
 
     Examples
     --------
-    >>> from skrisk.data import Vocabulary
+    >>> from skrisk.data._tokenize import Vocabulary
     >>> vocab = Vocabulary.from_texts(["acme corp", "acme inc"])
     >>> vocab.itos
     ['<pad>', '<unk>', 'acme', 'corp', 'inc']

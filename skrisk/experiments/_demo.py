@@ -23,7 +23,7 @@ from .._safetext import visible
 from ..exceptions import DataError
 from ..risk._defaults import DEFAULT_EPOCHS
 from ._loop import ALTask, _write_error, run_active_learning
-from ._plot import plot_learning_curves, summarize_curves
+from ._plot import plot_learning_curves, summarise_curves
 from ._registry import make_strategy
 from ._tasks import build_task, make_matcher_factory, matcher_fit_kwargs
 
@@ -164,7 +164,7 @@ def _run_grid(
 
 
 def _print_table(df: pd.DataFrame, strategies: Sequence[str], stream: TextIO) -> None:
-    summary = summarize_curves(df)
+    summary = summarise_curves(df)
     wide = summary.pivot(index="n_labelled", columns="strategy", values="mean")
     wide = wide[[s for s in strategies if s in wide.columns]]
     rounds = df.groupby("n_labelled")["round"].min()

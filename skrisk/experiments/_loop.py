@@ -16,7 +16,8 @@ from sklearn.utils import check_random_state
 
 from .._fileio import LinkError, append_durably, open_append, read_jsonl
 from .._rows import num_rows, take_rows
-from ..active import ActiveLearner, unpack_query
+from ..active import ActiveLearner
+from .._query import unpack_query
 from ..exceptions import DataError, SkriskError
 
 __all__ = [
@@ -305,7 +306,7 @@ def format_record(record: dict) -> str:
 
     Examples
     --------
-    >>> from skrisk.experiments import format_record
+    >>> from skrisk.experiments._loop import format_record
     >>> line = format_record({"strategy": "random", "seed": 0, "round": 0, "n_labelled": 3,
     ...                       "seed_set": [4, 9, 2], "batch": [5, 7]})
     >>> print(line, end="")

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["summarize_curves", "plot_learning_curves"]
+__all__ = ["summarise_curves", "plot_learning_curves"]
 
 
 def _frame(records: pd.DataFrame | Iterable[dict]) -> pd.DataFrame:
@@ -25,7 +25,7 @@ def _frame(records: pd.DataFrame | Iterable[dict]) -> pd.DataFrame:
     return df
 
 
-def summarize_curves(
+def summarise_curves(
     records: pd.DataFrame | Iterable[dict],
     *,
     x: str = "n_labelled",
@@ -54,7 +54,7 @@ def summarize_curves(
     --------
     >>> recs = [{"strategy": "risk", "seed": s, "n_labelled": n, "f1": f}
     ...         for s, n, f in [(0, 10, 0.5), (1, 10, 0.7), (0, 20, 0.8), (1, 20, 0.9)]]
-    >>> summarize_curves(recs)[["n_labelled", "mean", "n"]].round(3).to_numpy().tolist()
+    >>> summarise_curves(recs)[["n_labelled", "mean", "n"]].round(3).to_numpy().tolist()
     [[10.0, 0.6, 2.0], [20.0, 0.85, 2.0]]
     """
     df = _frame(records)
@@ -120,7 +120,7 @@ def plot_learning_curves(
     -------
     matplotlib.figure.Figure
     """
-    summary = summarize_curves(records, x=x, y=y, by=by, quantiles=quantiles)
+    summary = summarise_curves(records, x=x, y=y, by=by, quantiles=quantiles)
     if ax is None:
         from matplotlib.figure import Figure
 

@@ -120,7 +120,7 @@ _REGISTRY: dict[str, StrategyFactory] = {
 }
 
 #: Strategy name -> :class:`StrategyFactory`, read-only. ``STRATEGIES[name](task, random_state=seed)``
-#: builds the strategy for an :class:`~skrisk.experiments.ALTask`.
+#: builds the strategy for an ``ALTask``.
 STRATEGIES: Mapping[str, StrategyFactory] = MappingProxyType(_REGISTRY)
 
 def make_strategy(

@@ -1,25 +1,17 @@
-"""Summarising active-learning records: mean curves, areas under them, Markdown tables and figures.
-
-Shared by the active-learning and risk-quality benchmark scripts.
-"""
+"""Summarising active-learning records: test F1 per budget, and the area under the mean curve."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._fileio import atomic_write_text
-from ._loop import RECORD_ONLY_KEYS
 
-__all__ = ["aulc", "markdown_table", "write_outputs"]
+__all__ = ["aulc", "curve_area", "per_budget"]
 
 
-def _per_budget(records: list[dict], *, low: float = 0.2, high: float = 0.8) -> pd.DataFrame:
-    """Mean, quintiles and std of test F1 (and batch misprediction share) per strategy and budget: the
-    ``*_summary.csv`` of :func:`write_outputs` and the input of :func:`markdown_table` (the curves
-    of a figure: :func:`~skrisk.experiments.summarize_curves`)."""
+def per_budget(records: list[dict], *, low: float = 0.2, high: float = 0.8) -> pd.DataFrame:
+    """Mean, quintiles and std of test F1 (and batch misprediction share) per dataset, strategy and
+    budget of run records (one row per round), with the number of runs behind each."""
     df = pd.DataFrame(records)
     if df.empty:
         return df
@@ -37,8 +29,9 @@ def _per_budget(records: list[dict], *, low: float = 0.2, high: float = 0.8) -> 
     return out.reset_index()
 
 
-def aulc(summary: pd.DataFrame) -> pd.Series:
-    """Area under the mean learning curve per strategy, normalised by the labelled-set range."""
+def curve_area(summary: pd.DataFrame) -> pd.Series:
+    """Area under the mean learning curve per strategy of a :func:`per_budget` summary (its
+    ``f1_mean`` column), normalised by the labelled-set range."""
     res = {}
     for strat, part in summary.groupby("strategy"):
         part = part.sort_values("n_labelled")
@@ -47,64 +40,35 @@ def aulc(summary: pd.DataFrame) -> pd.Series:
     return pd.Series(res, name="aulc")
 
 
-def markdown_table(summary: pd.DataFrame, *, value: str = "f1", area: bool = True) -> str:
-    """``value`` per budget per strategy (mean ± std over runs), plus the area under the curve.
+def aulc(records: list[dict] | pd.DataFrame) -> pd.Series:
+    """Area under the mean learning curve of each strategy, normalised by the labelled-set range.
 
-    ``runs`` counts the runs behind the cells (a range when later rounds have fewer, e.g. in a
-    report of runs still going).
+    The learning curve is test F1 against the number of labelled pairs, averaged over the runs
+    (seeds) at each budget; the area is divided by the range of budgets, so it is the curve's mean
+    height (between 0 and 1). A strategy with a single budget gets its F1 there.
 
-    ``value="f1"``: test F1 (Fig. 3); ``value="mispredicted"``: the share of the batch queried at
-    that budget that the matcher mispredicted (Fig. 4; no batch follows the last round).
+    Parameters
+    ----------
+    records : list of dict or DataFrame
+        Round records of :func:`run_active_learning` (keys ``strategy``, ``n_labelled``, ``f1``
+        and ``dataset``), of one dataset.
+
+    Returns
+    -------
+    Series
+        The area per strategy (index: the strategy names), named ``"aulc"``.
+
+    Examples
+    --------
+    >>> from skrisk.experiments import aulc
+    >>> recs = [{"dataset": "d", "strategy": "s", "n_labelled": n, "f1": f, "seed": 0}
+    ...         for n, f in [(10, 0.5), (20, 0.7), (30, 0.9)]]
+    >>> float(round(aulc(recs)["s"], 3))
+    0.7
     """
-    if summary.empty:
-        return "(no results)\n"
-    mean, std = f"{value}_mean", f"{value}_std"
-    summary = summary.dropna(subset=[mean])
-    budgets = sorted(summary["n_labelled"].unique())
-    areas = aulc(summary.assign(f1_mean=summary[mean]))
-    header = "| strategy | runs | " + " | ".join(str(b) for b in budgets) + (" | AULC |" if area else " | mean |")
-    sep = "|---" * (len(budgets) + 3) + "|"
-    lines = [header, sep]
-    order = sorted(summary["strategy"].unique(), key=lambda s: -areas[s])
-    for strat in order:
-        part = summary[summary["strategy"] == strat].set_index("n_labelled")
-        cells = []
-        for b in budgets:
-            if b in part.index:
-                row = part.loc[b]
-                sd = 0.0 if np.isnan(row[std]) else row[std]
-                cells.append(f"{row[mean]:.3f} ± {sd:.3f}")
-            else:
-                cells.append("")
-        last = areas[strat] if area else float(part[mean].mean())
-        runs = part["runs"].astype(int)
-        n_runs = str(runs.max()) if runs.min() == runs.max() else f"{runs.min()}-{runs.max()}"
-        lines.append(f"| {strat} | {n_runs} | " + " | ".join(cells) + f" | {last:.3f} |")
-    return "\n".join(lines) + "\n"
-
-
-def write_outputs(records: list[dict], out: Path, stem: str, title: str) -> dict[str, Path]:
-    """CSV of all rounds, summary CSV, Markdown tables and PNG figures.
-
-    ``<stem>.png``: test F1 against labels (Fig. 3); ``<stem>_mispredicted.png``: the share of
-    each queried batch that the matcher mispredicted (Fig. 4). ``<stem>.md`` holds both tables.
-    """
-    from ._plot import plot_learning_curves
-
-    out.mkdir(parents=True, exist_ok=True)
-    df = pd.DataFrame(records).drop(columns=list(RECORD_ONLY_KEYS), errors="ignore")
-    paths = {"rounds": out / f"{stem}_rounds.csv", "summary": out / f"{stem}_summary.csv",
-             "table": out / f"{stem}.md", "png": out / f"{stem}.png"}
-    atomic_write_text(paths["rounds"], df.to_csv(index=False))  # numbers and strategy names: format kept
-    summ = _per_budget(records)
-    atomic_write_text(paths["summary"], summ.to_csv(index=False))
-    text = f"### {title}\n\nTest F1 (mean ± std over runs) per labelled-set size:\n\n" + markdown_table(summ)
-    plot_learning_curves(records, paths["png"], title=title)
-    if "batch_mispredicted" in df and df["batch_mispredicted"].notna().any():
-        text += ("\nShare of the batch queried at each size that the current matcher mispredicts:\n\n"
-                 + markdown_table(summ, value="mispredicted", area=False))
-        paths["mispredicted_png"] = out / f"{stem}_mispredicted.png"
-        plot_learning_curves(df, paths["mispredicted_png"], y="batch_mispredicted", title=title,
-                             ylabel="share of the queried batch mispredicted")
-    atomic_write_text(paths["table"], text)
-    return paths
+    frame = pd.DataFrame(records)
+    if frame.empty:
+        return pd.Series(dtype=float, name="aulc")
+    if "round" not in frame:
+        frame = frame.assign(round=frame.groupby(["dataset", "strategy"])["n_labelled"].rank(method="dense"))
+    return curve_area(per_budget(frame))

@@ -2,7 +2,7 @@
 benchmarks.
 
 A labelled :class:`~skrisk.data.PairDataset` with ``train``/``valid``/``test`` splits becomes an
-:class:`~skrisk.experiments.ALTask` (matcher input for every pair, labels, pool/valid/test
+``ALTask`` (matcher input for every pair, labels, pool/valid/test
 positions); :func:`make_matcher_factory` and :func:`matcher_fit_kwargs` give the matcher of each
 round and its fit arguments.
 """
@@ -97,7 +97,7 @@ def build_task(
         :class:`~skrisk.data.PairEncoder` for :class:`~skrisk.matchers.RNNMatcher`, with a
         vocabulary from FastText vectors trained on the tables' own text (dimension 100, 5 epochs,
         seed 0) and at most 20 tokens per attribute (``encoder_params`` overrides them).
-        ``"lm"``: X is :func:`~skrisk.matchers.serialize_pairs` output, ``SliceDict(text=...,
+        ``"lm"``: X is ``serialise_pairs`` output, ``SliceDict(text=...,
         features=...)``, for :class:`~skrisk.matchers.LMMatcher`: the serialised records and the
         similarity features LearnRisk reads (both computed once for the task).
     data_home : str, optional
@@ -184,10 +184,11 @@ def _encode(ds: PairDataset, matcher: str, features: SimilarityFeatures, encoder
     if matcher == "feature":
         return features.fit_transform(frame).astype(np.float32)
     if matcher == "lm":
-        from ..matchers import serialize_pairs
+        from ..matchers._lm_data import serialise_pairs
 
-        return serialize_pairs(frame, features=features.fit_transform(frame))
-    from ..data import PairEncoder, train_fasttext
+        return serialise_pairs(frame, features=features.fit_transform(frame))
+    from ..data import PairEncoder
+    from ..data._embeddings import train_fasttext
 
     params: dict[str, Any] = {"max_length": 20, "features": features, **(encoder_params or {})}
     if params.get("vocabulary") is None:
@@ -240,7 +241,7 @@ def make_matcher_factory(kind: str = "feature", **params: Any) -> Callable[[int]
 
     Examples
     --------
-    >>> from skrisk.experiments import make_matcher_factory
+    >>> from skrisk.experiments._tasks import make_matcher_factory
     >>> make_matcher_factory("feature")(3).random_state
     3
     """

@@ -91,7 +91,7 @@ def representative_sample(
     Examples
     --------
     >>> import numpy as np
-    >>> from skrisk.kmedoids import representative_sample
+    >>> from skrisk.kmedoids._sample import representative_sample
     >>> w = np.array([100.0, 1, 1, 1, 1, 1, 1, 1, 1, 0])
     >>> s = representative_sample(w, 3, random_state=0)
     >>> s.n_certain, int(s.positions[0]), s.weights.tolist()

@@ -189,7 +189,7 @@ def read_events(
 ) -> list[dict[str, Any]]:
     """The events of a journal file, in order.
 
-    Read by :func:`skrisk.utils.read_jsonl`: only a last line *without* its newline can be the
+    Read by ``read_jsonl``: only a last line *without* its newline can be the
     trace of a process killed while appending: when it is not a valid event it is dropped (with
     ``repair=True``, moved to ``journal.jsonl.torn`` and cut off the file); a complete last event
     saved without its newline is kept. Any other bad line (not JSON, a missing or mistyped field,

@@ -128,16 +128,16 @@ class SessionRound:
         self._features: np.ndarray | None = None
         self._similarity: Any = None  # the fitted SimilarityFeatures (set with the features)
         self._lm: Any = None  # matcher "lm": the LMMatcher, warm-started round after round
-        self._lm_pool: Any = None  # matcher "lm": serialize_pairs of every candidate, with the features
+        self._lm_pool: Any = None  # matcher "lm": serialise_pairs of every candidate, with the features
 
     @property
     def state(self) -> SessionState:
-        """The answers and batches replayed from the journal (:class:`~skrisk.labelling.SessionState`)."""
+        """The answers and batches replayed from the journal (``SessionState``)."""
         return self.store.state
 
     @property
     def journal(self) -> Journal:
-        """The session's :class:`~skrisk.labelling.Journal`."""
+        """The session's ``Journal``."""
         return self.store.journal
 
     @property
@@ -154,14 +154,14 @@ class SessionRound:
 
     def matcher_input(self) -> Any:
         """What the session's matcher reads for every candidate: the similarity features, or (matcher
-        "lm") the serialised records with those features (:func:`~skrisk.matchers.serialize_pairs`)."""
+        "lm") the serialised records with those features (``serialise_pairs``)."""
         F = self.features
         if self.config.matcher != "lm":
             return F
         if self._lm_pool is None:
-            from ..matchers import serialize_pairs
+            from ..matchers._lm_data import serialise_pairs
 
-            self._lm_pool = serialize_pairs(self.dataset.to_frame(), features=F)
+            self._lm_pool = serialise_pairs(self.dataset.to_frame(), features=F)
         return self._lm_pool
 
     def new_matcher(self) -> Any:

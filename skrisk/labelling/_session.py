@@ -412,7 +412,7 @@ def export_session(session: LabellingSession) -> tuple[Path, Path]:
     there are too few), sorted by probability; pairs
     answered "no" are never listed.
 
-    Both files are written by :func:`skrisk.utils.write_csv_export`: every text cell is
+    Both files are written by ``write_csv_export``: every text cell is
     neutralised against spreadsheet formula injection (a leading ``'`` when the first visible
     character, after any whitespace or control characters, is ``=``, ``+``, ``-`` or ``@``, or when
     the text starts with a control character or ``'``), and a CR or LF inside a cell is quoted;

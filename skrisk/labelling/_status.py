@@ -43,17 +43,9 @@ import numpy as np
 
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
-from ..quality import (
-    RiskPlateau,
-    StabilizingPredictions,
-    audit_aim,
-    audit_sample,
-    choose_threshold,
-    compare_f1,
-    confirm_stop,
-    estimate_quality,
-    more_answers,
-)
+from ..quality._stopping import RiskPlateau, StabilisingPredictions
+from ..quality._estimate import audit_aim, more_answers
+from ..quality import audit_sample, choose_threshold, compare_f1, confirm_stop, estimate_quality
 from ._config import SessionConfig, parse_target
 from ._journal import Journal, SessionState
 
@@ -252,9 +244,9 @@ def _stop_set(session: AuditSource) -> np.ndarray:
     return np.arange(n) if n <= STOP_SET else np.sort(rng.choice(n, size=STOP_SET, replace=False))
 
 
-def _rules(session: AuditSource) -> tuple[StabilizingPredictions, RiskPlateau]:
+def _rules(session: AuditSource) -> tuple[StabilisingPredictions, RiskPlateau]:
     """Both stopping rules fed with the statuses stored in the journal's risk batches."""
-    stab = StabilizingPredictions(window=3, agreement=0.99, sample_size=STOP_SET)
+    stab = StabilisingPredictions(window=3, agreement=0.99, sample_size=STOP_SET)
     plateau = RiskPlateau(window=3, tol=0.05)
     size = len(_stop_set(session))
     for b in session.state.batches:

@@ -20,7 +20,7 @@ import pandas as pd
 from .. import __version__
 from .._fileio import FolderLock, atomic_write_text, check_not_link, read_csv_export, write_csv_export
 from .._safetext import visible
-from ..data import blocking_rules_from_json, blocking_rules_to_json
+from ..data._blocking import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError, SkriskError
 from ._config import SessionConfig
 from ._journal import Journal, SessionState, _write_error, repair_journal, replay
@@ -61,7 +61,7 @@ def _reads_back_as_is(dataset: Any) -> bool:
     """Whether ``candidates.csv`` written from ``dataset`` reads back (as a resumed session reads it)
     to the same pairs in the same order, so that a new session need not read it back.
 
-    The ids round-trip exactly (:func:`~skrisk.utils.write_csv_export`) and a dedup pair is
+    The ids round-trip exactly (``write_csv_export``) and a dedup pair is
     already stored once, ``left_id < right_id``; the file has no ``split`` column, so each pair
     reads back in split ``"train"`` (labelled) or ``"pool"``, labelled pairs first. Pairs given
     with other splits (a ``split`` column in ``--pairs``) are read back from the file.
@@ -381,8 +381,9 @@ class SessionStore:
     # ------------------------------------------------------------------ writing
     def save_model(self, dataset: Any, features: Any, matcher: Any, risk_model: Any,
                    threshold: float | None = None) -> Path:
-        """Save the model of this round (:data:`~skrisk.matching.MODEL_FILE`, atomically) for ``skrisk match``."""
-        from ..matching import MODEL_FILE, MatchModel
+        """Save the model of this round (``MODEL_FILE``, atomically) for ``skrisk match``."""
+        from ..matching._model import MODEL_FILE
+        from ..matching import MatchModel
         from ..matchers._base import MATCH_THRESHOLD
 
         manifest = self.manifest or {}

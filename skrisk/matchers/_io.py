@@ -6,7 +6,7 @@ A saved matcher is a folder with
   feature standardisation), read back with
   ``torch.load(..., weights_only=True)``, so a file from someone else cannot run code;
 * ``config.json``: the matcher's JSON-able parameters, the data-dependent sizes, the vocabulary
-  (when the embeddings were a :class:`~skrisk.data.WordVectors`), the classes, the positive-class
+  (when the embeddings were a ``WordVectors``), the classes, the positive-class
   weight and the best epoch.
 
 The embedding matrix is part of the state dict, so the loaded matcher predicts exactly as the

@@ -166,7 +166,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     -----
     Input (converted once, by :func:`~skrisk.matchers.pair_texts`): a pair frame
     (:meth:`PairDataset.to_frame`), a :class:`~skrisk.data.PairDataset`, or
-    :func:`~skrisk.matchers.serialize_pairs` output (``SliceDict(text=..., features=...)``, the
+    ``serialise_pairs`` output (``SliceDict(text=..., features=...)``, the
     pool type of active learning, whose ``features`` LearnRisk reads). ``fit(X, y, X_valid=None,
     y_valid=None)``.
 
@@ -315,7 +315,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : pair frame, PairDataset or serialize_pairs output
+        X : pair frame, PairDataset or serialise_pairs output
         y : array-like of shape (n_pairs,)
             1 = match, 0 = non-match; both classes needed.
         X_valid, y_valid : optional
@@ -520,7 +520,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : pair frame, PairDataset or serialize_pairs output
+        X : pair frame, PairDataset or serialise_pairs output
 
         Returns
         -------
@@ -538,7 +538,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : pair frame, PairDataset or serialize_pairs output
+        X : pair frame, PairDataset or serialise_pairs output
         return_proba : bool, default=False
             Also return ``predict_proba(X)`` from the same pass.
         """

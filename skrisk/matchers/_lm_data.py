@@ -1,7 +1,7 @@
 """The input of :class:`~skrisk.matchers.LMMatcher`: pairs serialised attribute by attribute.
 
 One conversion at the boundary (:func:`pair_texts`) turns every accepted input into two lists of
-strings (left, right); :func:`serialize_pairs` makes the LM family's pool type, a ``SliceDict``
+strings (left, right); :func:`serialise_pairs` makes the LM family's pool type, a ``SliceDict``
 whose ``text`` holds those strings and, optionally, ``features`` the similarity features that
 LearnRisk reads (so an active-learning task computes both once).
 """
@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..data import PairDataset
 
-__all__ = ["pair_texts", "serialize_pairs", "serialize_record"]
+__all__ = ["pair_texts", "serialise_pairs", "serialise_record"]
 
 
 def _value(v: Any) -> str:
@@ -25,12 +25,12 @@ def _value(v: Any) -> str:
     return " ".join(str(v).split())
 
 
-def serialize_record(values: Mapping[str, Any] | pd.Series, attributes: Sequence[str]) -> str:
+def serialise_record(values: Mapping[str, Any] | pd.Series, attributes: Sequence[str]) -> str:
     """``COL a VAL x COL b VAL y`` for one record (missing values as empty strings).
 
     Examples
     --------
-    >>> serialize_record({"name": "sony tv", "price": None}, ["name", "price"])
+    >>> serialise_record({"name": "sony tv", "price": None}, ["name", "price"])
     'COL name VAL sony tv COL price VAL '
     """
     return " ".join(f"COL {a} VAL {_value(values.get(a))}" for a in attributes)
@@ -50,7 +50,7 @@ def _frame_attributes(frame: pd.DataFrame, attributes: Sequence[str] | None) -> 
     return found
 
 
-def serialize_pairs(
+def serialise_pairs(
     X: pd.DataFrame | PairDataset, attributes: Sequence[str] | None = None, *, features: Any = None
 ) -> Any:
     """The LM matcher's pool type: ``SliceDict(text=(n, 2) str array[, features=(n, F) float32])``.
@@ -74,7 +74,7 @@ def serialize_pairs(
     --------
     >>> import pandas as pd
     >>> f = pd.DataFrame({"left_name": ["a b"], "left_price": [1.5], "right_name": ["a"], "right_price": [None]})
-    >>> serialize_pairs(f)["text"].tolist()
+    >>> serialise_pairs(f)["text"].tolist()
     [['COL name VAL a b COL price VAL 1.5', 'COL name VAL a COL price VAL ']]
     """
     from skorch.helper import SliceDict
@@ -95,7 +95,7 @@ def pair_texts(X: Any, attributes: Sequence[str] | None = None) -> tuple[list[st
 
     ``X``: a pair frame or :class:`PairDataset` (serialised here, ``attributes`` apply), or a
     mapping / ``SliceDict`` whose ``text`` is an ``(n, 2)`` array of already serialised strings
-    (:func:`serialize_pairs`; other keys such as ``features`` are ignored).
+    (:func:`serialise_pairs`; other keys such as ``features`` are ignored).
     """
     if isinstance(X, PairDataset):
         X = X.to_frame()
@@ -113,7 +113,7 @@ def pair_texts(X: Any, attributes: Sequence[str] | None = None) -> tuple[list[st
         if "text" not in X:
             raise TypeError(
                 f"LMMatcher got a mapping with keys {sorted(map(str, X))} but no 'text': pass a pair frame "
-                "(PairDataset.to_frame()) or skrisk.matchers.serialize_pairs(frame)."
+                "(PairDataset.to_frame())."
             )
         text = np.asarray(X["text"], dtype=object)
         if text.ndim != 2 or text.shape[1] != 2:
@@ -122,9 +122,9 @@ def pair_texts(X: Any, attributes: Sequence[str] | None = None) -> tuple[list[st
         if bad:
             i = bad[0] // 2
             raise TypeError(f"X['text'] row {i} holds {type(text.ravel()[bad[0]]).__name__}, not a string: "
-                            "build it with serialize_pairs(frame).")
+                            "build it with serialise_pairs(frame).")
         return list(text[:, 0]), list(text[:, 1])
     raise TypeError(
         f"LMMatcher takes a pair frame (PairDataset.to_frame()), a PairDataset or "
-        f"serialize_pairs(...) output, got {type(X).__name__}."
+        f"serialise_pairs(...) output, got {type(X).__name__}."
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._fileio import pid_alive
-from ..data import extract_archive
+from ..data._fetch import extract_archive
 from ..exceptions import DataError
 from ._lm_files import (FIX, check_encoder_config, check_tensors, check_tokenizer_config, check_tokenizer_json,
                         read_json, read_safetensors_header, refuse)

@@ -70,7 +70,7 @@ class RNNMatcher(NeuralNetClassifier):
     ----------
     embeddings : WordVectors, ndarray of shape (V, d) or None, default=None
         Word vectors whose rows are indexed by the encoder's token ids (give the same
-        :class:`~skrisk.data.WordVectors` to ``PairEncoder(vocabulary=...)``). ``None``: random
+        ``WordVectors`` to ``PairEncoder(vocabulary=...)``). ``None``: random
         trainable embeddings of size ``embedding_dim`` with as many rows as the largest id seen in
         ``fit`` (+1); later, larger ids are read as ``<unk>``.
     embedding_dim : int, default=100
@@ -185,6 +185,15 @@ class RNNMatcher(NeuralNetClassifier):
     features as in ``fit`` (``L`` may differ). An all-padding attribute value is read as empty
     (zero summary, "empty" flag set). Training needs both classes (ValueError otherwise); with
     ``early_stopping="f1"`` the validation set needs a match (ValueError naming the fix).
+
+    ``device="auto"`` (the default) is resolved once, in :meth:`initialize`, to ``device_``; the
+    parameter keeps ``"auto"`` (scikit-learn's ``clone`` and ``get_params`` see what was given).
+    skorch hands ``self.device`` to torch, which does not know ``"auto"``, in four places: its
+    module and criterion initialisation (``_initialize_module``, ``_initialize_criterion``, which
+    this class replaces by the public ``initialize_module`` / ``initialize_criterion`` building on
+    ``device_``), its callbacks (``notify``) and unpickling (``__setstate__``), which see the
+    resolved device. These are skorch's private methods: the test suite checks their signatures
+    and the behaviour on the installed skorch, the newest release the project's constraints allow.
 
     Examples
     --------

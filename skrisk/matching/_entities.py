@@ -253,7 +253,7 @@ def cluster_entities(
         Entities with more records are reported as suspicious (``size``).
     threshold : float, default=MATCH_THRESHOLD
         A pair is a match when its probability is strictly above it (as
-        :func:`~skrisk.matchers.match_labels`).
+        ``match_labels``).
     records : iterable of ids, or (left ids, right ids) for linkage, optional
         Every record to assign: those in no match become one-record entities. By default only
         the records named in ``matches`` are assigned.
@@ -544,7 +544,7 @@ def pairwise_scores(pred_pairs: object, true_pairs: object, *, task: str = "dedu
 
     Examples
     --------
-    >>> from skrisk.matching import pairwise_scores
+    >>> from skrisk.matching._entities import pairwise_scores
     >>> s = pairwise_scores([("a", "b"), ("c", "b"), ("a", "d")], [("b", "a"), ("b", "c"), ("e", "f")])
     >>> round(s["precision"], 3), round(s["recall"], 3), s["n_correct"]
     (0.667, 0.667, 2)
@@ -606,7 +606,7 @@ def cluster_scores(pred_clusters: object, true_clusters: object) -> dict[str, fl
 
     Examples
     --------
-    >>> from skrisk.matching import cluster_scores
+    >>> from skrisk.matching._entities import cluster_scores
     >>> s = cluster_scores({"a": 1, "b": 1, "c": 2, "d": 2}, {"a": "x", "b": "x", "c": "y", "d": "z"})
     >>> s["precision"], round(s["recall"], 3), s["bcubed_recall"]
     (0.5, 0.333, 1.0)

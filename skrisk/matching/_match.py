@@ -18,7 +18,7 @@ import pandas as pd
 
 from .._threads import map_in_order, n_threads
 from ..exceptions import DataError
-from ..risk import matcher_uncertainty
+from ..risk._uncertainty import matcher_uncertainty
 from ._model import MatchModel
 
 __all__ = ["MatchResult", "match"]
@@ -118,7 +118,7 @@ def _candidates(
 def _no_candidate_fix(left: pd.DataFrame, right: pd.DataFrame | None, rules: Any) -> str:
     """Why no rule paired two records, and the change that would (identical records are paired
     whatever the rules, so the records all differ)."""
-    from ..data import normalize_text
+    from ..data._text import normalise_text
 
     if rules is None:
         rules = [("tokens", None, {})]
@@ -130,7 +130,7 @@ def _no_candidate_fix(left: pd.DataFrame, right: pd.DataFrame | None, rules: Any
         method, cols = rule[0], rule[1]
         cols = list(left.columns) if cols is None else ([cols] if isinstance(cols, str) else list(cols))
         params = dict(rule[2]) if len(rule) == 3 else {}
-        has = [t[cols].map(normalize_text).ne("") for t in tables]
+        has = [t[cols].map(normalise_text).ne("") for t in tables]
         filled = [int((h.any(axis=1) if method == "tokens" else h.all(axis=1)).sum()) for h in has]
         on = ",".join(cols)
         if min(filled) == 0:

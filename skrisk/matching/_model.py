@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from .._fileio import atomic_write_bytes, open_regular_file
-from ..data import blocking_rules_from_json, blocking_rules_to_json
+from ..data._blocking import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
 from ._validate import check_model_parts
@@ -197,7 +197,7 @@ class MatchModel:
     matcher : classifier
         The fitted matcher, on the similarity features (a
         :class:`~skrisk.matchers.FeatureMatcher`, any scikit-learn classifier or pipeline) or on
-        pair frames (a pipeline such as :func:`~skrisk.matchers.make_rnn_pipeline`'s
+        pair frames (a pipeline such as ``make_rnn_pipeline``'s
         ``PairEncoder`` + :class:`~skrisk.matchers.RNNMatcher`, which is saved as JSON + torch
         weights); see :class:`~skrisk.pools.ChunkScorer`, which scores with the model.
     risk_model : LearnRisk or None, default=None
@@ -264,7 +264,7 @@ class MatchModel:
         if _is_rnn(self.matcher):
             raise DataError(
                 f"{where}: a bare RNNMatcher takes encoded pairs; give it with its encoder as one "
-                "Pipeline on pair frames (skrisk.matchers.make_rnn_pipeline)."
+                "Pipeline on pair frames: Pipeline([('encoder', PairEncoder()), ('matcher', RNNMatcher())])."
             )
         if self.features is None or not hasattr(self.features, "transform"):
             raise DataError(

@@ -151,7 +151,7 @@ def _finite_number(v: Any) -> bool:
 
 
 def _check_condition(c: Any, where: str, n_features: int | None, walk: _Walk) -> None:
-    from ..risk import Condition
+    from ..risk._rules import Condition
 
     if not isinstance(c, Condition):
         raise walk.fail(where, f"is a {type(c).__name__}, not a Condition")
@@ -279,7 +279,7 @@ def check_model_parts(parts: Any, file: Path) -> None:
         the object path and the node or rule.
     """
     from ..risk.research import LearnRiskEstimator
-    from ..risk import Condition
+    from ..risk._rules import Condition
 
     walk = _Walk(file)
     # (object, where, n_features_in_ of the nearest estimator, whether that one is a tree ensemble)

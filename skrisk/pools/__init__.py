@@ -1,6 +1,6 @@
 """Large pools: score candidate pairs chunk by chunk, stream them, or spread them over Dask.
 
-- :class:`ChunkScorer` / :class:`ScoredChunk`: features -> matcher probabilities -> risk
+- :class:`ChunkScorer`: features -> matcher probabilities -> risk
   (-> representation) of one chunk of ``(left_id, right_id)`` pairs, vectorised (the one
   per-chunk scoring of the package).
 - :class:`PairSource`: a pool read chunk by chunk (a DataFrame, a Parquet file or dataset, an
@@ -18,30 +18,16 @@ from __future__ import annotations
 
 from .._lazy import lazy_attributes
 
-__all__ = [
-    "ChunkScorer",
-    "PAIR_COLUMNS",
-    "PairSource",
-    "PoolQuery",
-    "ScoredChunk",
-    "SourceChunk",
-    "WorkerLostError",
-    "dask_block",
-    "dask_query",
-    "stream_query",
-]
+__all__ = ["ChunkScorer", "dask_block", "dask_query", "PairSource", "PoolQuery", "stream_query"]
 
 _LAZY = {
     "ChunkScorer": "._scorer",
-    "PAIR_COLUMNS": "._scorer",
-    "ScoredChunk": "._scorer",
-    "PairSource": "._source",
-    "SourceChunk": "._source",
-    "PoolQuery": "._select",
-    "stream_query": "._stream",
-    "WorkerLostError": "._dask",
     "dask_block": "._dask",
     "dask_query": "._dask",
+    "PairSource": "._source",
+    "PoolQuery": "._select",
+    "stream_query": "._stream",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)
+del lazy_attributes

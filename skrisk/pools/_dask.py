@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._typing import RandomStateLike
-from ..data import normalize_text
+from ..data._text import normalise_text
 from ..exceptions import DataError, SkriskError
 from ._scorer import PAIR_COLUMNS, ChunkScorer
 from ._select import (
@@ -272,7 +272,7 @@ def _tokens_of(frame: pd.DataFrame, cols: list[str], side: str) -> pd.DataFrame:
     """``(token, <side>_id)`` rows: the distinct normalised words of each record's ``cols``."""
     ids = frame.index.astype(str).to_numpy()
     out_ids, out_tokens = [], []
-    texts = [frame[c].map(normalize_text).to_numpy(dtype=object) for c in cols]
+    texts = [frame[c].map(normalise_text).to_numpy(dtype=object) for c in cols]
     for i, rid in enumerate(ids):
         toks = set()
         for t in texts:
@@ -285,7 +285,7 @@ def _tokens_of(frame: pd.DataFrame, cols: list[str], side: str) -> pd.DataFrame:
 
 def _keys_of(frame: pd.DataFrame, cols: list[str], side: str) -> pd.DataFrame:
     """``(key, <side>_id)`` rows: the normalised values of ``cols`` joined; missing keys dropped."""
-    parts = [frame[c].map(normalize_text) for c in cols]
+    parts = [frame[c].map(normalise_text) for c in cols]
     key = parts[0].astype(object)
     missing = parts[0] == ""
     for p in parts[1:]:

@@ -15,7 +15,7 @@ import pandas as pd
 from sklearn.pipeline import Pipeline
 
 from .._threads import n_threads
-from ..data import normalize_text
+from ..data._text import normalise_text
 from ..exceptions import DataError, NotFittedError
 from ..matchers._base import MATCH_THRESHOLD, match_labels
 
@@ -68,7 +68,7 @@ class ScoredChunk:
 def _texts(table: pd.DataFrame, column: Any) -> np.ndarray:
     """One column as normalised text (``PairDataset.texts``' rule), each distinct value once."""
     codes, uniq = pd.factorize(table[column].astype(object), use_na_sentinel=False)
-    text = np.array([normalize_text(v) for v in uniq], dtype=object)
+    text = np.array([normalise_text(v) for v in uniq], dtype=object)
     return text[codes] if len(text) else np.array([], dtype=object)
 
 
@@ -128,7 +128,7 @@ class ChunkScorer:
         Fitted, with ``predict_proba``: a :class:`~skrisk.matchers.FeatureMatcher` (on the
         similarity features or on pair frames), any scikit-learn classifier or ``Pipeline`` on the
         similarity features, or a pipeline on pair frames such as
-        :func:`~skrisk.matchers.make_rnn_pipeline`'s ``PairEncoder`` + ``RNNMatcher``.
+        ``make_rnn_pipeline``'s ``PairEncoder`` + ``RNNMatcher``.
     risk_model : LearnRisk or None, default=None
         A fitted :class:`~skrisk.LearnRisk`; its risk of every pair is computed from the
         matcher's probabilities (LearnRisk reads the similarity features from the matcher's
@@ -358,7 +358,7 @@ class ChunkScorer:
         -------
         pandas.DataFrame
             One row per pair, columns ``left_<a>`` / ``right_<a>`` (normalised text,
-            :func:`skrisk.data.normalize_text`), in the order the features were fitted on.
+            ``normalise_text``), in the order the features were fitted on.
 
         Raises
         ------

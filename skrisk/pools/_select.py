@@ -15,7 +15,7 @@ import pandas as pd
 
 from .._typing import RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
-from ..risk import matcher_uncertainty
+from ..risk._uncertainty import matcher_uncertainty
 from ._scorer import PAIR_COLUMNS, ChunkScorer, ScoredChunk
 
 if TYPE_CHECKING:  # torch is imported where the kernel runs (on the client), not on the workers

@@ -4,15 +4,11 @@
 with the matcher's score, or uniform, always with a uniform floor that bounds the weights);
 :func:`estimate_quality` turns their answers into estimated precision, recall and F1 of the
 matcher on the whole candidate set, with intervals (model-assisted when given the matcher's
-probability of every candidate), and :func:`more_answers` says how many more answers an interval
-needs to narrow to a given width; :func:`recalibrate` fits the matcher's probabilities to the
-audit answers (the model of the model-assisted estimate) and :func:`audit_aim` aims later audit
-draws with it; :func:`choose_threshold` picks the match
-threshold for a target (F1: 0.5 unless the audit shows another is better; a precision or a recall);
-:func:`compare_f1` estimates the F1 difference of two decisions on the same audit draws (two
-thresholds, or two rounds' matchers). :class:`StabilizingPredictions` and :class:`RiskPlateau`
-are stopping rules fed once per round; :func:`confirm_stop` lets their advice through only when
-the audit shows that the last labels gained little F1.
+probability of every candidate); :func:`choose_threshold` picks the match threshold for a target
+(F1: 0.5 unless the audit shows another is better; a precision or a recall); :func:`compare_f1`
+estimates the F1 difference of two decisions on the same audit draws (two thresholds, or two
+rounds' matchers); :func:`confirm_stop` lets a stopping rule's advice through only when the audit
+shows that the last labels gained little F1.
 
 Examples
 --------
@@ -29,33 +25,8 @@ True
 """
 
 from ._compare import choose_threshold, compare_f1
-from ._estimate import (
-    AuditSample,
-    QualityEstimate,
-    ThresholdChoice,
-    audit_aim,
-    audit_design,
-    audit_sample,
-    estimate_quality,
-    more_answers,
-    recalibrate,
-)
-from ._stopping import RiskPlateau, StabilizingPredictions, cohen_kappa, confirm_stop
+from ._estimate import QualityEstimate, audit_sample, estimate_quality
+from ._stopping import confirm_stop
 
-__all__ = [
-    "AuditSample",
-    "QualityEstimate",
-    "RiskPlateau",
-    "StabilizingPredictions",
-    "ThresholdChoice",
-    "audit_aim",
-    "audit_design",
-    "audit_sample",
-    "choose_threshold",
-    "cohen_kappa",
-    "compare_f1",
-    "confirm_stop",
-    "estimate_quality",
-    "more_answers",
-    "recalibrate",
-]
+__all__ = ["audit_sample", "choose_threshold", "compare_f1", "confirm_stop", "estimate_quality",
+           "QualityEstimate"]

@@ -18,7 +18,7 @@ from .._typing import IntArray, RandomStateLike
 from ..exceptions import DataError
 from ._estimate import _vector
 
-__all__ = ["RiskPlateau", "StabilizingPredictions", "cohen_kappa", "confirm_stop"]
+__all__ = ["RiskPlateau", "StabilisingPredictions", "cohen_kappa", "confirm_stop"]
 
 
 def _check_int(value: object, name: str, low: int) -> int:
@@ -89,7 +89,7 @@ def cohen_kappa(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     return float((p_o - p_e) / (1 - p_e)) if p_e < 1 else 0.0
 
 
-class StabilizingPredictions:
+class StabilisingPredictions:
     """Stop when successive matchers agree on a fixed stop set (Bloodgood and Vijay-Shanker, 2009).
 
     Each :meth:`update` takes the current matcher's predictions (labels, or match probabilities
@@ -128,7 +128,7 @@ class StabilizingPredictions:
 
     Examples
     --------
-    >>> rule = StabilizingPredictions(window=2, agreement=0.9, random_state=0)
+    >>> rule = StabilisingPredictions(window=2, agreement=0.9, random_state=0)
     >>> for preds in ([0, 1, 0, 1], [0, 1, 1, 1], [0, 1, 1, 1], [0, 1, 1, 1]):
     ...     _ = rule.update(preds)
     >>> rule.kappas_, rule.should_stop, rule.fired_at_
@@ -143,7 +143,7 @@ class StabilizingPredictions:
         self.sample_size = sample_size
         self.random_state = random_state
 
-    def update(self, predictions: npt.ArrayLike) -> "StabilizingPredictions":
+    def update(self, predictions: npt.ArrayLike) -> "StabilisingPredictions":
         """Add one round's predictions of every candidate pair (the same pairs each round).
 
         Parameters
@@ -353,7 +353,7 @@ def confirm_stop(
     Parameters
     ----------
     rule_fires : bool
-        Whether a stopping rule (:class:`StabilizingPredictions`, :class:`RiskPlateau`) fires.
+        Whether a stopping rule (:class:`StabilisingPredictions`, :class:`RiskPlateau`) fires.
     gain : float or None
         The estimated recent F1 gain, in [-1, 1] (None or nan: not estimated).
     gain_interval : tuple of float or None

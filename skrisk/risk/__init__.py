@@ -20,43 +20,17 @@ from __future__ import annotations
 
 from .._lazy import lazy_attributes
 
-__all__ = [
-    "Condition",
-    "DEFAULT_EPOCHS",
-    "LearnRisk",
-    "Reason",
-    "RiskDistribution",
-    "RiskExplanation",
-    "Rule",
-    "clean_rules",
-    "generate_rules",
-    "holds_risk_features",
-    "matcher_uncertainty",
-    "mispredicted",
-    "oof_proba",
-    "risk_features",
-    "risk_roc_auc",
-    "rule_activations",
-]
+__all__ = ["LearnRisk", "oof_proba", "Reason", "risk_features", "risk_roc_auc", "RiskExplanation", "Rule"]
 
 _LAZY = {
-    "Condition": "._rules",
-    "Rule": "._rules",
-    "clean_rules": "._rules",
-    "generate_rules": "._rules",
-    "rule_activations": "._rules",
-    "DEFAULT_EPOCHS": "._estimator",
-    "RiskDistribution": "._estimator",
-    "RiskExplanation": "._explain",
-    "Reason": "._explain",
-    "mispredicted": "._estimator",
     "LearnRisk": "._learnrisk",
-    "matcher_uncertainty": "._uncertainty",
-    "holds_risk_features": "._learnrisk",
     "oof_proba": "._learnrisk",
+    "Reason": "._explain",
     "risk_features": "._learnrisk",
     "risk_roc_auc": "._learnrisk",
+    "RiskExplanation": "._explain",
+    "Rule": "._rules",
 }
 
-
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)
+del lazy_attributes

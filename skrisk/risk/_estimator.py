@@ -40,7 +40,7 @@ __all__ = ["DEFAULT_EPOCHS", "LearnRiskEstimator", "RiskDistribution", "RiskExpl
 def mispredicted(proba: npt.ArrayLike, y: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     """Risk labels: whether the matcher's label ``1[p > 0.5]`` differs from the true label.
 
-    The matcher's label is :func:`~skrisk.matchers.match_labels` of ``proba``: a tie at exactly
+    The matcher's label is ``match_labels`` of ``proba``: a tie at exactly
     0.5 is a non-match.
 
     Use them to stratify cross-validation folds of :class:`LearnRiskEstimator` (every fold needs
@@ -243,10 +243,6 @@ class LearnRiskEstimator(BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` is a DataFrame with string column names.
-
-    See Also
-    --------
-    skrisk.risk.generate_rules : the rule generator on its own.
 
     Notes
     -----
@@ -514,7 +510,7 @@ class LearnRiskEstimator(BaseEstimator):
                 f"Nothing to rank: all {z.size} validation pairs are {state} by the matcher "
                 f"(threshold: p > {MATCH_THRESHOLD}). LearnRisk learns to rank mispredicted above correct pairs and "
                 "needs both; use more validation pairs (or, in cross-validation, folds stratified "
-                "on skrisk.risk.mispredicted(p, y))."
+                "on skrisk.risk.research.mispredicted(p, y))."
             )
 
         # ---- risk features from the training pairs
@@ -740,7 +736,7 @@ class LearnRiskEstimator(BaseEstimator):
             raise ValueError(
                 "score needs mispredicted and correctly predicted pairs, but all "
                 f"{z.size} are {'mispredicted' if z.all() else 'correct'}: use more pairs, or "
-                "stratify CV folds on skrisk.risk.mispredicted(p, y)."
+                "stratify CV folds on skrisk.risk.research.mispredicted(p, y)."
             )
         risk = self.predict_risk(X)
         return float(roc_auc_score(z, risk, sample_weight=sample_weight))

@@ -27,7 +27,7 @@ def matcher_uncertainty(proba: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
     Examples
     --------
-    >>> from skrisk.risk import matcher_uncertainty
+    >>> from skrisk.risk._uncertainty import matcher_uncertainty
     >>> matcher_uncertainty([0.1, 0.5, 0.75]).tolist()
     [0.1, 0.5, 0.25]
     """

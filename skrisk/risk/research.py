@@ -21,6 +21,6 @@ Examples
 (200,)
 """
 
-from ._estimator import LearnRiskEstimator
+from ._estimator import LearnRiskEstimator, mispredicted
 
-__all__ = ["LearnRiskEstimator"]
+__all__ = ["LearnRiskEstimator", "mispredicted"]

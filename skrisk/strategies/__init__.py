@@ -15,36 +15,25 @@ from __future__ import annotations
 
 from .._lazy import lazy_attributes
 
-__all__ = [
-    "BadgeSelector",
-    "BatchSelection",
-    "KMedoidsSelector",
-    "RiskQuery",
-    "RiskSampler",
-    "TopKSelector",
-    "badge_sampling",
-    "bald_sampling",
-    "coreset_sampling",
-    "egl_sampling",
-    "entropy_sampling",
-    "random_sampling",
-    "risk_sampling",
-]
+__all__ = ["badge_sampling", "BadgeSelector", "bald_sampling", "BatchSelection", "coreset_sampling",
+           "egl_sampling", "entropy_sampling", "KMedoidsSelector", "random_sampling", "risk_sampling",
+           "RiskQuery", "RiskSampler", "TopKSelector"]
 
 _LAZY = {
-    "BadgeSelector": "._batch",
-    "BatchSelection": "._batch",
-    "KMedoidsSelector": "._batch",
-    "TopKSelector": "._batch",
     "badge_sampling": "._baselines",
+    "BadgeSelector": "._batch",
     "bald_sampling": "._baselines",
+    "BatchSelection": "._batch",
     "coreset_sampling": "._baselines",
     "egl_sampling": "._baselines",
     "entropy_sampling": "._baselines",
+    "KMedoidsSelector": "._batch",
     "random_sampling": "._baselines",
+    "risk_sampling": "._risk",
     "RiskQuery": "._risk",
     "RiskSampler": "._risk",
-    "risk_sampling": "._risk",
+    "TopKSelector": "._batch",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)
+del lazy_attributes

@@ -29,7 +29,8 @@ from .._device import resolve_device
 from .._params import Interval, Options, validate_params
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError
-from ..kmedoids import KMedoidsResult, representative_sample, weighted_fastpam
+from ..kmedoids import KMedoidsResult, weighted_fastpam
+from ..kmedoids._sample import representative_sample
 from ._selection import kmeanspp_seeding, lipschitz_weights, min_distances, top_k
 
 __all__ = ["BadgeSelector", "BatchSelection", "KMedoidsSelector", "TopKSelector"]
@@ -185,7 +186,7 @@ class KMedoidsSelector(_Selector):
         of ``max(max_pool, 2 * n)`` of them drawn with probability proportional to their weight,
         the heaviest with certainty, each re-weighted by ``w_i / pi_i`` so that the sample's
         total deviation estimates the whole set's (CLARA's idea with Horvitz-Thompson weights,
-        :func:`~skrisk.kmedoids.representative_sample`). The kernel's swap phase grows with the
+        ``representative_sample``). The kernel's swap phase grows with the
         square of its input, so the cap bounds a query's time on large pools. None: no cap.
     distance_floor : float or "auto", default="auto"
         A pool row's distance to the labelled set is raised to at least this value, so no

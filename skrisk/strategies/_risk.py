@@ -26,7 +26,8 @@ from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError, NotFittedError
 from ..kmedoids import KMedoidsResult
 from ..matchers._base import require
-from ..risk import LearnRisk, holds_risk_features, risk_features
+from ..risk import LearnRisk, risk_features
+from ..risk._learnrisk import holds_risk_features
 from ._batch import SELECTORS
 from ._selection import (
     check_pool_matches,

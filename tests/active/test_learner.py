@@ -24,7 +24,9 @@ from skorch.helper import SliceDict
 
 # internal on purpose: the shared row helpers
 from skrisk._rows import num_rows
-from skrisk.active import ActiveLearner, unpack_query
+from skrisk.active import ActiveLearner
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk._query import unpack_query
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError, NotFittedError
 from skrisk.matchers import FeatureMatcher

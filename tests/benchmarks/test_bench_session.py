@@ -79,7 +79,8 @@ def test_dedup_session_stacks_the_two_tables(bench_script, tmp_path):
 def test_sessions_leave_out_the_attributes_that_leak_the_label(bench_script, tmp_path):
     import pandas as pd
 
-    from skrisk.datasets import get_data_home
+    # internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+    from skrisk.data._loaders import get_data_home
 
     bench = bench_script("bench_session")
     folder = get_data_home() / "fodors_zagats"

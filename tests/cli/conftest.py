@@ -39,7 +39,8 @@ def current_pair(text: str) -> tuple[str, str]:
 
 
 def journal_events(session: Path) -> list[dict]:
-    from skrisk.labelling import read_events
+    # internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+    from skrisk.labelling._journal import read_events
 
     return read_events(session / "journal.jsonl")
 

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from skrisk.cli import main
-from skrisk.labelling import read_events, replay
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.labelling._journal import read_events, replay
 
 from .conftest import LabelProcess, current_pair, journal_events, n_decisions, wait_until
 

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from skrisk.exceptions import DataError
-from skrisk.labelling import LabellingSession, SessionConfig, read_events
+from skrisk.labelling import LabellingSession, SessionConfig
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.labelling._journal import read_events
 
 
 def _oracle_session(folder, A, B, gold, n_answers, config=None, **kw):
@@ -216,7 +218,9 @@ def test_current_threshold_is_the_last_rounds_choice(audited):
 
 
 def test_saved_model_carries_the_chosen_threshold(audited):
-    from skrisk.matching import MODEL_FILE, load_model
+    # internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+    from skrisk.matching._model import MODEL_FILE
+    from skrisk.matching import load_model
 
     folder, s, *_ = audited
     last = [e["status"] for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"][-1]
@@ -302,7 +306,8 @@ def test_each_round_keeps_its_decisions_on_every_candidate(improving):
     """The journal keeps each round's decisions compactly; the last are the saved model's."""
     # internal on purpose: the journal's compressed decisions
     from skrisk.labelling._status import _decode_decisions
-    from skrisk.matching import MODEL_FILE, load_model
+    from skrisk.matching._model import MODEL_FILE
+    from skrisk.matching import load_model
 
     folder, s, *_ = improving
     risks = [e for e in read_events(folder / "journal.jsonl") if e.get("phase") == "risk"]

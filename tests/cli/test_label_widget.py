@@ -7,8 +7,11 @@ import collections
 
 import pytest
 
-from skrisk.utils import FolderInUseError
-from skrisk.labelling import JupyterLabeller, LabellingSession, read_events, replay
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk._fileio import FolderInUseError
+from skrisk.labelling import JupyterLabeller, LabellingSession
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.labelling._journal import read_events, replay
 
 from .conftest import LabelProcess, current_pair, journal_events, n_decisions, wait_until
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skrisk.data import (
-    Vocabulary, WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext,
-)
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.data._tokenize import Vocabulary
+from skrisk.data._embeddings import WordVectors, corpus_sentences, load_fasttext, load_glove, train_fasttext
 
 SENTENCES = ["acme corp new york", "acme corporation new york", "globex corp springfield"] * 5
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skrisk.data import FEBRL_BLOCKING
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.data._febrl import FEBRL_BLOCKING
 from skrisk.datasets import load_febrl
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from skrisk.data import DEEPMATCHER_ARCHIVES, ChecksumError
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.data._fetch import DEEPMATCHER_ARCHIVES, ChecksumError
 from skrisk.datasets import fetch_deepmatcher
 from skrisk.exceptions import DataError
 

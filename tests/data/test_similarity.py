@@ -20,7 +20,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 # internal on purpose: chunk sizes and the number tokeniser
 import skrisk.data._similarity as simmod
 import skrisk.data._token_sets as setsmod
-from skrisk.data import SIMILARITY_METRICS, SimilarityFeatures
+from skrisk.data._similarity import SIMILARITY_METRICS
+from skrisk.data import SimilarityFeatures
 
 def _frame(left, right, attr="a"):
     return pd.DataFrame({f"left_{attr}": left, f"right_{attr}": right})

@@ -47,6 +47,7 @@ def label(monkeypatch, capsys, argv: list[str], answers: list[str]):
 
 
 def answers_in_force(session: Path) -> dict:
-    from skrisk.labelling import read_events, replay
+    # internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+    from skrisk.labelling._journal import read_events, replay
 
     return replay(read_events(session / "journal.jsonl")).answers

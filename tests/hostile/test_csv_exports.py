@@ -14,7 +14,9 @@ import csv
 import pandas as pd
 import pytest
 
-from skrisk.utils import read_csv_export, write_csv_export
+from skrisk.utils import read_csv_export
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk._fileio import write_csv_export
 
 from ._session_util import label, write_tables
 

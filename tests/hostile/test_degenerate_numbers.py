@@ -16,8 +16,10 @@ from skrisk.data import PairDataset, SimilarityFeatures
 from skrisk.exceptions import DataError, EmptyPoolError
 from skrisk.matchers import FeatureMatcher
 from skrisk.pools import ChunkScorer, stream_query
-from skrisk import quality
-from skrisk.quality import audit_sample, choose_threshold, compare_f1, confirm_stop, estimate_quality, recalibrate
+from skrisk.quality import _estimate, _stopping
+from skrisk.quality import audit_sample, choose_threshold, compare_f1, confirm_stop, estimate_quality
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.quality._estimate import recalibrate
 from skrisk.strategies import KMedoidsSelector, RiskSampler, TopKSelector, entropy_sampling
 
 from ._session_util import label, write_tables
@@ -116,21 +118,21 @@ QUALITY_CASES = {
                                     "min_matches must be an integer >= 0"),
     "confirm_stop f1 1.5": (confirm_stop, (True, 0.0, (-0.1, 0.1)), {**GOOD, "f1_interval": (0.5, 1.5)},
                             r"f1_interval\[1\] must be a number in \[0, 1\]"),
-    "more_answers aim 0": (quality.more_answers, (100, (0.2, 0.8), 0.0), {}, r"aim must be a number in \(0, 1\]"),
-    "more_answers nan": (quality.more_answers, (100, (NAN, 0.8)), {}, r"interval\[0\] = nan is not a finite number"),
-    "more_answers 3 values": (quality.more_answers, (100, (0.1, 0.2, 0.3)), {}, r"interval must be a pair"),
-    "more_answers reversed": (quality.more_answers, (100, (0.8, 0.2)), {}, "low end above its high end"),
-    "more_answers n -3": (quality.more_answers, (-3, (0.2, 0.8)), {}, "n_audit must be an integer >= 0"),
-    "cohen_kappa nan": (quality.cohen_kappa, ([0, 1, NAN], [0, 1, 1]), {},
+    "more_answers aim 0": (_estimate.more_answers, (100, (0.2, 0.8), 0.0), {}, r"aim must be a number in \(0, 1\]"),
+    "more_answers nan": (_estimate.more_answers, (100, (NAN, 0.8)), {}, r"interval\[0\] = nan is not a finite number"),
+    "more_answers 3 values": (_estimate.more_answers, (100, (0.1, 0.2, 0.3)), {}, r"interval must be a pair"),
+    "more_answers reversed": (_estimate.more_answers, (100, (0.8, 0.2)), {}, "low end above its high end"),
+    "more_answers n -3": (_estimate.more_answers, (-3, (0.2, 0.8)), {}, "n_audit must be an integer >= 0"),
+    "cohen_kappa nan": (_stopping.cohen_kappa, ([0, 1, NAN], [0, 1, 1]), {},
                         r"a\[2\] = nan: the labelings must hold 0 and 1"),
-    "cohen_kappa proba": (quality.cohen_kappa, ([0, 1, 1], [0, 0.7, 1]), {}, r"b\[1\] = 0.7"),
-    "audit_design risk 5": (quality.audit_design, ([0.2, 0.9],), {"risk": [0.1, 5.0]},
+    "cohen_kappa proba": (_stopping.cohen_kappa, ([0, 1, 1], [0, 0.7, 1]), {}, r"b\[1\] = 0.7"),
+    "audit_design risk 5": (_estimate.audit_design, ([0.2, 0.9],), {"risk": [0.1, 5.0]},
                             r"risk\[1\] = 5.0 is not a finite number in \[0, 1\]"),
-    "audit_aim risk nan": (quality.audit_aim, ([1, 0], [0.9, 0.1], [1.0, 1.0], [0.2, 0.9], [NAN, 0.1]), {},
+    "audit_aim risk nan": (_estimate.audit_aim, ([1, 0], [0.9, 0.1], [1.0, 1.0], [0.2, 0.9], [NAN, 0.1]), {},
                            r"risk\[0\] = nan"),
-    "audit_aim threshold nan": (quality.audit_aim, ([1, 0], [0.9, 0.1], [1.0, 1.0], [0.2, 0.9], [0.1, 0.1]),
+    "audit_aim threshold nan": (_estimate.audit_aim, ([1, 0], [0.9, 0.1], [1.0, 1.0], [0.2, 0.9], [0.1, 0.1]),
                                 {"threshold": NAN}, r"threshold\[0\] = nan"),
-    "RiskPlateau sum inf": (lambda: quality.RiskPlateau().update([1e308, 1e308]), (), {}, "the risks add up to inf"),
+    "RiskPlateau sum inf": (lambda: _stopping.RiskPlateau().update([1e308, 1e308]), (), {}, "the risks add up to inf"),
     # kept
     "estimate y 2": (estimate_quality, ([1, 2], [0.5, 0.5], [1, 1]), {}, r"y_audit\[1\] = 2.0"),
     "estimate proba 1.5": (estimate_quality, ([1, 0], [1.5, 0.5], [1, 1]), {}, r"proba_audit\[0\] = 1.5"),
@@ -141,16 +143,16 @@ QUALITY_CASES = {
     "estimate proba_all empty": (estimate_quality, ([1], [0.5], [1]), {"proba_all": []}, "proba_all is empty"),
     "audit_sample n 0": (audit_sample, ([0.5],), {"n": 0}, "n must be a positive integer"),
     "audit_sample floor 0": (audit_sample, ([0.5],), {"n": 1, "floor": 0.0}, r"floor must be a number in \(0, 1\]"),
-    "audit_design empty": (quality.audit_design, ([],), {"method": "score"}, "proba is empty"),
+    "audit_design empty": (_estimate.audit_design, ([],), {"method": "score"}, "proba is empty"),
     "choose se nan": (choose_threshold, ([1, 0], [0.9, 0.1], [1, 1]), {"se_tolerance": NAN}, "se_tolerance must be"),
     "choose target 0": (choose_threshold, ([1, 0], [0.9, 0.1], [1, 1]), {"target": {"precision": 0}}, "target must be"),
     "compare lengths": (compare_f1, ([1, 0], [0.9, 0.1], [0.9], [1, 1]), {}, "proba_b has 1 values"),
-    "StabilizingPredictions nan": (lambda: quality.StabilizingPredictions().update([0.2, NAN]), (), {},
+    "StabilisingPredictions nan": (lambda: _stopping.StabilisingPredictions().update([0.2, NAN]), (), {},
                                    r"predictions\[1\] = nan"),
-    "RiskPlateau negative": (lambda: quality.RiskPlateau().update([0.1, -1.0]), (), {}, r"risk\[1\] = -1.0"),
-    "RiskPlateau tol nan": (lambda: quality.RiskPlateau(tol=NAN).update([0.1]), (), {},
+    "RiskPlateau negative": (lambda: _stopping.RiskPlateau().update([0.1, -1.0]), (), {}, r"risk\[1\] = -1.0"),
+    "RiskPlateau tol nan": (lambda: _stopping.RiskPlateau(tol=NAN).update([0.1]), (), {},
                             r"tol must be a number in \[0, 1\]"),
-    "cohen_kappa empty": (quality.cohen_kappa, ([], []), {}, "two non-empty labelings"),
+    "cohen_kappa empty": (_stopping.cohen_kappa, ([], []), {}, "two non-empty labelings"),
 }
 
 
@@ -168,12 +170,12 @@ def test_degenerate_but_valid_numbers_give_correct_answers():
     assert np.isnan(compare_f1([], [], [], [])[0])
     # one answer, tiny weights: the same as weight 1
     assert estimate_quality([1], [0.9], [1e-300]).f1_interval == estimate_quality([1], [0.9], [1.0]).f1_interval
-    assert quality.more_answers(0, (0.0, 1.0)) == 0 and quality.more_answers(10, (0.0, 1.0)) == 240
+    assert _estimate.more_answers(0, (0.0, 1.0)) == 0 and _estimate.more_answers(10, (0.0, 1.0)) == 240
     # None / nan is "not known": go on, no error
     assert confirm_stop(True, None, None, **GOOD)[0] is False
     assert confirm_stop(True, NAN, (-0.1, 0.1), **GOOD)[0] is False
-    assert quality.cohen_kappa([True, False], [True, False]) == 1.0
-    assert quality.RiskPlateau().update([1e-300] * 3).totals_ == [3e-300]
+    assert _stopping.cohen_kappa([True, False], [True, False]) == 1.0
+    assert _stopping.RiskPlateau().update([1e-300] * 3).totals_ == [3e-300]
 
 
 # ---------------------------------------------------------------------------------- the pool queries

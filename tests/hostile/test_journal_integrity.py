@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from skrisk.labelling import Journal, read_events
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.labelling._journal import Journal, read_events
 
 from ._session_util import answers_in_force, label, write_tables
 

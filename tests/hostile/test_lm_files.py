@@ -358,7 +358,8 @@ def test_save_refuses_links_and_writes_nothing_through_them(saved, tmp_path):
     outside.write_text("keep me")
     (out / "config.json").symlink_to(outside)
     (out / "lm_matcher.json").symlink_to(tmp_path / "created_through_the_link.json")
-    from skrisk.utils import LinkError
+    # internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+    from skrisk._fileio import LinkError
 
     with pytest.raises(LinkError, match="symbolic link"):
         m.save(out)

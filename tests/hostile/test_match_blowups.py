@@ -21,7 +21,8 @@ from skrisk.cli import main
 from skrisk.data import block
 from skrisk.exceptions import DataError
 from skrisk.matching import load_model, match
-from skrisk.utils import FolderLock
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk._fileio import FolderLock
 
 from _match_fixtures import dedup_model, febrl_split  # noqa: F401 - fixtures
 

@@ -14,10 +14,15 @@ import threading
 import numpy as np
 import pytest
 
-from skrisk.utils import FolderInUseError, FolderLock
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk._fileio import FolderInUseError, FolderLock
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import DataError
-from skrisk.experiments import ALTask, read_results, run_active_learning, run_experiment
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.experiments._loop import ALTask, read_results
+from skrisk.experiments import run_active_learning
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.experiments._demo import run_experiment
 from skrisk.matchers import FeatureMatcher
 from skrisk.strategies import random_sampling
 
@@ -65,7 +70,7 @@ def test_second_run_on_the_same_output_folder_is_refused_naming_the_pid(beer, tm
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from skrisk.utils import FolderLock
+            from skrisk._fileio import FolderLock
             lock = FolderLock({str(out)!r}, what="run output").acquire()
             print("locked", flush=True)
             sys.stdin.read()

@@ -18,7 +18,8 @@ import sys
 import pandas as pd
 import pytest
 
-from skrisk.labelling import Journal, SessionWriteError, read_events, replay
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.labelling._journal import Journal, SessionWriteError, read_events, replay
 
 from ._session_util import LabelProcess, answers_in_force, label, wait_until, write_tables
 

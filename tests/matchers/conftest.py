@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from skrisk.data import PairEncoder, train_fasttext
+from skrisk.data import PairEncoder
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.data._embeddings import train_fasttext
 from skrisk.matchers import RNNMatcher
 
 torch.set_num_threads(1)

@@ -22,8 +22,13 @@ from skrisk import LearnRisk  # noqa: E402
 from skrisk.active import ActiveLearner  # noqa: E402
 from skrisk.datasets import make_pairs  # noqa: E402
 from skrisk.exceptions import DataError, NotFittedError  # noqa: E402
-from skrisk.experiments import STRATEGIES, build_task, make_matcher_factory, make_strategy  # noqa: E402
-from skrisk.matchers import LMMatcher, serialize_pairs  # noqa: E402
+from skrisk.experiments import STRATEGIES, build_task
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.experiments._tasks import make_matcher_factory
+from skrisk.experiments._registry import make_strategy
+from skrisk.matchers import LMMatcher
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.matchers._lm_data import serialise_pairs
 
 from _lm_fixtures import make_tiny_bert, words_of  # noqa: E402  (tests/, on pytest's pythonpath)
 
@@ -73,7 +78,7 @@ def test_interface_shapes_and_rows(fitted, pairs):
 def test_frame_and_serialised_input_agree(fitted, pairs):
     X, _ = pairs["test"]
     feats = np.zeros((len(X), 3))
-    np.testing.assert_allclose(fitted.predict_proba(serialize_pairs(X, features=feats)),
+    np.testing.assert_allclose(fitted.predict_proba(serialise_pairs(X, features=feats)),
                                fitted.predict_proba(X), atol=1e-6)
 
 
@@ -278,7 +283,7 @@ def test_match_model_round_trip_and_refusals(fitted, pairs, tmp_path):
     ds = pairs["all"]
     frame = ds.to_frame()
     sf = SimilarityFeatures().fit(frame)
-    X = serialize_pairs(frame, features=sf.transform(frame))
+    X = serialise_pairs(frame, features=sf.transform(frame))
     risk = LearnRisk(fitted, cv="prefit", epochs=5, random_state=0).fit(X, ds.y)
     model = MatchModel(list(ds.attributes), sf, fitted, risk_model=risk)
     path = model.save(tmp_path / "model.skrisk")

@@ -10,7 +10,7 @@ from skorch.helper import SliceDict
 
 # internal on purpose: the shared row helpers, property-tested
 from skrisk._rows import num_rows, pool_kind, stack_rows, take_rows
-from skrisk.labelling import Journal, read_events, replay
+from skrisk.labelling._journal import Journal, read_events, replay
 
 FAST = settings(max_examples=30, deadline=None)
 

@@ -9,7 +9,8 @@ import sklearn
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 
-from skrisk.risk import RiskExplanation, mispredicted
+from skrisk.risk import RiskExplanation
+from skrisk.risk.research import mispredicted
 from skrisk.risk.research import LearnRiskEstimator
 
 FAST = dict(epochs=15, random_state=0)

@@ -7,7 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from skrisk.risk import Condition, Reason, RiskExplanation, Rule
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.risk._rules import Condition
+from skrisk.risk import Reason, RiskExplanation, Rule
 # internal on purpose: the reason texts, feature by feature
 from skrisk.risk._explain import build_reasons, describe_feature, split_feature_name
 

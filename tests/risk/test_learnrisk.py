@@ -14,11 +14,15 @@ from skorch.helper import SliceDict
 
 import skrisk
 from skrisk import LearnRisk
-from skrisk.matchers import MATCH_THRESHOLD, match_labels
+from skrisk.matchers import MATCH_THRESHOLD
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.matchers._base import match_labels
 from skrisk.exceptions import NotFittedError
 from skrisk.matchers import FeatureMatcher
-from skrisk.risk import _model, mispredicted, oof_proba, risk_roc_auc
-from skrisk.risk.research import LearnRiskEstimator
+from skrisk.risk import _model, oof_proba, risk_roc_auc
+from skrisk.risk.research import LearnRiskEstimator, mispredicted
+# internal on purpose: the one default of both estimators
+from skrisk.risk._defaults import DEFAULT_EPOCHS
 
 
 def _pairs(n, seed=0):
@@ -158,7 +162,7 @@ def test_threshold_tie_is_a_non_match_everywhere():
 
 
 def test_core_stays_for_research_with_the_same_default_epochs():
-    assert LearnRiskEstimator().epochs == LearnRisk().epochs == skrisk.risk.DEFAULT_EPOCHS
+    assert LearnRiskEstimator().epochs == LearnRisk().epochs == DEFAULT_EPOCHS
     assert "LearnRisk" in skrisk.__all__ and "LearnRiskEstimator" not in skrisk.__all__
 
 
@@ -201,7 +205,8 @@ def test_fit_around_a_fitted_matcher_and_known_probabilities():
 
 
 def test_matcher_uncertainty_is_the_one_fallback():
-    from skrisk.risk import matcher_uncertainty
+    # internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+    from skrisk.risk._uncertainty import matcher_uncertainty
 
     X, y = _pairs(300)
     model = LearnRisk(LogisticRegression(), **FAST).fit(X, y)

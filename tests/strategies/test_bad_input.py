@@ -15,7 +15,9 @@ from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers import FeatureMatcher
 from _paper_strategies import STRATEGIES
 from skrisk.strategies import RiskSampler
-from skrisk.risk import DEFAULT_EPOCHS, LearnRisk
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk.risk._estimator import DEFAULT_EPOCHS
+from skrisk.risk import LearnRisk
 # internal on purpose: the pool/labelled shape check
 from skrisk.strategies._selection import check_pool_matches, lipschitz_weights, min_distances
 

@@ -13,7 +13,9 @@ from sklearn.linear_model import LogisticRegression
 from skorch.helper import SliceDict
 
 from skrisk import LearnRisk
-from skrisk.active import ActiveLearner, unpack_query
+from skrisk.active import ActiveLearner
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk._query import unpack_query
 from skrisk.data import SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, MissingCapabilityError, NotFittedError
 from skrisk.matchers import FeatureMatcher

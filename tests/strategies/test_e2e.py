@@ -23,7 +23,9 @@ from sklearn.base import clone
 # internal on purpose: the shared row helpers
 from skrisk._rows import num_rows, stack_rows, take_rows
 from skrisk import LearnRisk
-from skrisk.active import ActiveLearner, unpack_query
+from skrisk.active import ActiveLearner
+# internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
+from skrisk._query import unpack_query
 from skrisk.data import PairEncoder, SimilarityFeatures
 from skrisk.exceptions import EmptyPoolError, NotFittedError
 from skrisk.matchers import RNNMatcher
