@@ -42,6 +42,9 @@ import pandas as pd
 
 from skrisk.utils import atomic_write_text
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summaries import RUNS, compress_rounds, read_runs  # noqa: E402  (beside this script)
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 RESULTS = BENCH / "results"
@@ -106,6 +109,10 @@ NAMES = {"dblp_scholar": "DBLP-Scholar", "abt_buy": "Abt-Buy", "beer": "Beer", "
 TIE = 5e-4
 
 
+#: the suffix of a table's per-run, per-round summary (the gzip of bench_al's ``_rounds.csv``)
+ROUNDS = "_rounds.csv.gz"
+
+
 class ResultsError(RuntimeError):
     """A record or template the pages cannot be built from; the message names the file and the fix."""
 
@@ -162,7 +169,7 @@ def stem_link(stem: str) -> str:
 
 def rounds(stems: list[str], al_dir: Path = AL) -> pd.DataFrame:
     """Per-(strategy, seed, round) records of the experiments ``stems``, each round once."""
-    frames = [_read_csv(stem_file(s, "_rounds.csv", al_dir)) for s in stems]
+    frames = [_read_csv(stem_file(s, ROUNDS, al_dir)) for s in stems]
     df = pd.concat(frames, ignore_index=True)
     return df.drop_duplicates(subset=["strategy", "seed", "round"], keep="last")
 
@@ -368,15 +375,20 @@ def runs_before(stem: str, per_run: pd.DataFrame, date: str, al_dir: Path = AL,
                 skip: set | None = None) -> dict[str, list[int]]:
     """Strategy -> seeds of the complete runs (rows of ``per_run``) that table ``stem`` holds and
     whose raw record is dated before ``date`` (its first round's date; a record without one
-    counts as before). ``skip``: (strategy, seed) pairs to pass over; the pairs the table holds
-    are added to it, so that a later table's runs, read first, shadow an earlier table's."""
+    counts as before; the dates are those of the folder's ``runs.csv``). ``skip``: (strategy,
+    seed) pairs to pass over; the pairs the table holds are added to it, so that a later table's
+    runs, read first, shadow an earlier table's."""
     out: dict[str, list[int]] = {}
     if "_rnn_" not in Path(stem).name:
         return out
-    table = stem_file(stem, "_rounds.csv", al_dir)
+    table = stem_file(stem, ROUNDS, al_dir)
     frame = _read_csv(table)
     held = set(zip(frame["strategy"], frame["seed"].astype(int)))
-    raw = table.parent / "raw"
+    runs = table.parent / RUNS
+    if not runs.is_file():
+        raise ResultsError(f"{_rel(runs)} is missing: write it from the raw records with "
+                           f"`python benchmarks/_summaries.py al {_rel(table.parent)}`, or restore it with git.")
+    first_dates = {r["file"]: r["first_date"] for r in read_runs(table.parent)}
     dataset = str(frame["dataset"].iloc[0])
     skip = set() if skip is None else skip
     for strat, seed in per_run[["strategy", "seed"]].itertuples(index=False):
@@ -384,8 +396,11 @@ def runs_before(stem: str, per_run: pd.DataFrame, date: str, al_dir: Path = AL,
         if key not in held or key in skip:
             continue
         skip.add(key)
-        first = _read_jsonl(raw / f"{dataset}_rnn_{strat}_seed{int(seed)}.jsonl")[0]
-        if str(first.get("date") or "") < date:
+        name = f"{dataset}_rnn_{strat}_seed{int(seed)}.jsonl"
+        if name not in first_dates:
+            raise ResultsError(f"{_rel(runs)} has no row for {name}: write it from the raw records with "
+                               f"`python benchmarks/_summaries.py al {_rel(table.parent)}`.")
+        if first_dates[name] < date:
             out.setdefault(strat, []).append(int(seed))
     return out
 
