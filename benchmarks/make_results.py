@@ -1,23 +1,29 @@
-"""Regenerate ``benchmarks/RESULTS.md`` and the per-topic pages under ``benchmarks/results/``.
+"""Regenerate the computed blocks of ``benchmarks/RESULTS.md`` and of the per-topic pages under
+``benchmarks/results/``.
 
-The pages are never edited by hand. Their prose lives in the templates under
-``benchmarks/results/_pages/``; every table, and every number of the summary, is computed here
-from the records the benchmark scripts write:
+A page is the one copy of its prose. Each of its tables, and every number of the summary, sits
+between the comments ``<!-- {{name}} -->`` (or ``<!-- {{name:argument}} -->``) and
+``<!-- {{/name}} -->`` and is recomputed here, by the block of that name (see ``BLOCKS``), from the
+summaries the benchmark scripts write beside their records (``benchmarks/_summaries.py``):
 
-- active learning: the tables ``benchmarks/bench_al.py --report-only`` writes from
-  ``benchmarks/results/al/raw/`` (``<stem>.md``, ``<stem>_rounds.csv``) and the replays of
-  ``benchmarks/bench_risk_quality.py`` (``<stem>_risk_quality.csv``);
-- data, matcher, LearnRisk, k-medoids kernel, query time: the CSV / JSON-lines records of
-  ``bench_data.py``, ``bench_matcher.py``, ``bench_learnrisk.py``, ``bench_kmedoids.py`` and
-  ``bench_query.py`` under ``benchmarks/results/<part>/``.
+- active learning: the tables ``benchmarks/bench_al.py --report-only`` writes (``<stem>.md``), the
+  per-run, per-round summaries ``<stem>_rounds.csv.gz`` and ``runs.csv`` of each folder, and the
+  replays of ``benchmarks/bench_risk_quality.py`` (``<stem>_risk_quality.csv``);
+- sessions and replays (``bench_session.py``): the ``records.jsonl.gz`` of each folder under
+  ``benchmarks/results/quality/``;
+- data, matcher, LearnRisk, k-medoids kernel, query time, scale: the CSV / JSON-lines records of
+  ``bench_data.py``, ``bench_matcher.py``, ``bench_learnrisk.py``, ``bench_kmedoids.py``,
+  ``bench_query.py`` and ``bench_scale.py`` under ``benchmarks/results/<part>/``.
 
-A template line ``{{name}}`` or ``{{name:argument}}`` is replaced by the block of that name
-(see ``BLOCKS``).
+The whole records (every round's fields, the pool positions each query chose, the figures) stay
+out of the tree, under the ``raw/`` folders git ignores; those made up to commit afff963 are in
+the repository's history (``git checkout afff963 -- benchmarks/results``), and ``--from-raw`` and
+a run without ``--pages-only`` rebuild the AL tables from them.
 
 Examples
 --------
-    python benchmarks/make_results.py            # every AL table from raw/, then every page
-    python benchmarks/make_results.py --pages-only
+    python benchmarks/make_results.py --pages-only   # every page from the tracked summaries
+    python benchmarks/make_results.py            # every AL table from raw/ first
     python benchmarks/make_results.py --check    # exit 1 and list the pages that differ (fast)
     python benchmarks/make_results.py --check --from-raw   # also every AL table from raw/
 """
@@ -25,6 +31,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
 import os
@@ -49,23 +56,22 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 RESULTS = BENCH / "results"
 AL = RESULTS / "al"
-PAGES = RESULTS / "_pages"
-
-#: output page -> template (both relative to the repository root)
-OUTPUTS = {
-    "benchmarks/RESULTS.md": "RESULTS.md",
-    "benchmarks/results/active_learning.md": "active_learning.md",
-    "benchmarks/results/active_learning_ablations.md": "active_learning_ablations.md",
-    "benchmarks/results/data.md": "data.md",
-    "benchmarks/results/matcher.md": "matcher.md",
-    "benchmarks/results/learnrisk.md": "learnrisk.md",
-    "benchmarks/results/kmedoids.md": "kmedoids.md",
-    "benchmarks/results/query.md": "query.md",
-    "benchmarks/results/matching.md": "matching.md",
-    "benchmarks/results/quality.md": "quality.md",
-    "benchmarks/results/scale.md": "scale.md",
-    "benchmarks/results/lm.md": "lm.md",
-}
+#: the pages (relative to the repository root): each is the one copy of its prose, and its
+#: computed blocks are rebuilt in place (see :func:`render`)
+OUTPUTS = (
+    "benchmarks/RESULTS.md",
+    "benchmarks/results/active_learning.md",
+    "benchmarks/results/active_learning_ablations.md",
+    "benchmarks/results/data.md",
+    "benchmarks/results/matcher.md",
+    "benchmarks/results/learnrisk.md",
+    "benchmarks/results/kmedoids.md",
+    "benchmarks/results/query.md",
+    "benchmarks/results/matching.md",
+    "benchmarks/results/quality.md",
+    "benchmarks/results/scale.md",
+    "benchmarks/results/lm.md",
+)
 
 DEFAULT = "risk"
 PAPER = "risk_paper"
@@ -537,7 +543,7 @@ def block_al_link(arg: str, ctx: dict) -> str:
     missing = rows - _table_rows((ctx["al_dir"] / f"{target}.md").read_text())
     if missing:
         raise ResultsError(f"{target}.md no longer holds every row of {stem}.md ({len(missing)} differ): "
-                           f"show {stem} with {{{{al:{stem}}}}} in its template under {_rel(PAGES)}.")
+                           f"show {stem} with {{{{al:{stem}}}}} on its page.")
     title = text.partition("\n")[0].removeprefix("### ").strip()
     meta = _split_meta(text)[1].strip("\n")
     return (f"Files: [`{stem}.md`](al/{stem}.md), [F1 figure](al/{stem}.png), `al/{stem}_rounds.csv`, "
@@ -1030,30 +1036,45 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
 }
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)(?::([^}]*))?\}\}")
-_HEADER = ("<!-- Generated by `python benchmarks/make_results.py` from the records and "
-           "benchmarks/results/_pages/{template}: edit the template or rerun the benchmark, not this file. -->\n")
+#: a computed block on a page: its placeholder and its text between an opening and a closing comment
+_BLOCK = re.compile(r"<!-- \{\{(\w+)((?::[^}]*)?)\}\} -->.*?<!-- \{\{/\1\}\} -->", re.S)
+HEADER = ("<!-- Between each pair of {{block}} / {{/block}} comments, the text is computed by "
+          "`python benchmarks/make_results.py` from the records under benchmarks/results: edit the prose "
+          "around the blocks, or rerun the benchmark, never a block. -->\n")
 
 
-def render(template: str, ctx: dict) -> str:
-    """The page of one template."""
-    path = PAGES / template
-    if not path.is_file():
-        raise ResultsError(f"{_rel(path)} is missing: restore it with git.")
-    text = path.read_text()
+def template_of(text: str) -> str:
+    """A page's template: its text with the header dropped and each computed block collapsed to
+    its placeholder (``{{name}}`` or ``{{name:argument}}``)."""
+    return _BLOCK.sub(lambda m: f"{{{{{m.group(1)}{m.group(2)}}}}}", text.removeprefix(HEADER))
+
+
+def fill(template: str, ctx: dict, where: str = "") -> str:
+    """The page of a template: each placeholder replaced by its block between its comments."""
 
     def sub(m: re.Match) -> str:
         name, arg = m.group(1), m.group(2) or ""
         if name not in BLOCKS:
-            raise ResultsError(f"{_rel(path)}: unknown block {{{{{name}}}}}; known: {sorted(BLOCKS)}.")
-        return BLOCKS[name](arg, ctx)
+            raise ResultsError(f"{where}: unknown block {{{{{name}}}}}; known: {sorted(BLOCKS)}.")
+        tag = m.group(0)[2:-2]
+        return f"<!-- {{{{{tag}}}}} -->\n{BLOCKS[name](arg, ctx)}\n<!-- {{{{/{name}}}}} -->"
 
-    return _HEADER.format(template=template) + _PLACEHOLDER.sub(sub, text)
+    return HEADER + _PLACEHOLDER.sub(sub, template)
 
 
-def build_pages(al_dir: Path = AL) -> dict[str, str]:
-    """Every page (path relative to the repository root -> text), in memory."""
+def render(rel: str, ctx: dict) -> str:
+    """The page ``rel`` (relative to the repository root) rebuilt: its prose as it is, its blocks
+    computed from the records."""
+    path = ROOT / rel
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: restore it with git (its prose is only there).")
+    return fill(template_of(path.read_text()), ctx, _rel(path))
+
+
+def build_pages(al_dir: Path = AL, skip: list[str] = ()) -> dict[str, str]:
+    """Every page but those of ``skip`` (path relative to the repository root -> text), in memory."""
     ctx = {"al_dir": al_dir, "summaries": summaries(al_dir)}
-    return {out: render(tpl, ctx) for out, tpl in OUTPUTS.items()}
+    return {out: render(out, ctx) for out in OUTPUTS if out not in skip}
 
 
 # --------------------------------------------------------------------------- AL tables from raw/
@@ -1082,6 +1103,10 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
     holding its new files (named as bench_al names them, which a table renamed by hand, such as
     ``abt_buy_feature_variants_pre5``, is not).
     """
+    if not (AL / "raw").is_dir():
+        raise ResultsError(f"{_rel(AL / 'raw')} is missing: the raw records are not in the tree; restore "
+                           "those of the committed tables with `git checkout afff963 -- benchmarks/results/al/raw` "
+                           "(then `git rm -r --cached` them), or run the benchmarks.")
     if not os.environ.get("SKRISK_DATA"):
         raise ResultsError("SKRISK_DATA is not set: bench_al --report-only loads the datasets; "
                            "run with SKRISK_DATA=/path/to/the/DeepMatcher/data.")
@@ -1110,12 +1135,11 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
         bad = []
         if _split_meta(made[0].read_text())[0] != _split_meta((AL / f"{stem}.md").read_text())[0]:
             bad.append(f"{stem}.md")
-        for suffix in ("_rounds.csv", "_summary.csv"):
-            committed = AL / f"{stem}{suffix}"
-            if not committed.is_file():
-                bad.append(f"{stem}{suffix} (not committed)")
-            elif (out / f"{new}{suffix}").read_bytes() != committed.read_bytes():
-                bad.append(f"{stem}{suffix}")
+        committed = AL / f"{stem}{ROUNDS}"
+        if not committed.is_file():
+            bad.append(f"{stem}{ROUNDS} (not committed)")
+        elif (out / f"{new}_rounds.csv").read_bytes() != gzip.decompress(committed.read_bytes()):
+            bad.append(f"{stem}{ROUNDS}")
         if bad:
             diffs[stem] = bad
     return diffs, folders
@@ -1124,12 +1148,20 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 listing the files that differ")
-    ap.add_argument("--pages-only", action="store_true", help="build the pages from the AL tables as they are")
-    ap.add_argument("--from-raw", action="store_true", help="with --check: also rerun every AL table from raw/")
+    ap.add_argument("--pages-only", action="store_true",
+                    help="build the pages from the tracked summaries and AL tables as they are (the default)")
+    ap.add_argument("--from-raw", action="store_true",
+                    help="first rerun every AL table from the raw records under results/al/raw (with --check: "
+                         "compare them)")
     args = ap.parse_args(argv)
+    if args.pages_only and args.from_raw:
+        ap.error("--pages-only and --from-raw exclude each other")
     try:
         differ: list[str] = []
-        if (not args.check and not args.pages_only) or (args.check and args.from_raw):
+        missing = [rel for rel in OUTPUTS if not (ROOT / rel).is_file()]
+        if missing and not args.check:
+            raise ResultsError(f"{', '.join(missing)}: missing; restore with git (a page's prose is only there).")
+        if args.from_raw:
             with tempfile.TemporaryDirectory() as tmp:
                 diffs, folders = regenerate_al(Path(tmp))
                 for stem, files in diffs.items():
@@ -1138,14 +1170,14 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     out = folders[stem]
                     new = next(out.glob("*.md")).name.removesuffix(".md")
-                    for suffix in (".md", "_rounds.csv", "_summary.csv", ".png", "_mispredicted.png"):
-                        if (out / f"{new}{suffix}").is_file():
-                            shutil.copyfile(out / f"{new}{suffix}", AL / f"{stem}{suffix}")
+                    shutil.copyfile(out / f"{new}.md", AL / f"{stem}.md")
+                    shutil.copyfile(out / f"{new}_rounds.csv", AL / f"{stem}_rounds.csv")
+                    compress_rounds(AL / f"{stem}_rounds.csv")
                     print(f"updated from raw/: {stem} ({', '.join(files)})")
-        for rel, text in build_pages().items():
+        differ += missing
+        for rel, text in build_pages(skip=missing).items():
             path = ROOT / rel
-            old = path.read_text() if path.is_file() else None
-            if old == text:
+            if path.read_text() == text:
                 continue
             if args.check:
                 differ.append(rel)
