@@ -46,6 +46,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -511,6 +512,12 @@ def read_records(out: Path, pattern: str) -> list[dict]:
     in name order (see ``benchmarks/_summaries.py``: every report reads the same rounds from
     them as from the whole records)."""
     return read_session_summary(out, pattern)
+
+
+def read_raw_records(out: Path, pattern: str) -> list[dict]:
+    """The whole records under ``out/raw`` matching ``pattern`` (``*.json``), in name order."""
+    paths = sorted((out / "raw").glob(pattern + ".gz"))
+    return [json.loads(gzip.decompress(q.read_bytes())) for q in paths]
 
 
 def _variant_rounds(run: dict, variant: str) -> list[dict]:

@@ -50,7 +50,7 @@ import pandas as pd
 from skrisk.utils import atomic_write_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _summaries import RUNS, compress_rounds, read_runs  # noqa: E402  (beside this script)
+from _summaries import RUNS, read_runs  # noqa: E402  (beside this script)
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
@@ -521,11 +521,7 @@ def block_al(stem: str, ctx: dict) -> str:
     text = path.read_text().rstrip("\n")
     first, _, rest = text.partition("\n")
     title = first.removeprefix("### ").strip()
-    files = [f"[`{stem}.md`](al/{stem}.md)", f"[F1 figure](al/{stem}.png)"]
-    if (ctx["al_dir"] / f"{stem}_mispredicted.png").is_file():
-        files.append(f"[Fig. 4 figure](al/{stem}_mispredicted.png)")
-    files += [f"`al/{stem}_rounds.csv`", f"`al/{stem}_summary.csv`"]
-    return f"Files: {', '.join(files)}. *{title}*\n{rest}"
+    return f"Files: [`{stem}.md`](al/{stem}.md), `al/{stem}{ROUNDS}`. *{title}*\n{rest}"
 
 
 def _table_rows(text: str) -> set[str]:
@@ -546,9 +542,8 @@ def block_al_link(arg: str, ctx: dict) -> str:
                            f"show {stem} with {{{{al:{stem}}}}} on its page.")
     title = text.partition("\n")[0].removeprefix("### ").strip()
     meta = _split_meta(text)[1].strip("\n")
-    return (f"Files: [`{stem}.md`](al/{stem}.md), [F1 figure](al/{stem}.png), `al/{stem}_rounds.csv`, "
-            f"`al/{stem}_summary.csv`. *{title}*: every row of this table is in {where}, so it is linked, "
-            f"not repeated.\n\n{meta}")
+    return (f"Files: [`{stem}.md`](al/{stem}.md), `al/{stem}{ROUNDS}`. *{title}*: every row of this table "
+            f"is in {where}, so it is linked, not repeated.\n\n{meta}")
 
 
 def block_file(rel: str, ctx: dict) -> str:
@@ -1138,7 +1133,7 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
         committed = AL / f"{stem}{ROUNDS}"
         if not committed.is_file():
             bad.append(f"{stem}{ROUNDS} (not committed)")
-        elif (out / f"{new}_rounds.csv").read_bytes() != gzip.decompress(committed.read_bytes()):
+        elif gzip.decompress((out / f"{new}{ROUNDS}").read_bytes()) != gzip.decompress(committed.read_bytes()):
             bad.append(f"{stem}{ROUNDS}")
         if bad:
             diffs[stem] = bad
@@ -1171,8 +1166,7 @@ def main(argv: list[str] | None = None) -> int:
                     out = folders[stem]
                     new = next(out.glob("*.md")).name.removesuffix(".md")
                     shutil.copyfile(out / f"{new}.md", AL / f"{stem}.md")
-                    shutil.copyfile(out / f"{new}_rounds.csv", AL / f"{stem}_rounds.csv")
-                    compress_rounds(AL / f"{stem}_rounds.csv")
+                    shutil.copyfile(out / f"{new}{ROUNDS}", AL / f"{stem}{ROUNDS}")
                     print(f"updated from raw/: {stem} ({', '.join(files)})")
         differ += missing
         for rel, text in build_pages(skip=missing).items():
