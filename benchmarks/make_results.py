@@ -35,6 +35,7 @@ import gzip
 import importlib.util
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -60,6 +61,8 @@ AL = RESULTS / "al"
 #: computed blocks are rebuilt in place (see :func:`render`)
 OUTPUTS = (
     "benchmarks/RESULTS.md",
+    "benchmarks/results/strategies.md",
+    "benchmarks/results/components.md",
     "benchmarks/results/active_learning.md",
     "benchmarks/results/active_learning_ablations.md",
     "benchmarks/results/data.md",
@@ -168,9 +171,16 @@ def stem_file(stem: str, suffix: str, al_dir: Path = AL) -> Path:
     return RESULTS / f"{stem}{suffix}" if "/" in stem else al_dir / f"{stem}{suffix}"
 
 
-def stem_link(stem: str) -> str:
-    """The link to a table ``stem`` from benchmarks/RESULTS.md."""
-    return f"results/{stem}.md" if "/" in stem else f"results/al/{stem}.md"
+def href(target: str, ctx: dict) -> str:
+    """The link to ``target`` (relative to benchmarks/) from the page being built (``ctx["page"]``,
+    relative to the repository root; benchmarks/RESULTS.md where none is named)."""
+    page = ctx.get("page", "benchmarks/RESULTS.md")
+    return posixpath.relpath(f"benchmarks/{target}", posixpath.dirname(page))
+
+
+def stem_link(stem: str, ctx: dict) -> str:
+    """The link to a table ``stem`` from the page being built."""
+    return href(f"results/{stem}.md" if "/" in stem else f"results/al/{stem}.md", ctx)
 
 
 def rounds(stems: list[str], al_dir: Path = AL) -> pd.DataFrame:
@@ -270,7 +280,7 @@ def block_summary_table(_: str, ctx: dict) -> str:
             gap = v - top
             mark = f"**{v:.3f}** best" if strat == s["best"] else f"{v:.3f} ({_signed(gap, 3)})"
             cells.append(f"{mark}, {n} runs")
-        link = ", ".join(f"[{i + 1}]({stem_link(st)})" for i, st in enumerate(s["stems"]))
+        link = ", ".join(f"[{i + 1}]({stem_link(st, ctx)})" for i, st in enumerate(s["stems"]))
         lines.append(f"| {name} (tables: {link}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -366,7 +376,7 @@ def block_sources(_: str, ctx: dict) -> str:
             date = meta["date"].group(1).split(",")[0] if meta["date"] else "?"
             machine = meta["machine"].group(1) if meta["machine"] else "?"
             cmd = meta["command"].group(1) if meta["command"] else "?"
-            lines.append(f"- {name}, [`{stem}.md`]({stem_link(stem)}): {date}; {machine}; {cmd}")
+            lines.append(f"- {name}, [`{stem}.md`]({stem_link(stem, ctx)}): {date}; {machine}; {cmd}")
     return "\n".join(lines)
 
 
@@ -449,16 +459,33 @@ def block_settings_note(_: str, ctx: dict) -> str:
     return " ".join(parts)
 
 
-def block_matcher_choice(_: str, ctx: dict) -> str:
-    """The matcher matters more than the strategy: the best AULC with each matcher per dataset."""
-    parts = []
+#: the matchers of the summary's settings, with their class names
+MATCHERS = {"forest": "FeatureMatcher", "RNN": "RNNMatcher", "LM": "LMMatcher"}
+
+
+def block_matcher_table(_: str, ctx: dict) -> str:
+    """The matcher matters more than the strategy: per dataset, the best AULC with each matcher
+    (and the strategy that reached it). Areas compare only over the same label range: the best
+    over the forest's range is bold, and an area over another range says its range."""
+    lines = ["| dataset | labels | " + " | ".join(f"{m} (`{c}`)" for m, c in MATCHERS.items()) + " |",
+             "|---" * (len(MATCHERS) + 2) + "|"]
     for ds in ("DBLP-Scholar", "Abt-Buy", "Beer", "Fodors-Zagats"):
-        same = [m for m in ("forest", "RNN", "LM")  # areas compare only over the same label range
-                if ctx["summaries"][f"{ds} x {m}"]["budgets"] == ctx["summaries"][f"{ds} x forest"]["budgets"]]
-        best = {m: max(v for k, v in ctx["summaries"][f"{ds} x {m}"]["aulc"].items() if k in STRATEGIES)
-                for m in same}
-        parts.append(f"{ds} " + ", ".join(f"{v:.3f} with the {m}" for m, v in best.items()))
-    return "Best AULC per matcher: " + "; ".join(parts) + "."
+        base = ctx["summaries"][f"{ds} x forest"]["budgets"]
+        best, same = {}, {}
+        for m in MATCHERS:
+            s = ctx["summaries"][f"{ds} x {m}"]
+            strat = max((k for k in s["aulc"].index if k in STRATEGIES), key=lambda k: s["aulc"][k])
+            best[m] = (strat, float(s["aulc"][strat]), int(s["runs"][strat]), s["budgets"])
+            same[m] = s["budgets"] == base
+        top = max((m for m in MATCHERS if same[m]), key=lambda m: best[m][1])
+        cells = []
+        for m in MATCHERS:
+            strat, v, n, budgets = best[m]
+            value = f"**{v:.3f}**" if m == top else f"{v:.3f}"
+            span = "" if same[m] else f"; over labels {int(budgets[0]):,}-{int(budgets[-1]):,}"
+            cells.append(f"{value} ({STRATEGIES[strat]}, {n} runs{span})")
+        lines.append(f"| {ds} | {int(base[0]):,}-{int(base[-1]):,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def block_components(_: str, ctx: dict) -> str:
@@ -487,19 +514,19 @@ def block_components(_: str, ctx: dict) -> str:
                 & data["metric"].str.startswith("LogisticRegression")].iloc[0]
     lines = [
         f"- **Kernel against `kmedoids` (Rust FasterPAM), unit weights, k = 200, idle machine:** "
-        f"{speed}{al_txt}. [kmedoids.md](results/kmedoids.md)",
+        f"{speed}{al_txt}. [kmedoids.md]({href('results/kmedoids.md', ctx)})",
         "- **Matcher:** hybrid RNN on the full training split, test F1 "
         + ", ".join(f"{NAMES.get(d, d)} {r['test_f1']:.4f}" for d, r in sorted(full.items()))
-        + ". [matcher.md](results/matcher.md)",
+        + f". [matcher.md]({href('results/matcher.md', ctx)})",
         "- **LearnRisk:** ROC AUC of the risk for a plain RNN's test mistakes, against the RNN's own "
         "uncertainty: " + ", ".join(f"{NAMES.get(d, d)} {row.auc_learnrisk:.3f} against {row.auc_uncertainty:.3f}"
                                      for d, row in g.iterrows())
-        + ". [learnrisk.md](results/learnrisk.md)",
+        + f". [learnrisk.md]({href('results/learnrisk.md', ctx)})",
         f"- **Query time** (one risk-sampling query, DBLP-Scholar pool of {q[0]['pool']:,}, b = {q[0]['batch']}): "
         f"{span['forest']} s with the forest, {span['rnn']} s with the RNN, with `RiskSampler`'s defaults (target <= {q[0]['target_s']} s). "
-        "[query.md](results/query.md)",
+        f"[query.md]({href('results/query.md', ctx)})",
         f"- **Data layer:** DBLP-Scholar's {sim['metric'].split(', ')[2]} for {sim['metric'].split(', ')[1]} in {float(sim['value']):.1f} s; "
-        f"logistic regression on them, test F1 {float(base['value']):.4f} (target {base['expected']}). [data.md](results/data.md)",
+        f"logistic regression on them, test F1 {float(base['value']):.4f} (target {base['expected']}). [data.md]({href('results/data.md', ctx)})",
     ]
     return "\n".join(lines)
 
@@ -993,7 +1020,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "paired_table": block_paired_table,
     "candidate": block_candidate,
     "recommendation": block_recommendation,
-    "matcher_choice": block_matcher_choice,
+    "matcher_table": block_matcher_table,
     "sources": block_sources,
     "settings_note": block_settings_note,
     "components": block_components,
@@ -1063,7 +1090,7 @@ def render(rel: str, ctx: dict) -> str:
     path = ROOT / rel
     if not path.is_file():
         raise ResultsError(f"{_rel(path)} is missing: restore it with git (its prose is only there).")
-    return fill(template_of(path.read_text()), ctx, _rel(path))
+    return fill(template_of(path.read_text()), {**ctx, "page": rel}, _rel(path))
 
 
 def build_pages(al_dir: Path = AL, skip: list[str] = ()) -> dict[str, str]:

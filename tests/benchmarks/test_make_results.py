@@ -71,7 +71,7 @@ def test_every_page_is_one_copy_with_its_blocks_marked(mr):
         assert text.startswith(mr.HEADER), rel
         opened = re.findall(r"<!-- \{\{(\w+)(?::[^}]*)?\}\} -->", text)
         closed = re.findall(r"<!-- \{\{/(\w+)\}\} -->", text)
-        assert opened and opened == closed, rel
+        assert opened == closed, rel
         assert mr.template_of(text).count("{{") == len(opened), rel  # every block collapses to its placeholder
 
 
