@@ -4,7 +4,9 @@ batches), Fig. 5 (validation ratio) and the ablations, for the RNN or the featur
 Results are appended per (dataset, strategy, seed, round) to ``<out>/raw/*.jsonl`` (one line per
 round: its results, the pool positions it queried, and the machine and library versions of the
 process that ran it), so a rerun resumes where it stopped; seeds run in parallel processes with
-``--jobs``. ``<out>/raw/tables.json`` remembers how each table was made (title, command, machine,
+``--jobs``. The records, the figures and ``<stem>_summary.csv`` stay out of git; the result pages
+read the tracked summaries written beside the table ``<stem>.md``: ``<stem>_rounds.csv.gz`` (each
+run's F1 and times per round) and ``runs.csv`` (``benchmarks/_summaries.py``). ``<out>/raw/tables.json`` remembers how each table was made (title, command, machine,
 date): ``--report-only`` on unchanged records rewrites a table byte for byte instead of re-dating it.
 
 Strategies are named as in ``skrisk.experiments.STRATEGIES`` and ``_variants.VARIANTS`` beside this
@@ -46,6 +48,7 @@ from skrisk.experiments._loop import recorded_rounds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _al_report import write_outputs  # noqa: E402  (beside this script)
+from _summaries import compress_rounds, write_runs  # noqa: E402
 from _variants import REGISTRY, make_strategy  # noqa: E402
 
 #: The paper's seven strategies (Fig. 3-4); ``risk_paper`` is the paper's risk sampling.
@@ -271,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         f"fit + query time summed over all rounds of the table {compute:.0f} s\n"
     )
     _finish_table(paths["table"], raw / TABLES, stem, footer, reuse=args.report_only)
+    # the tracked summaries the result pages read: the rounds compressed (<stem>_rounds.csv.gz),
+    # and the folder's runs with their dates (runs.csv); raw/, the figures and _summary.csv stay untracked
+    compress_rounds(paths["rounds"])
+    write_runs(raw, out)
     print(paths["table"].read_text())
     return 0
 

@@ -71,6 +71,9 @@ from skrisk.quality._stopping import RiskPlateau, StabilisingPredictions, cohen_
 from skrisk.quality._estimate import audit_aim, audit_design, more_answers
 from skrisk.quality import choose_threshold, compare_f1, confirm_stop, estimate_quality
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summaries import add_session_records, read_session_summary, write_gzip  # noqa: E402  (beside this script)
+
 MEASURES = ("precision", "recall", "f1")
 
 
@@ -488,17 +491,27 @@ def _compact(res: dict) -> str:
 
 
 def write_record(path: Path, text: str) -> Path:
-    """Write one record as gzip-compressed JSON (``<path>.gz``; no time stamp inside, so the same
-    record gives the same bytes): per-round records repeat their keys, and compress about tenfold."""
-    gz = path.with_name(path.name + ".gz")
-    gz.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    """Write one record: the whole record, gzip-compressed, under ``raw/`` beside ``path`` (which
+    git ignores; no time stamp inside, so the same record gives the same bytes), and its summary
+    (the rounds the reports read) into the folder's ``records.jsonl.gz``, which is tracked."""
+    raw = path.parent / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    gz = write_gzip(raw / (path.name + ".gz"), text.encode("utf-8"))
+    add_session_records(path.parent, {path.name: json.loads(text)})
     return gz
 
 
 def read_records(out: Path, pattern: str) -> list[dict]:
-    """The records under ``out`` matching ``pattern`` (``*.json``), compressed or not, in name order."""
-    paths = sorted(list(out.glob(pattern)) + list(out.glob(pattern + ".gz")), key=lambda q: q.name.removesuffix(".gz"))
-    return [json.loads(gzip.decompress(q.read_bytes()) if q.suffix == ".gz" else q.read_text()) for q in paths]
+    """The summaries of the records under ``out`` whose file name matches ``pattern`` (``*.json``),
+    in name order (see ``benchmarks/_summaries.py``: every report reads the same rounds from
+    them as from the whole records)."""
+    return read_session_summary(out, pattern)
+
+
+def read_raw_records(out: Path, pattern: str) -> list[dict]:
+    """The whole records under ``out/raw`` matching ``pattern`` (``*.json``), in name order."""
+    paths = sorted((out / "raw").glob(pattern + ".gz"))
+    return [json.loads(gzip.decompress(q.read_bytes())) for q in paths]
 
 
 def _variant_rounds(run: dict, variant: str) -> list[dict]:

@@ -1,23 +1,29 @@
-"""Regenerate ``benchmarks/RESULTS.md`` and the per-topic pages under ``benchmarks/results/``.
+"""Regenerate the computed blocks of ``benchmarks/RESULTS.md`` and of the per-topic pages under
+``benchmarks/results/``.
 
-The pages are never edited by hand. Their prose lives in the templates under
-``benchmarks/results/_pages/``; every table, and every number of the summary, is computed here
-from the records the benchmark scripts write:
+A page is the one copy of its prose. Each of its tables, and every number of the summary, sits
+between the comments ``<!-- {{name}} -->`` (or ``<!-- {{name:argument}} -->``) and
+``<!-- {{/name}} -->`` and is recomputed here, by the block of that name (see ``BLOCKS``), from the
+summaries the benchmark scripts write beside their records (``benchmarks/_summaries.py``):
 
-- active learning: the tables ``benchmarks/bench_al.py --report-only`` writes from
-  ``benchmarks/results/al/raw/`` (``<stem>.md``, ``<stem>_rounds.csv``) and the replays of
-  ``benchmarks/bench_risk_quality.py`` (``<stem>_risk_quality.csv``);
-- data, matcher, LearnRisk, k-medoids kernel, query time: the CSV / JSON-lines records of
-  ``bench_data.py``, ``bench_matcher.py``, ``bench_learnrisk.py``, ``bench_kmedoids.py`` and
-  ``bench_query.py`` under ``benchmarks/results/<part>/``.
+- active learning: the tables ``benchmarks/bench_al.py --report-only`` writes (``<stem>.md``), the
+  per-run, per-round summaries ``<stem>_rounds.csv.gz`` and ``runs.csv`` of each folder, and the
+  replays of ``benchmarks/bench_risk_quality.py`` (``<stem>_risk_quality.csv``);
+- sessions and replays (``bench_session.py``): the ``records.jsonl.gz`` of each folder under
+  ``benchmarks/results/quality/``;
+- data, matcher, LearnRisk, k-medoids kernel, query time, scale: the CSV / JSON-lines records of
+  ``bench_data.py``, ``bench_matcher.py``, ``bench_learnrisk.py``, ``bench_kmedoids.py``,
+  ``bench_query.py`` and ``bench_scale.py`` under ``benchmarks/results/<part>/``.
 
-A template line ``{{name}}`` or ``{{name:argument}}`` is replaced by the block of that name
-(see ``BLOCKS``).
+The whole records (every round's fields, the pool positions each query chose, the figures) stay
+out of the tree, under the ``raw/`` folders git ignores; those made up to commit afff963 are in
+the repository's history (``git checkout afff963 -- benchmarks/results``), and ``--from-raw`` and
+a run without ``--pages-only`` rebuild the AL tables from them.
 
 Examples
 --------
-    python benchmarks/make_results.py            # every AL table from raw/, then every page
-    python benchmarks/make_results.py --pages-only
+    python benchmarks/make_results.py --pages-only   # every page from the tracked summaries
+    python benchmarks/make_results.py            # every AL table from raw/ first
     python benchmarks/make_results.py --check    # exit 1 and list the pages that differ (fast)
     python benchmarks/make_results.py --check --from-raw   # also every AL table from raw/
 """
@@ -25,9 +31,11 @@ Examples
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -42,27 +50,31 @@ import pandas as pd
 
 from skrisk._fileio import atomic_write_text
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summaries import RUNS, read_runs  # noqa: E402  (beside this script)
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 RESULTS = BENCH / "results"
 AL = RESULTS / "al"
-PAGES = RESULTS / "_pages"
-
-#: output page -> template (both relative to the repository root)
-OUTPUTS = {
-    "benchmarks/RESULTS.md": "RESULTS.md",
-    "benchmarks/results/active_learning.md": "active_learning.md",
-    "benchmarks/results/active_learning_ablations.md": "active_learning_ablations.md",
-    "benchmarks/results/data.md": "data.md",
-    "benchmarks/results/matcher.md": "matcher.md",
-    "benchmarks/results/learnrisk.md": "learnrisk.md",
-    "benchmarks/results/kmedoids.md": "kmedoids.md",
-    "benchmarks/results/query.md": "query.md",
-    "benchmarks/results/matching.md": "matching.md",
-    "benchmarks/results/quality.md": "quality.md",
-    "benchmarks/results/scale.md": "scale.md",
-    "benchmarks/results/lm.md": "lm.md",
-}
+#: the pages (relative to the repository root): each is the one copy of its prose, and its
+#: computed blocks are rebuilt in place (see :func:`render`)
+OUTPUTS = (
+    "benchmarks/RESULTS.md",
+    "benchmarks/results/strategies.md",
+    "benchmarks/results/components.md",
+    "benchmarks/results/active_learning.md",
+    "benchmarks/results/active_learning_ablations.md",
+    "benchmarks/results/data.md",
+    "benchmarks/results/matcher.md",
+    "benchmarks/results/learnrisk.md",
+    "benchmarks/results/kmedoids.md",
+    "benchmarks/results/query.md",
+    "benchmarks/results/matching.md",
+    "benchmarks/results/quality.md",
+    "benchmarks/results/scale.md",
+    "benchmarks/results/lm.md",
+)
 
 DEFAULT = "risk"
 PAPER = "risk_paper"
@@ -104,6 +116,10 @@ GOAL_SETTINGS = ("DBLP-Scholar x forest", "DBLP-Scholar x RNN", "Abt-Buy x fores
 NAMES = {"dblp_scholar": "DBLP-Scholar", "abt_buy": "Abt-Buy", "beer": "Beer", "fodors_zagats": "Fodors-Zagats"}
 #: a paired AULC difference smaller than this counts as a tie (it rounds to 0.000)
 TIE = 5e-4
+
+
+#: the suffix of a table's per-run, per-round summary (the gzip of bench_al's ``_rounds.csv``)
+ROUNDS = "_rounds.csv.gz"
 
 
 class ResultsError(RuntimeError):
@@ -155,14 +171,21 @@ def stem_file(stem: str, suffix: str, al_dir: Path = AL) -> Path:
     return RESULTS / f"{stem}{suffix}" if "/" in stem else al_dir / f"{stem}{suffix}"
 
 
-def stem_link(stem: str) -> str:
-    """The link to a table ``stem`` from benchmarks/RESULTS.md."""
-    return f"results/{stem}.md" if "/" in stem else f"results/al/{stem}.md"
+def href(target: str, ctx: dict) -> str:
+    """The link to ``target`` (relative to benchmarks/) from the page being built (``ctx["page"]``,
+    relative to the repository root; benchmarks/RESULTS.md where none is named)."""
+    page = ctx.get("page", "benchmarks/RESULTS.md")
+    return posixpath.relpath(f"benchmarks/{target}", posixpath.dirname(page))
+
+
+def stem_link(stem: str, ctx: dict) -> str:
+    """The link to a table ``stem`` from the page being built."""
+    return href(f"results/{stem}.md" if "/" in stem else f"results/al/{stem}.md", ctx)
 
 
 def rounds(stems: list[str], al_dir: Path = AL) -> pd.DataFrame:
     """Per-(strategy, seed, round) records of the experiments ``stems``, each round once."""
-    frames = [_read_csv(stem_file(s, "_rounds.csv", al_dir)) for s in stems]
+    frames = [_read_csv(stem_file(s, ROUNDS, al_dir)) for s in stems]
     df = pd.concat(frames, ignore_index=True)
     return df.drop_duplicates(subset=["strategy", "seed", "round"], keep="last")
 
@@ -257,7 +280,7 @@ def block_summary_table(_: str, ctx: dict) -> str:
             gap = v - top
             mark = f"**{v:.3f}** best" if strat == s["best"] else f"{v:.3f} ({_signed(gap, 3)})"
             cells.append(f"{mark}, {n} runs")
-        link = ", ".join(f"[{i + 1}]({stem_link(st)})" for i, st in enumerate(s["stems"]))
+        link = ", ".join(f"[{i + 1}]({stem_link(st, ctx)})" for i, st in enumerate(s["stems"]))
         lines.append(f"| {name} (tables: {link}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -353,7 +376,7 @@ def block_sources(_: str, ctx: dict) -> str:
             date = meta["date"].group(1).split(",")[0] if meta["date"] else "?"
             machine = meta["machine"].group(1) if meta["machine"] else "?"
             cmd = meta["command"].group(1) if meta["command"] else "?"
-            lines.append(f"- {name}, [`{stem}.md`]({stem_link(stem)}): {date}; {machine}; {cmd}")
+            lines.append(f"- {name}, [`{stem}.md`]({stem_link(stem, ctx)}): {date}; {machine}; {cmd}")
     return "\n".join(lines)
 
 
@@ -368,15 +391,20 @@ def runs_before(stem: str, per_run: pd.DataFrame, date: str, al_dir: Path = AL,
                 skip: set | None = None) -> dict[str, list[int]]:
     """Strategy -> seeds of the complete runs (rows of ``per_run``) that table ``stem`` holds and
     whose raw record is dated before ``date`` (its first round's date; a record without one
-    counts as before). ``skip``: (strategy, seed) pairs to pass over; the pairs the table holds
-    are added to it, so that a later table's runs, read first, shadow an earlier table's."""
+    counts as before; the dates are those of the folder's ``runs.csv``). ``skip``: (strategy,
+    seed) pairs to pass over; the pairs the table holds are added to it, so that a later table's
+    runs, read first, shadow an earlier table's."""
     out: dict[str, list[int]] = {}
     if "_rnn_" not in Path(stem).name:
         return out
-    table = stem_file(stem, "_rounds.csv", al_dir)
+    table = stem_file(stem, ROUNDS, al_dir)
     frame = _read_csv(table)
     held = set(zip(frame["strategy"], frame["seed"].astype(int)))
-    raw = table.parent / "raw"
+    runs = table.parent / RUNS
+    if not runs.is_file():
+        raise ResultsError(f"{_rel(runs)} is missing: write it from the raw records with "
+                           f"`python benchmarks/_summaries.py al {_rel(table.parent)}`, or restore it with git.")
+    first_dates = {r["file"]: r["first_date"] for r in read_runs(table.parent)}
     dataset = str(frame["dataset"].iloc[0])
     skip = set() if skip is None else skip
     for strat, seed in per_run[["strategy", "seed"]].itertuples(index=False):
@@ -384,8 +412,11 @@ def runs_before(stem: str, per_run: pd.DataFrame, date: str, al_dir: Path = AL,
         if key not in held or key in skip:
             continue
         skip.add(key)
-        first = _read_jsonl(raw / f"{dataset}_rnn_{strat}_seed{int(seed)}.jsonl")[0]
-        if str(first.get("date") or "") < date:
+        name = f"{dataset}_rnn_{strat}_seed{int(seed)}.jsonl"
+        if name not in first_dates:
+            raise ResultsError(f"{_rel(runs)} has no row for {name}: write it from the raw records with "
+                               f"`python benchmarks/_summaries.py al {_rel(table.parent)}`.")
+        if first_dates[name] < date:
             out.setdefault(strat, []).append(int(seed))
     return out
 
@@ -428,16 +459,33 @@ def block_settings_note(_: str, ctx: dict) -> str:
     return " ".join(parts)
 
 
-def block_matcher_choice(_: str, ctx: dict) -> str:
-    """The matcher matters more than the strategy: the best AULC with each matcher per dataset."""
-    parts = []
+#: the matchers of the summary's settings, with their class names
+MATCHERS = {"forest": "FeatureMatcher", "RNN": "RNNMatcher", "LM": "LMMatcher"}
+
+
+def block_matcher_table(_: str, ctx: dict) -> str:
+    """The matcher matters more than the strategy: per dataset, the best AULC with each matcher
+    (and the strategy that reached it). Areas compare only over the same label range: the best
+    over the forest's range is bold, and an area over another range says its range."""
+    lines = ["| dataset | labels | " + " | ".join(f"{m} (`{c}`)" for m, c in MATCHERS.items()) + " |",
+             "|---" * (len(MATCHERS) + 2) + "|"]
     for ds in ("DBLP-Scholar", "Abt-Buy", "Beer", "Fodors-Zagats"):
-        same = [m for m in ("forest", "RNN", "LM")  # areas compare only over the same label range
-                if ctx["summaries"][f"{ds} x {m}"]["budgets"] == ctx["summaries"][f"{ds} x forest"]["budgets"]]
-        best = {m: max(v for k, v in ctx["summaries"][f"{ds} x {m}"]["aulc"].items() if k in STRATEGIES)
-                for m in same}
-        parts.append(f"{ds} " + ", ".join(f"{v:.3f} with the {m}" for m, v in best.items()))
-    return "Best AULC per matcher: " + "; ".join(parts) + "."
+        base = ctx["summaries"][f"{ds} x forest"]["budgets"]
+        best, same = {}, {}
+        for m in MATCHERS:
+            s = ctx["summaries"][f"{ds} x {m}"]
+            strat = max((k for k in s["aulc"].index if k in STRATEGIES), key=lambda k: s["aulc"][k])
+            best[m] = (strat, float(s["aulc"][strat]), int(s["runs"][strat]), s["budgets"])
+            same[m] = s["budgets"] == base
+        top = max((m for m in MATCHERS if same[m]), key=lambda m: best[m][1])
+        cells = []
+        for m in MATCHERS:
+            strat, v, n, budgets = best[m]
+            value = f"**{v:.3f}**" if m == top else f"{v:.3f}"
+            span = "" if same[m] else f"; over labels {int(budgets[0]):,}-{int(budgets[-1]):,}"
+            cells.append(f"{value} ({STRATEGIES[strat]}, {n} runs{span})")
+        lines.append(f"| {ds} | {int(base[0]):,}-{int(base[-1]):,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def block_components(_: str, ctx: dict) -> str:
@@ -466,19 +514,19 @@ def block_components(_: str, ctx: dict) -> str:
                 & data["metric"].str.startswith("LogisticRegression")].iloc[0]
     lines = [
         f"- **Kernel against `kmedoids` (Rust FasterPAM), unit weights, k = 200, idle machine:** "
-        f"{speed}{al_txt}. [kmedoids.md](results/kmedoids.md)",
+        f"{speed}{al_txt}. [kmedoids.md]({href('results/kmedoids.md', ctx)})",
         "- **Matcher:** hybrid RNN on the full training split, test F1 "
         + ", ".join(f"{NAMES.get(d, d)} {r['test_f1']:.4f}" for d, r in sorted(full.items()))
-        + ". [matcher.md](results/matcher.md)",
+        + f". [matcher.md]({href('results/matcher.md', ctx)})",
         "- **LearnRisk:** ROC AUC of the risk for a plain RNN's test mistakes, against the RNN's own "
         "uncertainty: " + ", ".join(f"{NAMES.get(d, d)} {row.auc_learnrisk:.3f} against {row.auc_uncertainty:.3f}"
                                      for d, row in g.iterrows())
-        + ". [learnrisk.md](results/learnrisk.md)",
+        + f". [learnrisk.md]({href('results/learnrisk.md', ctx)})",
         f"- **Query time** (one risk-sampling query, DBLP-Scholar pool of {q[0]['pool']:,}, b = {q[0]['batch']}): "
         f"{span['forest']} s with the forest, {span['rnn']} s with the RNN, with `RiskSampler`'s defaults (target <= {q[0]['target_s']} s). "
-        "[query.md](results/query.md)",
+        f"[query.md]({href('results/query.md', ctx)})",
         f"- **Data layer:** DBLP-Scholar's {sim['metric'].split(', ')[2]} for {sim['metric'].split(', ')[1]} in {float(sim['value']):.1f} s; "
-        f"logistic regression on them, test F1 {float(base['value']):.4f} (target {base['expected']}). [data.md](results/data.md)",
+        f"logistic regression on them, test F1 {float(base['value']):.4f} (target {base['expected']}). [data.md]({href('results/data.md', ctx)})",
     ]
     return "\n".join(lines)
 
@@ -500,11 +548,7 @@ def block_al(stem: str, ctx: dict) -> str:
     text = path.read_text().rstrip("\n")
     first, _, rest = text.partition("\n")
     title = first.removeprefix("### ").strip()
-    files = [f"[`{stem}.md`](al/{stem}.md)", f"[F1 figure](al/{stem}.png)"]
-    if (ctx["al_dir"] / f"{stem}_mispredicted.png").is_file():
-        files.append(f"[Fig. 4 figure](al/{stem}_mispredicted.png)")
-    files += [f"`al/{stem}_rounds.csv`", f"`al/{stem}_summary.csv`"]
-    return f"Files: {', '.join(files)}. *{title}*\n{rest}"
+    return f"Files: [`{stem}.md`](al/{stem}.md), `al/{stem}{ROUNDS}`. *{title}*\n{rest}"
 
 
 def _table_rows(text: str) -> set[str]:
@@ -522,12 +566,11 @@ def block_al_link(arg: str, ctx: dict) -> str:
     missing = rows - _table_rows((ctx["al_dir"] / f"{target}.md").read_text())
     if missing:
         raise ResultsError(f"{target}.md no longer holds every row of {stem}.md ({len(missing)} differ): "
-                           f"show {stem} with {{{{al:{stem}}}}} in its template under {_rel(PAGES)}.")
+                           f"show {stem} with {{{{al:{stem}}}}} on its page.")
     title = text.partition("\n")[0].removeprefix("### ").strip()
     meta = _split_meta(text)[1].strip("\n")
-    return (f"Files: [`{stem}.md`](al/{stem}.md), [F1 figure](al/{stem}.png), `al/{stem}_rounds.csv`, "
-            f"`al/{stem}_summary.csv`. *{title}*: every row of this table is in {where}, so it is linked, "
-            f"not repeated.\n\n{meta}")
+    return (f"Files: [`{stem}.md`](al/{stem}.md), `al/{stem}{ROUNDS}`. *{title}*: every row of this table "
+            f"is in {where}, so it is linked, not repeated.\n\n{meta}")
 
 
 def block_file(rel: str, ctx: dict) -> str:
@@ -977,7 +1020,7 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
     "paired_table": block_paired_table,
     "candidate": block_candidate,
     "recommendation": block_recommendation,
-    "matcher_choice": block_matcher_choice,
+    "matcher_table": block_matcher_table,
     "sources": block_sources,
     "settings_note": block_settings_note,
     "components": block_components,
@@ -1015,30 +1058,45 @@ BLOCKS: dict[str, Callable[[str, dict], str]] = {
 }
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)(?::([^}]*))?\}\}")
-_HEADER = ("<!-- Generated by `python benchmarks/make_results.py` from the records and "
-           "benchmarks/results/_pages/{template}: edit the template or rerun the benchmark, not this file. -->\n")
+#: a computed block on a page: its placeholder and its text between an opening and a closing comment
+_BLOCK = re.compile(r"<!-- \{\{(\w+)((?::[^}]*)?)\}\} -->.*?<!-- \{\{/\1\}\} -->", re.S)
+HEADER = ("<!-- Between each pair of {{block}} / {{/block}} comments, the text is computed by "
+          "`python benchmarks/make_results.py` from the records under benchmarks/results: edit the prose "
+          "around the blocks, or rerun the benchmark, never a block. -->\n")
 
 
-def render(template: str, ctx: dict) -> str:
-    """The page of one template."""
-    path = PAGES / template
-    if not path.is_file():
-        raise ResultsError(f"{_rel(path)} is missing: restore it with git.")
-    text = path.read_text()
+def template_of(text: str) -> str:
+    """A page's template: its text with the header dropped and each computed block collapsed to
+    its placeholder (``{{name}}`` or ``{{name:argument}}``)."""
+    return _BLOCK.sub(lambda m: f"{{{{{m.group(1)}{m.group(2)}}}}}", text.removeprefix(HEADER))
+
+
+def fill(template: str, ctx: dict, where: str = "") -> str:
+    """The page of a template: each placeholder replaced by its block between its comments."""
 
     def sub(m: re.Match) -> str:
         name, arg = m.group(1), m.group(2) or ""
         if name not in BLOCKS:
-            raise ResultsError(f"{_rel(path)}: unknown block {{{{{name}}}}}; known: {sorted(BLOCKS)}.")
-        return BLOCKS[name](arg, ctx)
+            raise ResultsError(f"{where}: unknown block {{{{{name}}}}}; known: {sorted(BLOCKS)}.")
+        tag = m.group(0)[2:-2]
+        return f"<!-- {{{{{tag}}}}} -->\n{BLOCKS[name](arg, ctx)}\n<!-- {{{{/{name}}}}} -->"
 
-    return _HEADER.format(template=template) + _PLACEHOLDER.sub(sub, text)
+    return HEADER + _PLACEHOLDER.sub(sub, template)
 
 
-def build_pages(al_dir: Path = AL) -> dict[str, str]:
-    """Every page (path relative to the repository root -> text), in memory."""
+def render(rel: str, ctx: dict) -> str:
+    """The page ``rel`` (relative to the repository root) rebuilt: its prose as it is, its blocks
+    computed from the records."""
+    path = ROOT / rel
+    if not path.is_file():
+        raise ResultsError(f"{_rel(path)} is missing: restore it with git (its prose is only there).")
+    return fill(template_of(path.read_text()), {**ctx, "page": rel}, _rel(path))
+
+
+def build_pages(al_dir: Path = AL, skip: list[str] = ()) -> dict[str, str]:
+    """Every page but those of ``skip`` (path relative to the repository root -> text), in memory."""
     ctx = {"al_dir": al_dir, "summaries": summaries(al_dir)}
-    return {out: render(tpl, ctx) for out, tpl in OUTPUTS.items()}
+    return {out: render(out, ctx) for out in OUTPUTS if out not in skip}
 
 
 # --------------------------------------------------------------------------- AL tables from raw/
@@ -1067,6 +1125,10 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
     holding its new files (named as bench_al names them, which a table renamed by hand, such as
     ``abt_buy_feature_variants_pre5``, is not).
     """
+    if not (AL / "raw").is_dir():
+        raise ResultsError(f"{_rel(AL / 'raw')} is missing: the raw records are not in the tree; restore "
+                           "those of the committed tables with `git checkout afff963 -- benchmarks/results/al/raw` "
+                           "(then `git rm -r --cached` them), or run the benchmarks.")
     if not os.environ.get("SKRISK_DATA"):
         raise ResultsError("SKRISK_DATA is not set: bench_al --report-only loads the datasets; "
                            "run with SKRISK_DATA=/path/to/the/DeepMatcher/data.")
@@ -1095,12 +1157,11 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
         bad = []
         if _split_meta(made[0].read_text())[0] != _split_meta((AL / f"{stem}.md").read_text())[0]:
             bad.append(f"{stem}.md")
-        for suffix in ("_rounds.csv", "_summary.csv"):
-            committed = AL / f"{stem}{suffix}"
-            if not committed.is_file():
-                bad.append(f"{stem}{suffix} (not committed)")
-            elif (out / f"{new}{suffix}").read_bytes() != committed.read_bytes():
-                bad.append(f"{stem}{suffix}")
+        committed = AL / f"{stem}{ROUNDS}"
+        if not committed.is_file():
+            bad.append(f"{stem}{ROUNDS} (not committed)")
+        elif gzip.decompress((out / f"{new}{ROUNDS}").read_bytes()) != gzip.decompress(committed.read_bytes()):
+            bad.append(f"{stem}{ROUNDS}")
         if bad:
             diffs[stem] = bad
     return diffs, folders
@@ -1109,12 +1170,20 @@ def regenerate_al(tmp: Path, stems: list[str] | None = None) -> tuple[dict[str, 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 listing the files that differ")
-    ap.add_argument("--pages-only", action="store_true", help="build the pages from the AL tables as they are")
-    ap.add_argument("--from-raw", action="store_true", help="with --check: also rerun every AL table from raw/")
+    ap.add_argument("--pages-only", action="store_true",
+                    help="build the pages from the tracked summaries and AL tables as they are (the default)")
+    ap.add_argument("--from-raw", action="store_true",
+                    help="first rerun every AL table from the raw records under results/al/raw (with --check: "
+                         "compare them)")
     args = ap.parse_args(argv)
+    if args.pages_only and args.from_raw:
+        ap.error("--pages-only and --from-raw exclude each other")
     try:
         differ: list[str] = []
-        if (not args.check and not args.pages_only) or (args.check and args.from_raw):
+        missing = [rel for rel in OUTPUTS if not (ROOT / rel).is_file()]
+        if missing and not args.check:
+            raise ResultsError(f"{', '.join(missing)}: missing; restore with git (a page's prose is only there).")
+        if args.from_raw:
             with tempfile.TemporaryDirectory() as tmp:
                 diffs, folders = regenerate_al(Path(tmp))
                 for stem, files in diffs.items():
@@ -1123,14 +1192,13 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     out = folders[stem]
                     new = next(out.glob("*.md")).name.removesuffix(".md")
-                    for suffix in (".md", "_rounds.csv", "_summary.csv", ".png", "_mispredicted.png"):
-                        if (out / f"{new}{suffix}").is_file():
-                            shutil.copyfile(out / f"{new}{suffix}", AL / f"{stem}{suffix}")
+                    shutil.copyfile(out / f"{new}.md", AL / f"{stem}.md")
+                    shutil.copyfile(out / f"{new}{ROUNDS}", AL / f"{stem}{ROUNDS}")
                     print(f"updated from raw/: {stem} ({', '.join(files)})")
-        for rel, text in build_pages().items():
+        differ += missing
+        for rel, text in build_pages(skip=missing).items():
             path = ROOT / rel
-            old = path.read_text() if path.is_file() else None
-            if old == text:
+            if path.read_text() == text:
                 continue
             if args.check:
                 differ.append(rel)

@@ -14,7 +14,7 @@ rebuilt from them. This script
    ``bench_al.py`` table with the SHA-256 of its numbers, so that ``--report-only`` on unchanged
    records rewrites each table byte for byte;
 3. with ``--check``, reruns every table's command with ``--report-only`` on the records into a
-   temporary folder and compares the ``*_summary.csv``, ``*_rounds.csv`` and ``*.md`` files with
+   temporary folder and compares the ``*_summary.csv``, ``*_rounds.csv.gz`` and ``*.md`` files with
    the committed ones (PNG files may differ in bytes).
 
 Examples
@@ -151,12 +151,12 @@ def check(raw: Path, tables: Path) -> int:
             made = [p.stem for p in Path(tmp).glob("*.md")]  # a table renamed by hand regenerates
             new_stem = made[0] if len(made) == 1 else stem  # under its command's name
             diffs = []
-            for suffix in ("_summary.csv", "_rounds.csv", ".md"):
+            for suffix in ("_summary.csv", "_rounds.csv.gz", ".md"):
                 new, old = Path(tmp) / f"{new_stem}{suffix}", tables / f"{stem}{suffix}"
                 if old.exists() and (not new.exists() or new.read_bytes() != old.read_bytes()):
                     diffs.append(f"{stem}{suffix}")
         failed += bool(diffs) or rc != 0
-        compared = [s for s in ("_summary.csv", "_rounds.csv", ".md") if (tables / f"{stem}{s}").exists()]
+        compared = [s for s in ("_summary.csv", "_rounds.csv.gz", ".md") if (tables / f"{stem}{s}").exists()]
         print(f"{'DIFFERS' if diffs or rc else 'identical'}: {stem} ({', '.join(compared)})"
               + (f" -> {', '.join(diffs)} differ" if diffs else "")
               + (f" [regenerates as {new_stem}]" if new_stem != stem else "")

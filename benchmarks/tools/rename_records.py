@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RENAMES = {"risk": "risk_paper", "risk_pre2w": "risk"}
 #: the mark of a record line and of a ``tables.json`` entry whose names are the registry's
 MARK_KEY, MARK = "names", "registry"
-_SUFFIXES = (".md", "_rounds.csv", "_summary.csv", ".png", "_mispredicted.png")
+_SUFFIXES = (".md", "_rounds.csv.gz", "_summary.csv", ".png", "_mispredicted.png")
 
 
 class RenameError(RuntimeError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 
 import pytest
 
@@ -20,9 +21,15 @@ def test_quick_benchmark_writes_csv_png_and_table_and_resumes(bench_script, tmp_
     table = next(tmp_path.glob("*.md")).read_text()
     assert "risk" in table and "random" in table and "_command_" in table
     assert "scikit-learn" in table and "torch" in table  # the environment behind the numbers
-    with open(next(tmp_path.glob("*_rounds.csv"))) as fh:
+    # the tracked summaries: each run's rounds (gzip, no time stamp) and the folder's runs with their dates
+    assert not list(tmp_path.glob("*_rounds.csv"))
+    with gzip.open(next(tmp_path.glob("*_rounds.csv.gz")), "rt") as fh:
         recs = list(csv.DictReader(fh))
-    assert recs and all(0.0 <= float(r["f1"]) <= 1.0 for r in recs)
+    assert len(recs) == 4 * 3 and all(0.0 <= float(r["f1"]) <= 1.0 for r in recs)
+    with open(tmp_path / "runs.csv") as fh:
+        runs = list(csv.DictReader(fh))
+    assert sorted(r["file"] for r in runs) == [f.name for f in raw]
+    assert all(r["rounds"] == "3" and r["first_date"] == r["last_date"] != "" for r in runs)
     assert list(tmp_path.glob("*.png"))
     # a rerun resumes: nothing is recomputed, nothing duplicated
     assert bench.main(argv) == 0

@@ -6,12 +6,12 @@ import pytest
 
 
 @pytest.mark.needs_data
-def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp_path):
+def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp_path, monkeypatch):
     bench = bench_script("bench_session")
     paths = tmp_path / "paths"
     assert bench.main(["--dataset", "fodors_zagats", "--seeds", "0", "1", "--labels", "40", "--out", str(tmp_path),
                        "--save-paths", str(paths)]) == 0
-    first, second = bench.read_records(tmp_path, "*_session_seed*.json")
+    first, second = bench.read_raw_records(tmp_path, "*_session_seed*.json")
     assert first["candidate_matches"] > 0 and first["n_candidates"] > first["candidate_matches"]
     rounds = first["rounds"]
     assert rounds and rounds[-1]["n_labels"] >= 40
@@ -23,11 +23,15 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
         assert 0 <= r["truth"]["f1"] <= 1 and r["threshold_truth"]["f1"] is not None
     assert any(r["lines"] for r in rounds) and not any("lines" in r for r in second["rounds"])  # first seed only
     assert "Coverage of the printed 90 % intervals" in bench.report(tmp_path)
+    # the tracked summary keeps fewer rounds, and every table reads the same ones from it
+    summary = bench.read_records(tmp_path, "*_session_seed*.json")
+    assert len(summary[0]["rounds"]) <= len(rounds) and not any("lines" in x for x in summary[0]["rounds"])
+    assert bench._tables(summary) == bench._tables([first, second])
 
     # the saved paths replay the audit and the advice of each variant with other audit draws
     out = tmp_path / "replay"
     assert bench.main(["--replay", str(paths), "--audit-seeds", "3", "--out", str(out)]) == 0
-    runs = bench.read_records(out, "*_replay_audit3.json")
+    runs = bench.read_raw_records(out, "*_replay_audit3.json")
     assert len(runs) == 2 and runs[0]["n_candidates"] == first["n_candidates"]
     for run in runs:
         assert [x["n_audit"] for x in run["rounds"]] == [5 * i for i in range(len(run["rounds"]))]
@@ -40,6 +44,9 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
     text = bench.report_replay(out)
     assert "2 sessions = the saved paths of session seeds [0, 1] x audit seeds [3]" in text
     assert all(f"**Variant `{v}`**" in text for v in bench.VARIANTS)
+    with monkeypatch.context() as m:  # the report of the summary is that of the whole records
+        m.setattr(bench, "read_records", lambda folder, pattern: runs)
+        assert bench.report_replay(out) == text
 
     # where the F1 estimate's error comes from, on the same saved paths
     rows = bench.diagnose_path(sorted(paths.glob("*.npz"))[0], [0, 10, 10**6], [0, 1], 5)
@@ -56,7 +63,7 @@ def test_dedup_session_stacks_the_two_tables(bench_script, tmp_path):
     paths = tmp_path / "paths"
     assert bench.main(["--dataset", "fodors_zagats", "--dedup", "--seeds", "0", "--labels", "20", "--out",
                        str(tmp_path), "--save-paths", str(paths)]) == 0
-    (run,) = bench.read_records(tmp_path, "fodors_zagats_dedup_session_seed0.json")
+    (run,) = bench.read_raw_records(tmp_path, "fodors_zagats_dedup_session_seed0.json")
     assert run["task"] == "dedup" and run["settings"]["dedup"] is True
     # every gold match is a cross-table pair of the stacked table, and blocking keeps most of them
     assert 0 < run["candidate_matches"] <= run["gold_matches"] == 110
@@ -65,7 +72,7 @@ def test_dedup_session_stacks_the_two_tables(bench_script, tmp_path):
     assert npz.name == "fodors_zagats_kNone_dedup_seed0.npz"
     out = tmp_path / "replay"
     assert bench.main(["--replay", str(paths), "--audit-seeds", "1", "--variants", "recalibrated", "--out", str(out)]) == 0
-    (rep,) = bench.read_records(out, "*_replay_audit1.json")
+    (rep,) = bench.read_raw_records(out, "*_replay_audit1.json")
     assert rep["task"] == "dedup" and rep["dataset"] == "fodors_zagats"
     assert [x["truth"] for x in rep["rounds"]] == [x["truth"] for x in run["rounds"]]
     # where the first match is for the starting pairs, on the same candidates

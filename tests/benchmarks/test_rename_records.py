@@ -48,7 +48,7 @@ def test_rename_records_regenerates_tables_byte_for_byte_and_is_idempotent(bench
     records = {p.name: [json.loads(x) for x in p.read_text().splitlines()] for p in (out / "raw").glob("*.jsonl")}
     assert all(r["names"] == "registry" for recs in records.values() for r in recs)
     assert "beer_feature_risk_paper_seed0.jsonl" in records and "beer_feature_risk_seed0.jsonl" in records
-    made = {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv")}
+    made = {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv", ".gz")}
     _age(out)
     assert "beer_feature_risk_pre2w_seed0.jsonl" in {p.name for p in (out / "raw").glob("*.jsonl")}
     assert "| risk_pre2w |" in next(out.glob("*.md")).read_text()
@@ -61,11 +61,11 @@ def test_rename_records_regenerates_tables_byte_for_byte_and_is_idempotent(bench
     again = {p.name: [json.loads(x) for x in p.read_text().splitlines()] for p in (out / "raw").glob("*.jsonl")}
     assert again == records
     # every table, CSV, command and title as bench_al wrote it with the registry's names
-    assert {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv")} == made
+    assert {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv", ".gz")} == made
     # and bench_al --report-only rewrites the table byte for byte (its provenance renamed too)
     table = next(out.glob("*.md"))
     assert bench.main([*argv, "--report-only"]) == 0
-    assert {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv")} == made
+    assert {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv", ".gz")} == made
     # idempotent: a second run renames nothing (a renamed "risk" is not the paper's "risk")
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert tool.main(["--results", str(tmp_path / "results"), "--check"]) == 0
@@ -80,7 +80,7 @@ def test_rename_records_regenerates_tables_byte_for_byte_and_is_idempotent(bench
         del entry["names"]
     prov.write_text(json.dumps(known))
     assert tool.main(["--results", str(tmp_path / "results")]) == 0
-    assert {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv")} == made
+    assert {p.name: p.read_bytes() for p in out.glob("*") if p.suffix in (".md", ".csv", ".gz")} == made
 
 
 def test_rename_records_refuses_a_file_of_both_namings(bench_script, tmp_path, capsys):
