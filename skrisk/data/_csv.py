@@ -253,7 +253,7 @@ def load_csv_tables(
     return_blocking : bool, default=False
         Also return the :class:`BlockingResult` (``None`` when ``pairs_csv`` was given).
     pairs_exported : bool, default=False
-        ``pairs_csv`` was written by :func:`skrisk.utils.write_csv_export` (as a labelling
+        ``pairs_csv`` was written by ``skrisk.utils.write_csv_export`` (as a labelling
         session's ``candidates.csv``): one leading ``'``, its mark against spreadsheet formulas,
         is removed from every cell that has one, as :func:`skrisk.utils.read_csv_export` does.
 

@@ -83,13 +83,13 @@ def build_task(
     cache_dir: str | Path | None = None,
     random_state: Any = 0,
 ) -> ALTask:
-    """An :class:`ALTask` over a labelled dataset's ``train`` (the pool), ``valid`` and ``test`` splits.
+    """An ``ALTask`` over a labelled dataset's ``train`` (the pool), ``valid`` and ``test`` splits.
 
     Parameters
     ----------
     dataset : PairDataset or str
         Every pair labelled, with ``train``, ``valid`` and ``test`` splits; a name goes through
-        :func:`load_dataset`.
+        ``load_dataset``.
     matcher : {"feature", "rnn", "lm"}, default="feature"
         ``"feature"``: X is the float32 :class:`~skrisk.data.SimilarityFeatures` matrix (fitted on
         the pairs' text, which uses no labels) for :class:`~skrisk.matchers.FeatureMatcher`.
@@ -97,7 +97,7 @@ def build_task(
         :class:`~skrisk.data.PairEncoder` for :class:`~skrisk.matchers.RNNMatcher`, with a
         vocabulary from FastText vectors trained on the tables' own text (dimension 100, 5 epochs,
         seed 0) and at most 20 tokens per attribute (``encoder_params`` overrides them).
-        ``"lm"``: X is :func:`~skrisk.matchers.serialize_pairs` output, ``SliceDict(text=...,
+        ``"lm"``: X is ``skrisk.matchers.serialize_pairs`` output, ``SliceDict(text=...,
         features=...)``, for :class:`~skrisk.matchers.LMMatcher`: the serialised records and the
         similarity features LearnRisk reads (both computed once for the task).
     data_home : str, optional

@@ -70,7 +70,7 @@ class RNNMatcher(NeuralNetClassifier):
     ----------
     embeddings : WordVectors, ndarray of shape (V, d) or None, default=None
         Word vectors whose rows are indexed by the encoder's token ids (give the same
-        :class:`~skrisk.data.WordVectors` to ``PairEncoder(vocabulary=...)``). ``None``: random
+        ``skrisk.data.WordVectors`` to ``PairEncoder(vocabulary=...)``). ``None``: random
         trainable embeddings of size ``embedding_dim`` with as many rows as the largest id seen in
         ``fit`` (+1); later, larger ids are read as ``<unk>``.
     embedding_dim : int, default=100
@@ -379,7 +379,7 @@ class RNNMatcher(NeuralNetClassifier):
         )
 
     def initialize_module(self):
-        """Build :class:`RNNMatcherModule` on ``device_`` for the sizes of the data (a
+        """Build ``RNNMatcherModule`` on ``device_`` for the sizes of the data (a
         1-attribute placeholder before the first ``fit``), its weights drawn under ``seed_``."""
         dims = getattr(self, "module_dims_", None) or {
             "n_attributes": 1,

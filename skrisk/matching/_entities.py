@@ -253,7 +253,7 @@ def cluster_entities(
         Entities with more records are reported as suspicious (``size``).
     threshold : float, default=MATCH_THRESHOLD
         A pair is a match when its probability is strictly above it (as
-        :func:`~skrisk.matchers.match_labels`).
+        ``skrisk.matchers.match_labels``).
     records : iterable of ids, or (left ids, right ids) for linkage, optional
         Every record to assign: those in no match become one-record entities. By default only
         the records named in ``matches`` are assigned.

@@ -117,7 +117,7 @@ class ChunkScorer:
     ----------
     left : pandas.DataFrame
         The left table, indexed by record id (ids are compared as ``str``), one column per
-        attribute (as :attr:`PairDataset.left`).
+        attribute (as ``PairDataset.left``).
     right : pandas.DataFrame or None
         The right table (linkage), or the left table itself / None (deduplication: both records
         of a pair come from the one table).
@@ -128,7 +128,7 @@ class ChunkScorer:
         Fitted, with ``predict_proba``: a :class:`~skrisk.matchers.FeatureMatcher` (on the
         similarity features or on pair frames), any scikit-learn classifier or ``Pipeline`` on the
         similarity features, or a pipeline on pair frames such as
-        :func:`~skrisk.matchers.make_rnn_pipeline`'s ``PairEncoder`` + ``RNNMatcher``.
+        ``skrisk.matchers.make_rnn_pipeline``'s ``PairEncoder`` + ``RNNMatcher``.
     risk_model : LearnRisk or None, default=None
         A fitted :class:`~skrisk.LearnRisk`; its risk of every pair is computed from the
         matcher's probabilities (LearnRisk reads the similarity features from the matcher's
@@ -358,7 +358,7 @@ class ChunkScorer:
         -------
         pandas.DataFrame
             One row per pair, columns ``left_<a>`` / ``right_<a>`` (normalised text,
-            :func:`skrisk.data.normalize_text`), in the order the features were fitted on.
+            ``skrisk.data.normalize_text``), in the order the features were fitted on.
 
         Raises
         ------

@@ -98,7 +98,7 @@ def stream_query(
     ``chunk_size``, and equals the batch of the whole pool scored as one chunk.
 
     Without a risk model in the scorer the risk is the matcher's uncertainty
-    (:func:`skrisk.risk.matcher_uncertainty`).
+    (``skrisk.risk.matcher_uncertainty``).
     Unlike :class:`~skrisk.RiskSampler`'s default first query (``preselect_after="batch"``), the
     kernel never sees the whole pool: it is not in memory. The distance floor's scale
     (``distance_floor="auto"``) is the median distance of the candidates, not of the pool.

@@ -342,7 +342,7 @@ def confirm_stop(
     not stop a session.
 
     With ``min_kappa``, the advice also needs the matcher's decisions to have settled: ``kappa``,
-    Cohen's kappa (:func:`cohen_kappa`) between the current matcher's decisions on every
+    Cohen's kappa (``cohen_kappa``) between the current matcher's decisions on every
     candidate and those of the matcher ``kappa_labels`` labels before, at least ``min_kappa``
     (the stabilising-predictions idea of Bloodgood and Vijay-Shanker, 2009, over a longer span
     and on all candidates): a small recent gain alone does not show that the next labels gain
@@ -353,7 +353,7 @@ def confirm_stop(
     Parameters
     ----------
     rule_fires : bool
-        Whether a stopping rule (:class:`StabilizingPredictions`, :class:`RiskPlateau`) fires.
+        Whether a stopping rule (``StabilizingPredictions``, ``RiskPlateau``) fires.
     gain : float or None
         The estimated recent F1 gain, in [-1, 1] (None or nan: not estimated).
     gain_interval : tuple of float or None

@@ -389,7 +389,7 @@ class RiskExplanation:
     probability : float
         The matcher's match probability ``p``.
     predicted_label : int
-        ``1[p > 0.5]`` (:func:`~skrisk.matchers.match_labels`).
+        ``1[p > 0.5]`` (``skrisk.matchers.match_labels``).
     bin : dict
         The matcher-output feature: ``index``, ``low``, ``high``, ``train_pairs``, ``train_match_rate``
         (``None`` when fewer than ``min_coverage`` training pairs fell in the bin), ``weight`` (``g(p)``),

@@ -299,7 +299,7 @@ rsd_init, learning_rate, optimizer, epochs, batch_size, early_stopping, validati
 n_iter_no_change, alpha_l1, alpha_l2, device
         The risk hyperparameters, with the meanings and defaults of
         the research core :class:`skrisk.risk.research.LearnRiskEstimator` (``epochs`` defaults to
-        :data:`~skrisk.risk.DEFAULT_EPOCHS`).
+        ``skrisk.risk.DEFAULT_EPOCHS``).
     rule_class_weight : float, default=1000.0
         ``LearnRiskEstimator``'s ``class_weight``: the class weight ``W`` of the one-sided rule
         stumps. Renamed here because a classifier's ``class_weight`` means the weight of each
@@ -336,7 +336,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
     Notes
     -----
     ``predict`` and ``score`` are the matcher's (``estimator_``'s labels by
-    :func:`~skrisk.matchers.match_labels`, accuracy); the risk comes from :meth:`predict_risk`.
+    ``skrisk.matchers.match_labels``, accuracy); the risk comes from :meth:`predict_risk`.
     Tune the risk hyperparameters with :func:`risk_roc_auc` as the scorer (see Examples):
     ``GridSearchCV(LearnRisk(FeatureMatcher()), {"theta": [0.8, 0.9]}, scoring=risk_roc_auc)``.
 
@@ -686,7 +686,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         return np.asarray(self.estimator_.predict_proba(_as_input(X)), dtype=np.float64)
 
     def predict(self, X: Any) -> np.ndarray:
-        """The matcher's labels: ``classes_[1]`` where ``p > 0.5`` (:func:`match_labels`).
+        """The matcher's labels: ``classes_[1]`` where ``p > 0.5`` (``match_labels``).
 
         Parameters
         ----------
@@ -879,7 +879,7 @@ def risk_roc_auc(estimator: LearnRisk, X: Any, y: npt.ArrayLike) -> float:
     ------
     ValueError
         The matcher makes no mistake (or only mistakes) on ``X``: there is no ranking to score
-        (use larger folds, or stratify them on :func:`~skrisk.risk.mispredicted`).
+        (use larger folds, or stratify them on ``skrisk.risk.mispredicted``).
 
     Notes
     -----

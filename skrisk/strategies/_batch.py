@@ -185,7 +185,7 @@ class KMedoidsSelector(_Selector):
         of ``max(max_pool, 2 * n)`` of them drawn with probability proportional to their weight,
         the heaviest with certainty, each re-weighted by ``w_i / pi_i`` so that the sample's
         total deviation estimates the whole set's (CLARA's idea with Horvitz-Thompson weights,
-        :func:`~skrisk.kmedoids.representative_sample`). The kernel's swap phase grows with the
+        ``skrisk.kmedoids.representative_sample``). The kernel's swap phase grows with the
         square of its input, so the cap bounds a query's time on large pools. None: no cap.
     distance_floor : float or "auto", default="auto"
         A pool row's distance to the labelled set is raised to at least this value, so no
@@ -274,7 +274,7 @@ class BadgeSelector(_Selector):
     """Risk-weighted BADGE: k-means++ seeding on the gradient embeddings, weighted by the risk.
 
     BADGE's k-means++ seeding (Ash et al. 2020) on the whole pool's gradient embeddings (the
-    matcher's representation scaled by its signed uncertainty, :func:`badge_embedding`), each
+    matcher's representation scaled by its signed uncertainty, ``badge_embedding``), each
     draw's probability multiplied by the pair's weight: the first row the largest
     ``w_i * ||g_i||^2``, each next one drawn with probability proportional to ``w_i * d_i^2``
     (``d_i`` the distance to the rows chosen so far, which takes the place of eq. 6's distance
