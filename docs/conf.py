@@ -87,23 +87,6 @@ html_sidebars = {"index": [], "getting_started": [], "changelog": []}
 html_show_sourcelink = False
 html_copy_source = False
 
-# Pages of the repository that live outside docs/ (the benchmark results) are copied into the
-# built site under _repo/, so that the benchmarks page links to them and the link check sees them.
-REPO_FILES = ["benchmarks/RESULTS.md", "benchmarks/results/*.md", "CONTRIBUTING.md", "SECURITY.md"]
-
-
-def _copy_repo_files(app, exception):
-    if exception is not None or app.builder.format != "html":
-        return
-    import shutil
-
-    for pattern in REPO_FILES:
-        for path in sorted(ROOT.glob(pattern)):
-            target = Path(app.outdir) / "_repo" / path.relative_to(ROOT)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-
-
 def _skip_foreign_member(app, what, name, obj, skip, options):
     """Document skrisk's own members only (not the ``set_*_request`` methods scikit-learn adds)."""
     func = getattr(obj, "fget", obj)
@@ -140,4 +123,3 @@ def _resolve_public_alias(app, env, node, contnode):
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_member)
     app.connect("missing-reference", _resolve_public_alias)
-    app.connect("build-finished", _copy_repo_files)
