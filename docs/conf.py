@@ -48,6 +48,7 @@ autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"members": True, "inherited-members": False, "member-order": "bysource"}
 autodoc_typehints = "none"  # numpydoc states every type in the docstring
+toc_object_entries_show_parents = "hide"  # the page TOC lists fit(), not Class.fit()
 autodoc_inherit_docstrings = False  # a method skrisk overrides without a docstring is not shown
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -83,7 +84,10 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": [],
 }
-html_sidebars = {"index": [], "getting_started": [], "changelog": []}
+# pages without sub-pages need no section navigation: their drawings and tables get the width
+html_sidebars = {page: [] for page in ("index", "getting_started", "benchmarks", "architecture",
+                                      "changelog", "api-0.2")}
+html_css_files = ["skrisk.css"]
 html_show_sourcelink = False
 html_copy_source = False
 

@@ -50,7 +50,10 @@ for n in sizes:
     print(f"{n:3d} audit answers: {estimate.text()}")
 
 # %%
-# The intervals narrow as the audit grows; the true F1 (dashed) should fall inside most of them.
+# The intervals narrow as the audit grows. They are a guide, not a guarantee: a 90 % interval
+# misses the truth (dashed) one audit in ten, and audits drawn from one matcher share its bias, so
+# misses come together. How often they cover the truth over many audits and sessions is on the
+# benchmarks page.
 fig, ax = plt.subplots(figsize=(6, 3.5))
 f1 = np.array([e.f1 for e in estimates])
 low, high = np.array([e.f1_interval for e in estimates]).T
