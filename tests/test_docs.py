@@ -202,3 +202,35 @@ def test_the_link_checker_finds_a_missing_page_and_a_missing_anchor(tmp_path):
     assert sorted(broken_links(tmp_path)) == [
         "index.html: missing.html (no such file)", "index.html: sub/page.html#gone (no such anchor)",
     ]
+
+
+# ------------------------------------------------------------------------------ the command lines
+
+def _command_lines() -> list[tuple[str, str]]:
+    """(page, line) for every ``skrisk ...`` command of a ```` ```bash ```` block of the README and the pages."""
+    sources = [ROOT / "README.md", *(DOCS / p for p in _pages())]
+    out = []
+    for path in sources:
+        for block in re.findall(r"^```bash\n(.*?)\n```", path.read_text(encoding="utf-8"), re.S | re.M):
+            for line in block.splitlines():
+                command = line.split(" #", 1)[0].strip()
+                if command.startswith(("skrisk ", ".venv/bin/skrisk ")):
+                    out.append((str(path.relative_to(ROOT)), command))
+    return out
+
+
+def test_every_documented_command_line_parses():
+    """Each ``skrisk`` command the README and the pages show is one the command line accepts
+    (an optional flag written ``[--reasons]`` is tried with it)."""
+    import shlex
+
+    from skrisk.cli import build_parser
+
+    lines = _command_lines()
+    assert len(lines) >= 10 and {c.split()[1] for _, c in lines} >= {"demo", "run", "label", "match"}
+    for page, command in lines:
+        argv = shlex.split(command.replace("[", "").replace("]", ""))[1:]
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            raise AssertionError(f"{page}: `{command}` is refused by the skrisk command line") from exc
