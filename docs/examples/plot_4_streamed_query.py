@@ -14,6 +14,8 @@ pool, and the batch does not depend on the chunk size.
 # (similarity features, matcher, LearnRisk) are fitted on those, as a labelling session would.
 import time
 
+import matplotlib.pyplot as plt
+
 from skrisk import LearnRisk
 from skrisk.data import SimilarityFeatures
 from skrisk.datasets import make_pairs
@@ -45,3 +47,14 @@ print(query.pairs.head(10))
 a = stream_query(scorer, PairSource(ds.pairs), labelled=labelled, n_instances=20, chunk_size=500,
                  random_state=0, progress=False).pairs
 print("same batch for chunks of 500 and 1500:", a[["left_id", "right_id"]].equals(query.pairs[["left_id", "right_id"]]))
+
+# %%
+# The chosen pairs: risk sampling takes risky pairs, and spreads the batch over them (the
+# weighted k-medoids of the riskiest pairs), so not only those nearest the threshold.
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.scatter(query.proba, query.risk)
+ax.axvline(0.5, ls="--", color="grey")
+ax.set_xlabel("match probability")
+ax.set_ylabel("risk (LearnRisk)")
+ax.set_title(f"the {len(query.pairs)} pairs chosen among {query.n_pairs}")
+fig.tight_layout()

@@ -15,6 +15,8 @@ on a cluster, ``Client("tcp://scheduler:8786")`` is the only line that changes.
 # The tables and fitted models, as in the streamed query.
 import logging
 
+import matplotlib.pyplot as plt
+
 import dask.dataframe as dd
 from distributed import Client, LocalCluster
 
@@ -47,7 +49,13 @@ print(ds.left.head())
 # that at most ``max_block_size`` records hold.
 on = ["name", "street"]
 pairs = dask_block(left, right, on=on, max_block_size=20)
-print(f"{len(pairs.compute())} candidate pairs in {pairs.npartitions} partitions, blocked on {on}")
+per_partition = pairs.map_partitions(len).compute()
+print(f"{per_partition.sum()} candidate pairs in {pairs.npartitions} partitions, blocked on {on}")
+fig, ax = plt.subplots(figsize=(6, 2.5))
+ax.bar(range(len(per_partition)), per_partition)
+ax.set_xlabel("partition")
+ax.set_ylabel("candidate pairs")
+fig.tight_layout()
 
 # %%
 # The query: each partition is scored on its worker; the batch is chosen on the client.
