@@ -60,7 +60,8 @@ def broken_links(root: Path) -> list[str]:
                 broken.append(f"{where} (outside the build)")
             elif not target.is_file():
                 broken.append(f"{where} (no such file)")
-            elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _parse(target, cache).ids:
+            elif (parts.fragment and target.suffix == ".html"
+                  and unquote(parts.fragment) not in _parse(target, cache).ids):
                 broken.append(f"{where} (no such anchor)")
     return broken
 

@@ -46,7 +46,8 @@ print(query.pairs.head(10))
 # the selection, and ties go to the earlier pair.
 a = stream_query(scorer, PairSource(ds.pairs), labelled=labelled, n_instances=20, chunk_size=500,
                  random_state=0, progress=False).pairs
-print("same batch for chunks of 500 and 1500:", a[["left_id", "right_id"]].equals(query.pairs[["left_id", "right_id"]]))
+keys = ["left_id", "right_id"]
+print("same batch for chunks of 500 and 1500:", a[keys].equals(query.pairs[keys]))
 
 # %%
 # The chosen pairs: risk sampling takes risky pairs, and spreads the batch over them (the
