@@ -14,7 +14,7 @@
 * :func:`open_append` opens an append-only file, refusing a symbolic link (``O_NOFOLLOW``) or a
   file with a second hard link; :func:`atomic_write_bytes` refuses to replace a link too
   (:class:`LinkError`), so skrisk never writes, truncates or appends through a link.
-* :func:`write_csv_export` / :func:`read_csv_export` -- the one CSV writer of skrisk's exports
+* ``write_csv_export`` / :func:`read_csv_export` -- the one CSV writer of skrisk's exports
   (cells neutralised against spreadsheet formulas, a CR or LF inside a cell always quoted) and its
   reader, which gives back the exact values.
 * :func:`remove_stale_temporaries` -- the temporary files of writers killed before their rename
@@ -364,7 +364,7 @@ def read_csv_export(path: str | os.PathLike) -> "pd.DataFrame":
     """Read a CSV file skrisk wrote back to the exact values it meant.
 
     Every cell is a ``str`` (an empty cell is ``""``, numbers keep their written form), and one
-    leading ``'`` -- the mark :func:`write_csv_export` adds against spreadsheet formulas -- is
+    leading ``'`` -- the mark ``write_csv_export`` adds against spreadsheet formulas -- is
     removed from every cell and column name that starts with one. To do the same by hand: read the
     file with any CSV reader as text, then remove one leading ``'`` from each cell that has one
     (in a spreadsheet, ``=MID(A2,2,LEN(A2))`` on such a cell).
@@ -376,7 +376,7 @@ def read_csv_export(path: str | os.PathLike) -> "pd.DataFrame":
 
     Examples
     --------
-    See :func:`write_csv_export`.
+    See ``write_csv_export``.
     """
     import pandas as pd
 

@@ -186,7 +186,7 @@ class ActiveLearner(BaseEstimator):
     - the strategy runs exactly once per :meth:`query` (no bare ``except`` rerun); positions
       must be integers inside the pool, and a position named twice gives a ``UserWarning``;
     - rows are taken by position (``iloc`` for DataFrames) and stacked with ``pd.concat`` /
-      per key for mappings and skorch ``SliceDict``s;
+      per key for mappings and skorch ``SliceDict`` objects;
     - constructor ``fit_kwargs`` are used on every refit, not only the first;
     - ``teach(..., only_new=True)`` still records the new pairs in ``X_training`` (no answer is
       lost); if the refit fails, the new labels are kept and the error says so;
@@ -478,7 +478,7 @@ class ActiveLearner(BaseEstimator):
         Raises
         ------
         DataError
-            Bad pairs or labels (see :meth:`_add_training_data`), before anything is stored.
+            Bad pairs or labels (see ``_add_training_data``), before anything is stored.
         """
         X = _as_pool(X)
         self._add_training_data(X, y)

@@ -114,7 +114,7 @@ class BlockingResult:
 
     def without_pairs(self) -> "BlockingResult":
         """The same figures without the candidate pairs (``pairs`` holds no row; the count stays
-        in :attr:`n_candidates`): what :func:`skrisk.matching.match` keeps once it has scored
+        in ``n_candidates``): what :func:`skrisk.matching.match` keeps once it has scored
         them, so that a million records' 7.6 million pairs do not stay in memory.
 
         Examples
@@ -240,7 +240,7 @@ def _check_rule_params(method: str, params: dict, cols: Sequence[str] | None = N
     Parameters
     ----------
     method : str
-        One of :data:`BLOCKING_METHODS`.
+        One of ``BLOCKING_METHODS``.
     params : dict
         The rule's own parameters.
     cols : sequence of str or None, default=None
@@ -746,14 +746,14 @@ def block(
     Parameters
     ----------
     left : pandas.DataFrame
-        The (left) table, indexed by unique record id (as :attr:`PairDataset.left`).
+        The (left) table, indexed by unique record id (as ``PairDataset.left``).
     right : pandas.DataFrame or None, default=None
         The right table; ``None`` (or ``left`` itself) blocks ``left`` against itself for
         deduplication: every unordered pair of distinct records at most once, stored as
         ``left_id < right_id`` (string order), never a record with itself.
     rules : rule or list of rules, default=None
         A rule is ``(method, columns)`` or ``(method, columns, params)`` with ``method`` one of
-        :data:`BLOCKING_METHODS` (``columns=None``: every shared attribute):
+        ``BLOCKING_METHODS`` (``columns=None``: every shared attribute):
 
         - ``("standard", cols, {"max_pairs": None})``: the normalised values of all ``cols``
           are equal;

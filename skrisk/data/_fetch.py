@@ -300,7 +300,7 @@ def fetch_deepmatcher(
     Parameters
     ----------
     name : str
-        A name of :data:`DEEPMATCHER_ARCHIVES` (``"beer"``, ``"dblp_scholar"``, ``"abt_buy"``,
+        A name of ``DEEPMATCHER_ARCHIVES`` (``"beer"``, ``"dblp_scholar"``, ``"abt_buy"``,
         ...; DeepMatcher's names such as ``"Structured/Beer"`` work too), or any folder name when
         ``url`` is given.
     data_home : path-like, optional

@@ -512,7 +512,7 @@ def load_deepmatcher(
         file, the byte offset and the line, and saying which ``encoding=`` to pass.
     drop_leaked : bool, default=True
         Drop the attributes of a known dataset that give the label away
-        (:data:`DEEPMATCHER_LEAKS`: Fodors-Zagats' ``class``, an entity id). A folder is a known
+        (``DEEPMATCHER_LEAKS``: Fodors-Zagats' ``class``, an entity id). A folder is a known
         dataset when its name is one. False keeps them, e.g. to reproduce published figures
         that used them.
 
@@ -533,7 +533,7 @@ def load_deepmatcher(
 
     Notes
     -----
-    The tables are read by :func:`read_table` and the splits by :func:`read_pairs`: ids are
+    The tables are read by :func:`read_table` and the splits by ``read_pairs``: ids are
     strings as written (``007`` stays ``"007"``; ``NA`` is an id, not a missing value), and in
     attribute columns only the empty cell is missing.
 

@@ -80,7 +80,7 @@ class PairDataset:
         a dedup dataset.
     pairs : pandas.DataFrame
         One row per candidate pair with columns ``left_id``, ``right_id`` (``str``), ``label``
-        (``int8``: 1 match, 0 non-match, :data:`UNLABELLED` = -1 unknown) and ``split``
+        (``int8``: 1 match, 0 non-match, ``UNLABELLED`` = -1 unknown) and ``split``
         (``str``: e.g. ``"train"``, ``"valid"``, ``"test"``, or ``"pool"``). Its index is a plain
         ``RangeIndex``: pairs are addressed by position.
     name : str, default="pairs"
@@ -95,7 +95,7 @@ class PairDataset:
     y : ndarray of int64
         Labels of all pairs; raises :class:`~skrisk.exceptions.DataError` if any is unknown.
     labels : ndarray of int64
-        Labels of all pairs, -1 (:data:`UNLABELLED`) where unknown.
+        Labels of all pairs, -1 (``UNLABELLED``) where unknown.
     has_labels : bool
         Whether every pair has a known label.
     split_names : list of str

@@ -308,7 +308,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     For every aligned attribute ``<a>`` of the two records of a pair it computes (in this order,
     restricted to ``metrics``):
 
-    ================  ===========================================================================
+    =====================  ======================================================================
     ``<a>_jaccard``        Jaccard of the word-token sets.
     ``<a>_jaccard_3gram``  Jaccard of the character 3-gram sets (words padded with a space).
     ``<a>_levenshtein``    Normalised Levenshtein similarity, ``1 - dist / max(len)``.
@@ -327,7 +327,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                            conflict, i.e. neither contains the other (``{24, 4821}`` vs
                            ``{4821}`` is not a conflict; ``{1994}`` vs ``{1995}`` is).
     ``<a>_missing_diff``   Binary: exactly one of the two values is missing.
-    ================  ===========================================================================
+    =====================  ======================================================================
 
     Similarities lie in [0, 1] and are ``-1`` when either value is missing (empty). The binary
     flags are always 0 or 1 and are the only features whose name contains ``diff``; LearnRisk may
@@ -336,7 +336,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     metrics : sequence of str, default=None
-        Which metrics to compute, a subset of :data:`SIMILARITY_METRICS`; ``None`` means all.
+        Which metrics to compute, a subset of ``SIMILARITY_METRICS``; ``None`` means all.
     attributes : sequence of str, default=None
         Which attributes to use; ``None`` means all attributes of the input.
     n_jobs : int, default=None
@@ -595,7 +595,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         table : pandas.DataFrame
-            One row per record, one column per attribute (named as :attr:`attributes_`; other
+            One row per record, one column per attribute (named as ``attributes_``; other
             columns are ignored).
 
         Returns

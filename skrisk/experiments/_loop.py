@@ -379,7 +379,7 @@ def run_active_learning(
         ``strategy(learner, X_pool, n_instances=1, *, random_state=None, **kw) -> (positions,
         scores)``, e.g. ``make_strategy(name, task)``.
     make_matcher : callable
-        ``seed -> fresh unfitted matcher`` (:func:`make_matcher_factory`).
+        ``seed -> fresh unfitted matcher`` (``make_matcher_factory``).
     n_seed : int, default=100
         Size of the initial random labelled set (both classes).
     n_instances : int, default=100
@@ -391,7 +391,7 @@ def run_active_learning(
     strategy_name : str, optional
         The records' ``strategy`` (default: the strategy's name).
     fit_kwargs : callable, optional
-        ``task -> dict`` of matcher fit arguments (:func:`matcher_fit_kwargs`).
+        ``task -> dict`` of matcher fit arguments (``matcher_fit_kwargs``).
     results_file : path-like, optional
         Append every round there and resume from it.
     query_kwargs : dict, optional

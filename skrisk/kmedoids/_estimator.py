@@ -71,7 +71,7 @@ class WeightedKMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
         Whether the SWAP phase reached a swap-optimal solution within ``max_iter``.
     n_features_in_ : int
         Number of features seen during :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during :meth:`fit` (only when ``X`` has string column names).
 
     See Also

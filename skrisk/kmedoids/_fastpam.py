@@ -91,7 +91,7 @@ class KMedoidsResult:
 
     @property
     def assignment(self) -> IntArray:
-        """Alias of :attr:`labels` (the paper's cluster assignment)."""
+        """Alias of ``labels`` (the paper's cluster assignment)."""
         return self.labels
 
 

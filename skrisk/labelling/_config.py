@@ -40,7 +40,7 @@ class SessionConfig:
     audit : int
         Audit pairs drawn after each risk round (0: none); their answers estimate precision and
         recall; one trains the matcher only if a later round picks that pair (then its answer is
-        reused, not asked again; see :func:`skrisk.labelling._status.audit_keys`).
+        reused, not asked again; see ``skrisk.labelling._status.audit_keys``).
     target : str
         What the match threshold is chosen for, from the audit answers: ``"f1"`` (0.5 unless
         the audit shows another gives a higher F1), ``"precision=0.9"`` (the lowest threshold whose estimated precision is at

@@ -144,7 +144,7 @@ def _line_error(path: Any, line_no: int, text: str) -> DataError:
 
 
 def _check_sequence(path: Any, lines: list[tuple[int, dict[str, Any]]], session: str | None) -> None:
-    """Refuse lines that do not continue the journal they are in (see :func:`read_events`)."""
+    """Refuse lines that do not continue the journal they are in (see ``read_events``)."""
     state = SessionState()
     owner: str | None = None  # the session identity of the lines read so far
     last: tuple[int, int] | None = None  # (line, seq) of the last identified event
@@ -224,7 +224,7 @@ def read_events(
 
 
 def repair_journal(path: str | os.PathLike, *, session: str | None = None) -> list[tuple[int, str]]:
-    """Move every line :func:`read_events` refuses out of a journal, into ``journal.rejected.jsonl``.
+    """Move every line ``read_events`` refuses out of a journal, into ``journal.rejected.jsonl``.
 
     What ``skrisk label --repair-journal`` runs, once the user has read the error: lines are moved
     one at a time, the first refused one each time, until the journal reads cleanly. Each moved line is
@@ -279,7 +279,7 @@ class Journal:
         The journal file (created on first append; its folder must exist).
     session : str, optional
         The session's identity: every appended event carries it (``"session"``), and the lines
-        read must continue this session's journal (see :func:`read_events`).
+        read must continue this session's journal (see ``read_events``).
 
     Attributes
     ----------

@@ -89,7 +89,7 @@ class JupyterLabeller:
     Notes
     -----
     Every text from the tables is escaped (:func:`html.escape` after
-    :func:`~skrisk._safetext.visible`): a cell cannot inject markup or scripts. Clicking a button
+    ``skrisk._safetext.visible``): a cell cannot inject markup or scripts. Clicking a button
     while the matcher trains (a few seconds per round) queues the click in the kernel.
 
     Examples

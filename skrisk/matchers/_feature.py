@@ -63,15 +63,15 @@ class FeatureMatcher(ClassifierMixin, BaseEstimator):
 
     ``fit`` records which kind it got; later calls must pass the same kind.
 
-    ==============================  ===============================================================
-    method                          available
-    ==============================  ===============================================================
+    ================================  =============================================================
+    method                            available
+    ================================  =============================================================
     ``predict_proba``, ``represent``  always (``represent`` = standardised features)
-    ``predict_proba_mc``            ensembles of trees / bagging (RandomForest, ExtraTrees,
-                                    Bagging): each draw is one member's probabilities
-    ``gradient_embedding``,         ``LogisticRegression``: analytic last-layer gradients with the
-    ``expected_gradient_length``    standardised features as the representation
-    ==============================  ===============================================================
+    ``predict_proba_mc``              ensembles of trees / bagging (RandomForest, ExtraTrees,
+                                      Bagging): each draw is one member's probabilities
+    ``gradient_embedding``,           ``LogisticRegression``: analytic last-layer gradients with the
+    ``expected_gradient_length``      standardised features as the representation
+    ================================  =============================================================
 
     Parameters
     ----------

@@ -101,19 +101,19 @@ def compare_f1(
     of the paired difference, not from two separate intervals: draws where both decide alike
     hardly move it. Each end is also computed with one imagined draw more where the two
     decisions differ, with the answer that pulls that end outwards (weighted
-    :data:`PSEUDO_DRAW` times the mean weight of the audited draws where they differ, or, when
+    ``PSEUDO_DRAW`` times the mean weight of the audited draws where they differ, or, when
     there is none, of the draws that either predicts a match): an audit that saw no pair where
     they differ does not prove that they are equal.
 
     Given both decisions on *every* candidate (``proba_all_a`` and ``proba_all_b``), and at
-    least :data:`ASSISTED_MIN_MATCHES` audited matches, the comparison is model-assisted, as
+    least ``ASSISTED_MIN_MATCHES`` audited matches, the comparison is model-assisted, as
     :func:`estimate_quality` is: the numbers of predicted matches ``D_a``, ``D_b`` and the pairs
     where the two decide differently are then known, and ``TP_a``, ``TP_b`` and the number of
     matches are each the total of ``a``'s probability (calibrated on the audit) over their
     candidates plus the Hansen-Hurwitz estimate of the audit's residuals ``y - m``. Pairs where
     the decisions agree cancel in the difference, so the model's guess matters only on the few
     pairs where they differ, all of them known, not only those the audit happened to draw. The
-    imagined draw is then weighted :data:`ASSISTED_PSEUDO_DRAW`, with the model's mean there.
+    imagined draw is then weighted ``ASSISTED_PSEUDO_DRAW``, with the model's mean there.
 
     Parameters
     ----------
@@ -267,7 +267,7 @@ def _assisted_gains(y: FloatArray, p: FloatArray, w: FloatArray, proba_all: Any,
     """For the no-harm rule: a function giving the low end of the model-assisted F1 gain of a
     threshold ``t`` over :data:`~skrisk.matchers.MATCH_THRESHOLD` (one matcher, so the pairs where they
     differ are those between the two thresholds: sums over them from cumulative sums); None below
-    :data:`ASSISTED_MIN_MATCHES` audited matches."""
+    ``ASSISTED_MIN_MATCHES`` audited matches."""
     pa = _vector(proba_all, "proba_all", low=0, high=1)
     if len(pa) == 0:
         raise DataError("proba_all is empty: give the matcher's probability of every candidate pair.")
@@ -323,7 +323,7 @@ def choose_threshold(
     ``confidence=0.9``, a one-sided 95 % bound; on large candidate sets with few matches the
     highest estimate is usually luck, and moving to it can lower the true F1).
     Given the matcher's probability of every candidate (``proba_all``) and at least
-    :data:`ASSISTED_MIN_MATCHES` audited matches, that gain is model-assisted
+    ``ASSISTED_MIN_MATCHES`` audited matches, that gain is model-assisted
     (:func:`compare_f1` with ``proba_all_a`` and ``proba_all_b``): the candidates between the two
     thresholds are then all known, not only the audited ones (from the audit alone, a lower
     threshold whose many extra non-matches the audit missed can look better than it is).

@@ -156,7 +156,7 @@ class QualityEstimate:
     confidence : float
     assisted : bool
         Whether the estimate is model-assisted (:func:`estimate_quality` with ``proba_all``
-        and at least :data:`ASSISTED_MIN_MATCHES` audited matches).
+        and at least ``ASSISTED_MIN_MATCHES`` audited matches).
     """
 
     precision: float
@@ -687,7 +687,7 @@ def estimate_quality(
     proba_audit : array-like of shape (n,)
         The matcher's match probability of every draw.
     weights : array-like of shape (n,)
-        Importance weights (:attr:`AuditSample.weights`; without ``proba_all``, any positive
+        Importance weights (``AuditSample.weights``; without ``proba_all``, any positive
         multiple gives the same estimate, up to rounding): finite and positive, each at most 1e308
         times smaller than the largest.
     threshold : float, default=MATCH_THRESHOLD
@@ -696,7 +696,7 @@ def estimate_quality(
     proba_all : array-like of shape (N,), optional
         The matcher's probability of every candidate pair (the population the audit was drawn
         from); ``weights`` must then be the Hansen-Hurwitz weights ``1 / (N q_i)`` with this
-        ``N`` (:attr:`AuditSample.weights`, or the mixture weights of several rounds), not a
+        ``N`` (``AuditSample.weights``, or the mixture weights of several rounds), not a
         multiple of them.
 
     Returns
@@ -806,7 +806,7 @@ def audit_aim(
     """What the next audit draws should aim at: ``risk``, or the recalibrated matcher once the
     estimate is model-assisted.
 
-    With at least :data:`ASSISTED_MIN_MATCHES` audited matches (when :func:`estimate_quality`
+    With at least ``ASSISTED_MIN_MATCHES`` audited matches (when :func:`estimate_quality`
     with ``proba_all`` is model-assisted), the chance that each candidate's decision at
     ``threshold`` is wrong by the probability ``m`` that :func:`recalibrate` gives: ``1 - m`` for a
     predicted match, ``m`` for a predicted non-match. Before, ``risk`` unchanged. The labelling

@@ -353,7 +353,7 @@ def confirm_stop(
     Parameters
     ----------
     rule_fires : bool
-        Whether a stopping rule (:class:`StabilisingPredictions`, :class:`RiskPlateau`) fires.
+        Whether a stopping rule (``StabilisingPredictions``, ``RiskPlateau``) fires.
     gain : float or None
         The estimated recent F1 gain, in [-1, 1] (None or nan: not estimated).
     gain_interval : tuple of float or None

@@ -136,7 +136,7 @@ class LearnRiskEstimator(BaseEstimator):
 
     Give the training pairs out-of-fold probabilities (e.g. ``cross_val_predict``) where you can:
     a matcher is overconfident on the pairs it was fitted on, which empties the middle bins.
-    In a search, stratify the folds on :func:`mispredicted` (every fold needs mispredicted and
+    In a search, stratify the folds on ``mispredicted`` (every fold needs mispredicted and
     correct pairs to be fitted and scored): ``cv=StratifiedKFold(k).split(X, mispredicted(p, y))``.
 
     Parameters
@@ -252,10 +252,10 @@ class LearnRiskEstimator(BaseEstimator):
     of the documentation): the strict Gini thresholds leave few rules and the looser ones rank
     the matcher's mistakes better; ``"symmetric"`` spreads stop every predicted match from
     outranking every predicted non-match; Adam reaches the same or a better ranking in fewer
-    epochs (:data:`DEFAULT_EPOCHS`).
+    epochs (``DEFAULT_EPOCHS``).
 
     Cost: rule generation ``O(n_train m^2)`` for ``m`` features at depth 2 (see
-    :func:`generate_rules`); training ``O(epochs * n_valid * (J + batch_size * e))`` with ``J``
+    ``generate_rules``); training ``O(epochs * n_valid * (J + batch_size * e))`` with ``J``
     rules and ``e`` the misprediction rate, dominated by per-step overhead for the default batch
     of 512. On CPU the training runs on one torch thread (restored afterwards): the tensors are
     small and thread synchronisation costs more than it saves. Rules that fire on no validation

@@ -349,7 +349,7 @@ class RiskSampler(BaseEstimator):
     ) -> tuple[IntArray, FloatArray]:
         """Choose ``n_instances`` pool positions; returns ``(positions, risks)``.
 
-        The diagnostics of the call are kept in :attr:`last_query_`.
+        The diagnostics of the call are kept in ``last_query_``.
         """
         self._check_params()
         n_pool = check_query(X_pool, n_instances, "risk_sampling", learner)  # the pool checked once, here
