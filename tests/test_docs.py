@@ -70,13 +70,10 @@ def test_every_python_block_runs_as_written(page, tmp_path):
 # ---------------------------------------------------------------------------------------- the API pages
 
 def _table_names() -> set[str]:
-    """``package.name`` for every name of the public-surface table of docs/api-0.2.md."""
-    text = (DOCS / "api-0.2.md").read_text(encoding="utf-8")
-    table = text.split("## Public names by package", 1)[1].split("\n## ", 1)[0]
-    out = set()
-    for package, cell in re.findall(r"^\| `(skrisk[\w.]*)` \(\d+\) \| (.*) \|$", table, re.M):
-        out |= {f"{package}.{name}" for name in re.findall(r"`(\w+)`", cell)}
-    return out
+    """``package.name`` for every public name (the one list, ``tests/test_public_names.py``)."""
+    from test_public_names import PUBLIC
+
+    return {f"{package}.{name}" for package, names in PUBLIC.items() for name in names}
 
 
 def _documented() -> set[str]:
@@ -91,23 +88,14 @@ def _documented() -> set[str]:
     return out
 
 
-#: in the table, not yet exported by its package: document it when it is (this test then says so)
-NOT_YET_EXPORTED = {"skrisk.risk.research.mispredicted"}
-
-
 def test_api_reference_documents_the_public_surface():
     table = _table_names()
-    assert len(table) >= 75, "the table of docs/api-0.2.md was not read"
+    assert len(table) >= 75, "the public names were not read"
     # the top-level re-exports are the same objects, documented once, in their package
     expected = {n for n in table if n.count(".") > 1 or n == "skrisk.__version__"}
-    expected.add("skrisk.pools.ChunkScorer")
     documented = _documented()
-    for name in NOT_YET_EXPORTED:
-        module, attr = name.rsplit(".", 1)
-        assert not hasattr(importlib.import_module(module), attr), f"{name} is exported now: document it"
-    assert documented == expected - NOT_YET_EXPORTED, (
-        f"missing {sorted(expected - NOT_YET_EXPORTED - documented)}, "
-        f"not public {sorted(documented - expected)}"
+    assert documented == expected, (
+        f"missing {sorted(expected - documented)}, not public {sorted(documented - expected)}"
     )
     for name in documented:
         module, attr = name.rsplit(".", 1)

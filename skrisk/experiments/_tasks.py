@@ -83,13 +83,13 @@ def build_task(
     cache_dir: str | Path | None = None,
     random_state: Any = 0,
 ) -> ALTask:
-    """An :class:`ALTask` over a labelled dataset's ``train`` (the pool), ``valid`` and ``test`` splits.
+    """An ``ALTask`` over a labelled dataset's ``train`` (the pool), ``valid`` and ``test`` splits.
 
     Parameters
     ----------
     dataset : PairDataset or str
         Every pair labelled, with ``train``, ``valid`` and ``test`` splits; a name goes through
-        :func:`load_dataset`.
+        ``load_dataset``.
     matcher : {"feature", "rnn", "lm"}, default="feature"
         ``"feature"``: X is the float32 :class:`~skrisk.data.SimilarityFeatures` matrix (fitted on
         the pairs' text, which uses no labels) for :class:`~skrisk.matchers.FeatureMatcher`.

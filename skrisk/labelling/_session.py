@@ -105,7 +105,7 @@ class LabellingSession:
         """Start a session in ``folder`` or resume the one stored there.
 
         The folder is locked (an OS file lock) until :meth:`close`: a second process on the same
-        folder gets :class:`~skrisk._fileio.FolderInUseError` naming the holder's pid.
+        folder gets ``skrisk._fileio.FolderInUseError`` naming the holder's pid.
 
         On a new session ``left`` and ``right`` are required (linkage), or ``table`` alone
         (deduplication of one table: each unordered pair of distinct records is a candidate once;
@@ -186,19 +186,19 @@ class LabellingSession:
         return self.round.features
 
     def matcher_input(self) -> Any:
-        """What the session's matcher reads for every candidate (see :meth:`SessionRound.matcher_input`)."""
+        """What the session's matcher reads for every candidate (see ``SessionRound.matcher_input``)."""
         return self.round.matcher_input()
 
     def new_matcher(self) -> Any:
-        """The matcher of a round (see :meth:`SessionRound.new_matcher`)."""
+        """The matcher of a round (see ``SessionRound.new_matcher``)."""
         return self.round.new_matcher()
 
     def labels(self) -> dict[tuple[str, str], int]:
-        """Training labels in force (see :meth:`SessionRound.labels`)."""
+        """Training labels in force (see ``SessionRound.labels``)."""
         return self.round.labels()
 
     def record_values(self, key: tuple[str, str]) -> list[tuple[str, str, str]]:
-        """``(attribute, left value, right value)`` of a pair (see :meth:`SessionRound.record_values`)."""
+        """``(attribute, left value, right value)`` of a pair (see ``SessionRound.record_values``)."""
         return self.round.record_values(key)
 
     def counts_text(self) -> str:
@@ -218,7 +218,7 @@ class LabellingSession:
         return old
 
     def render(self, key: tuple[str, str], position: tuple[int, int, str], *, full: bool = False) -> list[str]:
-        """The console lines showing one pair (see :func:`skrisk.labelling._console.render_pair`)."""
+        """The console lines showing one pair (see ``skrisk.labelling._console.render_pair``)."""
         return render_pair(key, self.record_values(key), self.state.items.get(key, {}), self.counts_text(),
                            position, screen_size(self.out), full=full)
 

@@ -164,7 +164,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    Input (converted once, by :func:`~skrisk.matchers.pair_texts`): a pair frame
+    Input (converted once, by ``skrisk.matchers.pair_texts``): a pair frame
     (:meth:`PairDataset.to_frame`), a :class:`~skrisk.data.PairDataset`, or
     ``serialise_pairs`` output (``SliceDict(text=..., features=...)``, the
     pool type of active learning, whose ``features`` LearnRisk reads). ``fit(X, y, X_valid=None,
@@ -627,7 +627,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         """Load a matcher saved with :meth:`save` (safetensors and JSON only; no code is run).
 
         Every file is checked before anything is built: ``lm_matcher.json`` with the constraints
-        of :meth:`fit`, the encoder's files (:func:`~skrisk.matchers._lm_weights.check_model_folder`,
+        of :meth:`fit`, the encoder's files (``skrisk.matchers._lm_weights.check_model_folder``,
         strict: every tensor of the encoder present with its shape and dtype, and no other) and
         the head's tensors; the loaded weights must be finite.
 

@@ -388,7 +388,7 @@ class RNNMatcher(NeuralNetClassifier):
         )
 
     def initialize_module(self):
-        """Build :class:`RNNMatcherModule` on ``device_`` for the sizes of the data (a
+        """Build ``RNNMatcherModule`` on ``device_`` for the sizes of the data (a
         1-attribute placeholder before the first ``fit``), its weights drawn under ``seed_``."""
         dims = getattr(self, "module_dims_", None) or {
             "n_attributes": 1,

@@ -11,7 +11,7 @@ it as one zip file (``model.skrisk``) whose entries are
   pipeline ending in an RNN matcher, its steps before it, LearnRisk without its copy of the
   matcher), written by
   :func:`skops.io.dumps` and read by :func:`skops.io.loads` with an explicit list of trusted
-  types (:data:`TRUSTED_TYPES`; never ``trusted=True``): no pickle, nothing in the file runs;
+  types (``TRUSTED_TYPES``; never ``trusted=True``): no pickle, nothing in the file runs;
 * ``rnn/config.json`` and ``rnn/weights.pt``: the :class:`~skrisk.matchers.RNNMatcher` that ends
   the matcher pipeline, in the format of :func:`~skrisk.matchers.save_matcher` (JSON, and tensors read with
   ``torch.load(..., weights_only=True)``), because skops does not persist torch modules;
@@ -513,7 +513,7 @@ def load_model(
     """Load a model written by :meth:`MatchModel.save` (or the one a labelling session saved).
 
     Nothing in the file can run code: the scikit-learn parts are read by :func:`skops.io.loads`
-    with the trusted types :data:`TRUSTED_TYPES` plus ``trusted`` (a type outside them is
+    with the trusted types ``TRUSTED_TYPES`` plus ``trusted`` (a type outside them is
     refused, named in the message), an RNN matcher's weights by
     ``torch.load(..., weights_only=True)``, and the rest is JSON.
 

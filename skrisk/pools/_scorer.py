@@ -117,7 +117,7 @@ class ChunkScorer:
     ----------
     left : pandas.DataFrame
         The left table, indexed by record id (ids are compared as ``str``), one column per
-        attribute (as :attr:`PairDataset.left`).
+        attribute (as ``PairDataset.left``).
     right : pandas.DataFrame or None
         The right table (linkage), or the left table itself / None (deduplication: both records
         of a pair come from the one table).

@@ -342,7 +342,7 @@ def confirm_stop(
     not stop a session.
 
     With ``min_kappa``, the advice also needs the matcher's decisions to have settled: ``kappa``,
-    Cohen's kappa (:func:`cohen_kappa`) between the current matcher's decisions on every
+    Cohen's kappa (``cohen_kappa``) between the current matcher's decisions on every
     candidate and those of the matcher ``kappa_labels`` labels before, at least ``min_kappa``
     (the stabilising-predictions idea of Bloodgood and Vijay-Shanker, 2009, over a longer span
     and on all candidates): a small recent gain alone does not show that the next labels gain

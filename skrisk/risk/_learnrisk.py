@@ -686,7 +686,7 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         return np.asarray(self.estimator_.predict_proba(_as_input(X)), dtype=np.float64)
 
     def predict(self, X: Any) -> np.ndarray:
-        """The matcher's labels: ``classes_[1]`` where ``p > 0.5`` (:func:`match_labels`).
+        """The matcher's labels: ``classes_[1]`` where ``p > 0.5`` (``match_labels``).
 
         Parameters
         ----------

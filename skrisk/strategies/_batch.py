@@ -275,7 +275,7 @@ class BadgeSelector(_Selector):
     """Risk-weighted BADGE: k-means++ seeding on the gradient embeddings, weighted by the risk.
 
     BADGE's k-means++ seeding (Ash et al. 2020) on the whole pool's gradient embeddings (the
-    matcher's representation scaled by its signed uncertainty, :func:`badge_embedding`), each
+    matcher's representation scaled by its signed uncertainty, ``badge_embedding``), each
     draw's probability multiplied by the pair's weight: the first row the largest
     ``w_i * ||g_i||^2``, each next one drawn with probability proportional to ``w_i * d_i^2``
     (``d_i`` the distance to the rows chosen so far, which takes the place of eq. 6's distance
