@@ -279,6 +279,12 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="threads for blocking and scoring (default -1: every CPU; 1: one thread); "
                         "the results do not depend on it")
     m.add_argument("--no-progress", action="store_true", help="no progress bars")
+    m.add_argument("--entities", metavar="PREVIOUS", default=None,
+                   help="incremental run (dedup models): the --out folder of an earlier run; --left holds the "
+                        "new records, which join its entities (ids kept) or start new ones; writes changes.csv")
+    m.add_argument("--merge", choices=("report", "apply"), default="report",
+                   help="with --entities: a new record linking two known entities is reported in changes.csv "
+                        "(report, the default) or also merges them (apply)")
     _add_blocking_flags(m)
 
 
@@ -334,6 +340,8 @@ def _match_locked(args: argparse.Namespace, out: Path) -> int:
     model = load_model(args.model)
     id_column = args.id_column or model.id_column
     enc_left, _, enc_right = args.encoding.partition(",")
+    if args.entities is not None:
+        from .matching._incremental import read_new as read_table  # an empty new file is allowed
     left = read_table(args.left, id_column=id_column, encoding=enc_left)
     right = None if args.right is None else read_table(args.right, id_column=id_column,
                                                         encoding=enc_right or enc_left)
@@ -351,7 +359,12 @@ def _match_locked(args: argparse.Namespace, out: Path) -> int:
         rules = [(rules[0][0], cols, rules[0][2])]
     result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
                    progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
-                   names=(str(args.left), str(args.right)), n_jobs=args.n_jobs)
+                   names=(str(args.left), str(args.right)), n_jobs=args.n_jobs,
+                   entities=args.entities, merge=args.merge)
+    if args.entities is not None:
+        from .matching._incremental import write_incremental
+
+        return write_incremental(model, result, out)
     from ._safetext import visible
 
     print(visible(result.blocking.report()), flush=True)
@@ -375,8 +388,11 @@ def _match_locked(args: argparse.Namespace, out: Path) -> int:
         matches[col] = matches[col].round(6)
     entities = result.entities.to_frame()
     # written after all the work, together: both files of this run replace the old ones, or neither
+    from .matching._incremental import full_run_index
+
     write_files_together(out, {"matches.csv": lambda p: write_csv_export(p, matches),
-                               "entities.csv": lambda p: write_csv_export(p, entities)})
+                               "entities.csv": lambda p: write_csv_export(p, entities),
+                               **full_run_index(model, left, right, entities)})
     print(visible(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}."), flush=True)
     return _EXIT_OK
 

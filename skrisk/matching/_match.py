@@ -211,6 +211,8 @@ def match(
     blocking: Any = None,
     names: tuple[str, str] = ("the left table", "the right table"),
     n_jobs: int | None = -1,
+    entities: Any = None,
+    merge: str = "report",
 ) -> MatchResult:
     """Block new tables with a saved model, score every candidate pair, group matches into entities.
 
@@ -249,6 +251,15 @@ def match(
         Threads for blocking's row chunks and for scoring (chunks of pairs scored side by side;
         -1: every CPU, None: 1; never more threads than CPUs). The matches and entities do not
         depend on it; memory grows by a chunk per thread.
+    entities : path-like or None, default=None
+        Incremental matching (dedup models): the folder of an earlier run (its ``entities.csv``
+        and blocking index). The new records are blocked against the new and the known records
+        only, join the known entities (whose ids stay) or start new ones; the result also has
+        ``changes`` (merges and updates, riskiest first), ``summary`` and the updated index. An
+        empty ``left`` is allowed. See the user guide's incremental matching section.
+    merge : {"report", "apply"}, default="report"
+        With ``entities``: a new record that links two known entities is reported in
+        ``changes``; ``"apply"`` also merges them (into the smallest id).
 
     Returns
     -------
@@ -263,6 +274,11 @@ def match(
     """
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
+    if entities is not None:
+        from ._incremental import match_incremental
+
+        return match_incremental(model, left, right, entities, merge=merge, chunk_size=chunk_size,
+                                 reasons=reasons, blocking=blocking, names=names, n_jobs=n_jobs)
     model.check()
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
