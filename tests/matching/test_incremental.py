@@ -1,0 +1,277 @@
+"""Incremental matching: ``skrisk match --entities PREVIOUS`` and ``match(model, new, entities=...)``
+on a generated person table, with a model trained on part of it."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+import pytest
+
+from skrisk import LearnRisk
+from skrisk.cli import main
+from skrisk.data import PairDataset, SimilarityFeatures, block
+from skrisk.datasets import make_person_table
+from skrisk.exceptions import DataError
+from skrisk.matchers import FeatureMatcher
+from skrisk.matching import MatchModel, load_model, match
+# internal on purpose: private helpers, tested here
+from skrisk._fileio import read_csv_export
+from skrisk.matching._entities import pairwise_scores
+
+RULES = [("standard", "postcode"), ("standard", "date_of_birth"), ("standard", ["given_name", "surname"])]
+N_KNOWN, N_A = 1000, 250
+
+
+def _train(table: pd.DataFrame, links: pd.DataFrame, rules: list, task: str = "dedup") -> MatchModel:
+    pairs = block(table, None, rules).pairs
+    true = set(map(tuple, links.to_numpy()))
+    pairs["label"] = [int((a, b) in true or (b, a) in true) for a, b in zip(pairs["left_id"], pairs["right_id"])]
+    ds = PairDataset.from_table(table, pairs, split="train", name="persons")
+    sf = SimilarityFeatures().fit(ds.to_frame())
+    F = sf.transform(ds.to_frame())
+    m = FeatureMatcher(random_state=0).fit(F, ds.y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        risk = LearnRisk(m, cv=3, epochs=10, random_state=0)
+        risk.fit_around(F, ds.y)
+    return MatchModel(list(table.columns), sf, m, risk_model=risk, task=task, blocking=rules)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A model file and CSV files: the known records, two new batches A and B, all records."""
+    d = tmp_path_factory.mktemp("incremental")
+    table, links = make_person_table(1500, random_state=0)
+    model = _train(table.iloc[:600], links, RULES)
+    model.save(d / "model.skrisk")
+    other = _train(table.iloc[600:1200], links, RULES)
+    other.save(d / "other.skrisk")
+    table.iloc[:N_KNOWN].to_csv(d / "known.csv", index_label="id")
+    table.iloc[N_KNOWN:N_KNOWN + N_A].to_csv(d / "a.csv", index_label="id")
+    table.iloc[N_KNOWN + N_A:].to_csv(d / "b.csv", index_label="id")
+    table.to_csv(d / "all.csv", index_label="id")
+    table.iloc[:0].to_csv(d / "empty.csv", index_label="id")
+    run(d, "--left", "known.csv", "--out", "known")
+    return d, table, links
+
+
+def run(d, *args: str, model: str = "model.skrisk") -> None:
+    argv = ["match", "--model", str(d / model), "--no-progress", "--n-jobs", "1"]
+    argv += [str(d / a) if a.endswith((".csv", "known")) or a.startswith("o_") else a for a in args]
+    assert main(argv) == 0
+
+
+def entities(folder) -> pd.Series:
+    """record id -> entity id (int) of a run's entities.csv."""
+    e = read_csv_export(folder / "entities.csv")
+    return pd.Series(e["entity_id"].astype(int).to_numpy(), index=e["record_id"].to_numpy()).sort_index()
+
+
+def partition(folder) -> set[frozenset]:
+    e = entities(folder)
+    return {frozenset(g.index) for _, g in e.groupby(e)}
+
+
+def changes(folder) -> pd.DataFrame:
+    return read_csv_export(folder / "changes.csv")
+
+
+def test_a_full_run_writes_a_checked_index(world):
+    d, _, _ = world
+    man = json.loads((d / "known" / "index.json").read_text())
+    ent = entities(d / "known")
+    assert man["n_records"] == N_KNOWN == len(ent)
+    assert man["next_entity_id"] == ent.max() + 1
+    rec = read_csv_export(d / "known" / "index_records.csv")
+    assert list(rec.columns) == ["record_id", "given_name", "surname", "date_of_birth", "address", "city",
+                                 "postcode"]
+
+
+def test_new_records_join_known_entities_whose_ids_stay(world):
+    d, _, links = world
+    run(d, "--left", "a.csv", "--entities", "known", "--out", "o_a")
+    before, after = entities(d / "known"), entities(d / "o_a")
+    assert (after.reindex(before.index) == before).all()  # no known record renumbered
+    new = after.drop(before.index)
+    assert len(new) == N_A
+    joined = new[new.isin(before.values)]
+    started = new[~new.isin(before.values)]
+    assert len(joined) and len(started)
+    assert started.min() >= before.max() + 1  # new ids never reuse an old one
+    true = set(map(tuple, links.to_numpy()))
+    # a new record that joined a known entity mostly shares it with a true duplicate
+    ok = [any((min(r, k), max(r, k)) in true for k in before.index[before == e]) for r, e in joined.items()]
+    assert sum(ok) / len(ok) > 0.9
+    assert len(changes(d / "o_a")) == 0
+
+
+def test_the_same_new_file_twice_changes_nothing(world):
+    d, _, _ = world
+    run(d, "--left", "a.csv", "--entities", "known", "--out", "o_a1")
+    run(d, "--left", "a.csv", "--entities", "o_a1", "--out", "o_a2")
+    for name in ("entities.csv", "index_records.csv", "index.json"):
+        assert (d / "o_a1" / name).read_bytes() == (d / "o_a2" / name).read_bytes(), name
+    assert len(read_csv_export(d / "o_a2" / "matches.csv")) == 0
+
+
+def test_an_empty_new_file_changes_nothing(world):
+    d, _, _ = world
+    run(d, "--left", "empty.csv", "--entities", "known", "--out", "o_empty")
+    for name in ("entities.csv", "index_records.csv", "index.json"):
+        assert (d / "known" / name).read_bytes() == (d / "o_empty" / name).read_bytes(), name
+
+
+def test_two_batches_in_either_order_give_the_same_entities(world):
+    d, _, _ = world
+    run(d, "--left", "a.csv", "--entities", "known", "--out", "o_ab1", "--merge", "apply")
+    run(d, "--left", "b.csv", "--entities", "o_ab1", "--out", "o_ab", "--merge", "apply")
+    run(d, "--left", "b.csv", "--entities", "known", "--out", "o_ba1", "--merge", "apply")
+    run(d, "--left", "a.csv", "--entities", "o_ba1", "--out", "o_ba", "--merge", "apply")
+    assert partition(d / "o_ab") == partition(d / "o_ba")
+
+
+def test_incremental_runs_agree_with_a_full_rerun(world):
+    d, _, _ = world
+    run(d, "--left", "all.csv", "--out", "o_full")
+    run(d, "--left", "a.csv", "--entities", "known", "--out", "o_i1")
+    run(d, "--left", "b.csv", "--entities", "o_i1", "--out", "o_i2")
+
+    def pairs(folder):
+        e = entities(folder)
+        return [(a, b) for _, g in e.groupby(e) for i, a in enumerate(sorted(g.index)) for b in sorted(g.index)[i + 1:]]
+
+    s = pairwise_scores(pairs(d / "o_i2"), pairs(d / "o_full"))
+    assert s["f1"] >= 0.998, s
+
+
+def _scenario(d, table):
+    """x and y: two known records of different people that the model does not match; z, new: x's
+    name and y's address; it matches both."""
+    x, o = table.iloc[0].copy(), table.iloc[500]
+    y, z = x.copy(), x.copy()
+    for c in ("given_name", "surname", "address", "city"):
+        y[c] = o[c]
+    for c in ("given_name", "address", "city"):
+        z[c] = o[c]
+    model = load_model(d / "model.skrisk")
+    three = pd.DataFrame([x, y, z], index=["x", "y", "z"])
+    p = model.scorer(three).score(pd.DataFrame([("x", "y"), ("x", "z"), ("y", "z")],
+                                               columns=["left_id", "right_id"])).proba
+    assert p[0] <= model.threshold < min(p[1], p[2]), p  # the scenario's premise
+    known = pd.concat([table.iloc[:N_KNOWN], pd.DataFrame([y], index=["y_known"])])
+    known.to_csv(d / "known_xy.csv", index_label="id")
+    pd.DataFrame([z], index=["z_new"]).to_csv(d / "z.csv", index_label="id")
+    run(d, "--left", "known_xy.csv", "--out", "o_known_xy")
+    ent = entities(d / "o_known_xy")
+    assert ent[table.index[0]] != ent["y_known"]
+    return ent[table.index[0]], ent["y_known"]
+
+
+def test_a_merge_is_reported_then_applied(world):
+    d, table, _ = world
+    ex, ey = _scenario(d, table)
+    run(d, "--left", "z.csv", "--entities", "o_known_xy", "--out", "o_rep")
+    ch = changes(d / "o_rep")
+    assert ch["change"].tolist() == ["merge"] and ch["applied"].tolist() == ["no"]
+    assert ch["record_id"].tolist() == ["z_new"] and ch["entities"].tolist() == [f"{min(ex, ey)};{max(ex, ey)}"]
+    assert 0 < float(ch["probability"][0]) <= 1 and 0 <= float(ch["risk"][0]) <= 1
+    ent = entities(d / "o_rep")
+    assert ent[table.index[0]] == ex and ent["y_known"] == ey  # report: the known entities stay apart
+    assert ent["z_new"] in (ex, ey)
+    run(d, "--left", "z.csv", "--entities", "o_known_xy", "--out", "o_app", "--merge", "apply")
+    ch = changes(d / "o_app")
+    assert ch["applied"].tolist() == ["yes"] and ch["into"].tolist() == [str(min(ex, ey))]
+    ent = entities(d / "o_app")
+    assert ent[table.index[0]] == ent["y_known"] == ent["z_new"] == min(ex, ey)
+
+
+def test_an_id_seen_again_with_other_values_is_an_update(world):
+    d, table, _ = world
+    known = entities(d / "known")
+    sizes = known.value_counts()
+    rid = next(r for r in known.index if sizes[known[r]] >= 2)  # a record with links
+    mates = sorted(set(known.index[known == known[rid]]) - {rid})
+    # the record now holds the values of a record of another entity: it moves there
+    target = next(r for r in table.index[:N_KNOWN] if known[r] != known[rid])
+    upd = table.loc[[target]].copy()
+    upd.index = [rid]
+    upd.to_csv(d / "upd.csv", index_label="id")
+    same = table.loc[[rid]]
+    same.to_csv(d / "same.csv", index_label="id")
+    run(d, "--left", "same.csv", "--entities", "known", "--out", "o_same")  # same values: a no-op
+    assert (d / "o_same" / "entities.csv").read_bytes() == (d / "known" / "entities.csv").read_bytes()
+    run(d, "--left", "upd.csv", "--entities", "known", "--out", "o_upd")
+    ch = changes(d / "o_upd")
+    row = ch[ch["change"] == "update"].iloc[0]
+    assert row["record_id"] == rid and row["entities"] == str(known[rid])
+    assert row["detail"].endswith("old links: " + ";".join(mates))
+    after = entities(d / "o_upd")
+    assert after[rid] == after[target] == known[target]
+    assert (after[mates] == known[rid]).all()  # the old entity keeps its id
+    rec = read_csv_export(d / "o_upd" / "index_records.csv").set_index("record_id")
+    assert rec.loc[rid, "surname"] == (table.loc[target, "surname"] or "")
+
+
+def test_the_python_api_matches_against_a_folder(world):
+    d, table, _ = world
+    model = load_model(d / "model.skrisk")
+    res = match(model, table.iloc[N_KNOWN:N_KNOWN + N_A], entities=d / "known", progress=False)
+    assert res.summary["new_records"] == N_A
+    assert res.summary["joined"] + res.summary["started"] + res.summary["merged"] == N_A
+    assert len(res.entities.clusters) == N_KNOWN + N_A
+    assert (res.matches["probability"] > model.threshold).all()
+    empty = match(model, table.iloc[:0], entities=d / "known", progress=False)
+    assert empty.summary["new_records"] == 0 and len(empty.entities.clusters) == N_KNOWN
+    with pytest.raises(ValueError, match="merge"):
+        match(model, table.iloc[:5], entities=d / "known", merge="always")
+
+
+def _copy(d, name):
+    import shutil
+
+    shutil.copytree(d / "known", d / name)
+    return d / name
+
+
+def test_an_index_of_another_model_is_refused(world):
+    d, table, _ = world
+    with pytest.raises(DataError, match=r"index\.json.*another model"):
+        match(load_model(d / "other.skrisk"), table.iloc[N_KNOWN:], entities=d / "known", progress=False)
+
+
+def test_a_tampered_index_is_refused(world):
+    d, table, _ = world
+    folder = _copy(d, "tampered")
+    lines = (folder / "index_records.csv").read_bytes().split(b"\r\n")
+    lines[2] = lines[2].replace(b",", b",x", 1)  # one value of one record changed
+    (folder / "index_records.csv").write_bytes(b"\r\n".join(lines))
+    model = load_model(d / "model.skrisk")
+    with pytest.raises(DataError, match=r"index_records\.csv.*checksum.*tampered"):
+        match(model, table.iloc[N_KNOWN:], entities=folder, progress=False)
+    (folder / "index.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(DataError, match=r"index\.json.*not a readable manifest"):
+        match(model, table.iloc[N_KNOWN:], entities=folder, progress=False)
+    (folder / "index.json").unlink()
+    with pytest.raises(DataError, match=r"index\.json is missing.*full run"):
+        match(model, table.iloc[N_KNOWN:], entities=folder, progress=False)
+
+
+def test_edited_entity_ids_are_refused(world):
+    d, table, _ = world
+    folder = _copy(d, "edited")
+    e = read_csv_export(folder / "entities.csv")
+    lines = (folder / "entities.csv").read_bytes().split(b"\r\n")
+    lines[1] = b"77777" + lines[1][len(str(e["entity_id"][0])):]  # one record moved to another entity
+    (folder / "entities.csv").write_bytes(b"\r\n".join(lines))
+    with pytest.raises(DataError, match=r"entities\.csv.*entity ids.*edited"):
+        match(load_model(d / "model.skrisk"), table.iloc[N_KNOWN:], entities=folder, progress=False)
+
+
+def test_a_linkage_model_is_refused_for_now(world):
+    d, table, links = world
+    model = load_model(d / "model.skrisk")
+    model.task = "link"
+    with pytest.raises(DataError, match="dedup model"):
+        match(model, table.iloc[:10], table.iloc[10:20], entities=d / "known", progress=False)
