@@ -568,7 +568,8 @@ def _top_k(
 
 
 def _token_pairs(
-    cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame, threads: int = 1
+    cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame, threads: int = 1,
+    one_way: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     mats = _tfidf_records([left] if right is left else [left, right], cols)
     if mats is None:  # no token at all
@@ -581,6 +582,8 @@ def _token_pairs(
     lm, rm = mats
     # left -> right and right -> left
     lr, lc = _top_k(lm, rm, k, thr, *how, dedup=False, threads=threads)
+    if one_way:
+        return lr, lc
     rr, rc = _top_k(rm, lm, k, thr, *how, dedup=False, threads=threads)
     return np.concatenate([lr, rc]), np.concatenate([lc, rr])
 
@@ -740,6 +743,7 @@ def block(
     true_links: pd.MultiIndex | pd.DataFrame | Iterable[tuple[object, object]] | None = None,
     n_jobs: int | None = -1,
     identical: bool = False,
+    one_way: bool = False,
 ) -> BlockingResult:
     """Candidate pairs between two tables, or within one: the union of the pairs of each rule.
 
@@ -794,6 +798,11 @@ def block(
         together). Between two tables the heads of a group on the two sides are paired, every
         member with the other side's head, and each pair a rule finds between heads stands for
         the pairs of each member with the other head. :func:`skrisk.matching.match` sets it.
+    one_way : bool, default=False
+        Two tables: ``tokens`` rules pair each left record with its ``top_k`` nearest right
+        records only, not also each right record with its nearest left ones, so a few left
+        records against a large right table make ``top_k`` pairs each (how incremental matching
+        blocks new records against known ones).
 
     Returns
     -------
@@ -855,7 +864,7 @@ def block(
         if dedup and len(sub_l) < 2:  # every record identical to one other: nothing left to block
             li = ri = np.empty(0, np.intp)
         elif method == "tokens":
-            li, ri = _token_pairs(cols, params, sub_l, sub_r, threads)
+            li, ri = _token_pairs(cols, params, sub_l, sub_r, threads, one_way=one_way and not dedup)
         else:
             li, ri = _recordlinkage_pairs(method, cols, params, sub_l, sub_r,
                                           len(sub_l) + (0 if dedup else len(sub_r)))

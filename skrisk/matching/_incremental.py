@@ -54,14 +54,10 @@ def _digest(lines: Any) -> str:
     return h.hexdigest()
 
 
-def _cell(v: object) -> str:
-    """A value as the index writes it: missing (None, NaN) is the empty string."""
-    return "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
-
-
 def _canon(table: pd.DataFrame) -> pd.DataFrame:
-    """The table's values as the index's strings (missing: ``""``), ids as str."""
-    out = table.apply(lambda col: col.map(_cell)).astype(object)
+    """The table's values as the index writes them: str, a missing value (None, NaN) as ``""``;
+    ids as str."""
+    out = table.astype(object).where(table.notna(), "").astype(str).astype(object)
     out.index = table.index.astype(str)
     return out
 
@@ -284,7 +280,8 @@ def _candidate_pairs(new: pd.DataFrame, known: pd.DataFrame, rules: Any, n_jobs:
     if len(new) >= 2:
         parts.append(block(new, None, rules, n_jobs=n_jobs, identical=True).pairs[["left_id", "right_id"]])
     if len(new) and len(known):
-        parts.append(block(new, known, rules, n_jobs=n_jobs, identical=True).pairs[["left_id", "right_id"]])
+        parts.append(block(new, known, rules, n_jobs=n_jobs, identical=True, one_way=True)
+                     .pairs[["left_id", "right_id"]])
     if not parts:
         return pd.DataFrame({"left_id": pd.Series(dtype=object), "right_id": pd.Series(dtype=object)})
     pairs = pd.concat(parts, ignore_index=True)
@@ -402,7 +399,8 @@ def match_incremental(
     old_ent = ent[~ent["record_id"].isin(updated)].copy()
     if relabel:
         old_ent["entity_id"] = old_ent["entity_id"].map(lambda e: relabel.get(e, e)).astype(np.int64)
-    carried = old_ent.groupby("entity_id")["suspicious"].agg(lambda s: "; ".join(x for x in pd.unique(s) if x))
+    flagged = old_ent[old_ent["suspicious"] != ""]
+    carried = flagged.groupby("entity_id")["suspicious"].agg(lambda s: "; ".join(pd.unique(s)))
     add = pd.DataFrame({"entity_id": np.array([assign[r] for r in new_ids], dtype=np.int64),
                         "side": "table", "record_id": new_ids})
     clusters = pd.concat([old_ent[["entity_id", "side", "record_id"]], add], ignore_index=True)
