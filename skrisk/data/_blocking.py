@@ -575,7 +575,8 @@ def _token_pairs(
     if mats is None:  # no token at all
         return np.empty(0, np.intp), np.empty(0, np.intp)
     k, thr = int(params["top_k"]), float(params["min_similarity"])
-    n_records = sum(m.shape[0] for m in mats)
+    # the budget of pairs grows with the records that look for neighbours (one way: the left ones)
+    n_records = mats[0].shape[0] if one_way else sum(m.shape[0] for m in mats)
     how = (float(params["budget"]) * n_records, int(params["prefix"]), int(params["rescore"]))
     if right is left:  # one table: each record's top_k neighbours, itself excluded
         return _top_k(mats[0], mats[0], k, thr, *how, dedup=True, threads=threads)
@@ -800,9 +801,10 @@ def block(
         the pairs of each member with the other head. :func:`skrisk.matching.match` sets it.
     one_way : bool, default=False
         Two tables: ``tokens`` rules pair each left record with its ``top_k`` nearest right
-        records only, not also each right record with its nearest left ones, so a few left
-        records against a large right table make ``top_k`` pairs each (how incremental matching
-        blocks new records against known ones).
+        records only, not also each right record with its nearest left ones, and the pair
+        budget is ``budget`` per left record: a few left records against a large right table
+        cost in proportion to the left ones (how incremental matching blocks new records
+        against known ones).
 
     Returns
     -------

@@ -275,3 +275,25 @@ def test_a_linkage_model_is_refused_for_now(world):
     model.task = "link"
     with pytest.raises(DataError, match="dedup model"):
         match(model, table.iloc[:10], table.iloc[10:20], entities=d / "known", progress=False)
+
+
+def test_a_run_may_write_into_its_entities_folder(world):
+    d, _, _ = world
+    run(d, "--left", "a.csv", "--entities", "known", "--out", "o_chain")
+    expected = (d / "o_chain" / "entities.csv").read_bytes()
+    run(d, "--left", "b.csv", "--entities", "o_chain", "--out", "o_chain")
+    after = entities(d / "o_chain")
+    assert len(after) == len(entities(d / "known")) + 500 and (d / "o_chain" / "entities.csv").read_bytes() != expected
+    run(d, "--left", "b.csv", "--entities", "o_chain", "--out", "o_chain")  # the index was updated: a no-op
+    assert entities(d / "o_chain").equals(after)
+
+
+def test_one_way_token_blocking_pairs_each_left_record_with_its_nearest_right_ones(world):
+    _, table, _ = world
+    new, known = table.iloc[:50], table.iloc[50:]
+    rule = ("tokens", ["given_name", "surname"], {"top_k": 3})
+    one = block(new, known, rule, one_way=True).pairs
+    both = block(new, known, rule).pairs
+    assert one["left_id"].value_counts().max() <= 3 and set(one["left_id"]) <= set(new.index)
+    assert set(map(tuple, one.to_numpy())) <= set(map(tuple, both[["left_id", "right_id"]].to_numpy()))
+    assert len(both) > len(one) > 0
