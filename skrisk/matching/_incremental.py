@@ -114,6 +114,13 @@ def _index_folder(path: Any) -> Path:
     return p
 
 
+def _json_or_error(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path} is not a readable manifest ({exc}); {_FULL_RUN}.") from None
+
+
 def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRecords:
     """Read and check the index of an earlier run's folder (or its ``entities.csv``).
 
@@ -128,13 +135,10 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
 
     folder = _index_folder(path)
     man_path, rec_path, ent_path = folder / INDEX_MANIFEST, folder / INDEX_RECORDS, folder / ENTITIES_FILE
-    for p in (man_path, rec_path, ent_path):
-        if not p.is_file():
-            raise DataError(f"{p} is missing: {folder} holds no blocking index of an earlier run; {_FULL_RUN}.")
-    try:
-        man = json.loads(man_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{man_path} is not a readable manifest ({exc}); {_FULL_RUN}.") from None
+    missing = [p for p in (man_path, rec_path, ent_path) if not p.is_file()]
+    if missing:
+        raise DataError(f"{missing[0]} is missing: {folder} holds no blocking index of an earlier run; {_FULL_RUN}.")
+    man = _json_or_error(man_path)
     keys = ("model", "records", "entities", "next_entity_id", "n_records")
     if not isinstance(man, dict) or man.get("format") != _FORMAT or not all(k in man for k in keys):
         raise DataError(f"{man_path} is not the manifest of a skrisk match index; {_FULL_RUN}.")
@@ -226,9 +230,8 @@ class IncrementalResult:
                 **index_writers(model, self.records, entities_frame, self.next_id, self.fingerprint)}
 
 
-def _prepare_new(model: Any, new: pd.DataFrame, right: pd.DataFrame | None, names: tuple[str, str]) -> pd.DataFrame:
-    from ._match import _prepare_tables
-
+def _prepare_new(model: Any, new: pd.DataFrame, right: pd.DataFrame | None, names: tuple[str, str],
+                 _prepare_tables: Any) -> pd.DataFrame:
     if model.task != "dedup":
         raise DataError("Incremental matching (entities=, --entities) needs a dedup model (one table); "
                         "match two tables with a full run, without --entities.")
@@ -243,9 +246,9 @@ def _prepare_new(model: Any, new: pd.DataFrame, right: pd.DataFrame | None, name
 
 
 def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int,
-           reasons: bool, n_jobs: Any) -> pd.DataFrame:
+           reasons: bool, n_jobs: Any, tools: dict) -> pd.DataFrame:
     """The pairs above the model's threshold, with probability, risk (and reasons)."""
-    from ._match import _feature_names, _reasons
+    _feature_names, _reasons = tools["feature_names"], tools["reasons"]
 
     cols = ["left_id", "right_id", "probability", "risk"] + (["reasons"] if reasons else [])
     if not len(pairs):
@@ -264,7 +267,7 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
                 part["reasons"] = _reasons(model, scorer, part, names_f)
             kept.append(part)
     if not kept:
-        return _score(model, table, pairs.iloc[:0], chunk_size, reasons, n_jobs)
+        return _score(model, table, pairs.iloc[:0], chunk_size, reasons, n_jobs, tools)
     out = pd.concat(kept, ignore_index=True)
     lo, hi = np.minimum(out["left_id"], out["right_id"]), np.maximum(out["left_id"], out["right_id"])
     out["left_id"], out["right_id"] = lo, hi
@@ -292,8 +295,12 @@ def match_incremental(
     model: Any, new: pd.DataFrame, right: pd.DataFrame | None, previous: Any, *, merge: str = "report",
     chunk_size: int = 50_000, reasons: bool = False, blocking: Any = None,
     names: tuple[str, str] = ("the left table", "the right table"), n_jobs: int | None = -1,
+    tools: dict | None = None,
 ) -> IncrementalResult:
-    """Match new records against the entities of an earlier run (see the module's description)."""
+    """Match new records against the entities of an earlier run (see the module's description).
+
+    ``tools`` holds :func:`~skrisk.matching.match`'s helpers ``prepare_tables``,
+    ``feature_names`` and ``reasons`` (given by it, so that this module does not import it)."""
     from ._entities import Entities
 
     if merge not in _MERGE_RULES:
@@ -302,7 +309,7 @@ def match_incremental(
     timings = dict.fromkeys(("index", "blocking", "scoring", "entities"), 0.0)
     model.check()
     fp = model_fingerprint(model)
-    new = _prepare_new(model, new, right, names)
+    new = _prepare_new(model, new, right, names, tools["prepare_tables"])
     known = load_index(previous, model, fp)
     timings["index"] = time.perf_counter() - t0
     rec, ent = known.records, known.entities
@@ -332,7 +339,7 @@ def match_incremental(
     tick = time.perf_counter()
     involved = pd.Index(pd.unique(pairs[["left_id", "right_id"]].to_numpy().ravel())) if len(pairs) else pd.Index([])
     table = pd.concat([new, kept_known.loc[kept_known.index.intersection(involved)]])
-    matches = _score(model, table, pairs, int(chunk_size), reasons, n_jobs)
+    matches = _score(model, table, pairs, int(chunk_size), reasons, n_jobs, tools)
     timings["scoring"] = time.perf_counter() - tick
     tick = time.perf_counter()
     new_ids = np.sort(new.index.to_numpy(dtype=object))

@@ -278,7 +278,9 @@ def match(
         from ._incremental import match_incremental
 
         return match_incremental(model, left, right, entities, merge=merge, chunk_size=chunk_size,
-                                 reasons=reasons, blocking=blocking, names=names, n_jobs=n_jobs)
+                                 reasons=reasons, blocking=blocking, names=names, n_jobs=n_jobs,
+                                 tools={"prepare_tables": _prepare_tables, "feature_names": _feature_names,
+                                        "reasons": _reasons})
     model.check()
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
