@@ -94,7 +94,8 @@ def test_a_killed_run_leaves_the_old_matches(saved, febrl_split, tmp_path, capsy
     monkeypatch.setattr(os, "replace", real_replace)
     assert (out / "matches.csv").read_bytes() == before
     # the folder's lock stays (as in a session folder); no staging folder or temporary file is left
-    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "matches.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "index.json", "index_records.csv",
+                                                   "matches.csv"]  # a dedup run writes its index too
 
 
 def test_blocking_flags(saved, febrl_split, tmp_path, capsys):
