@@ -475,7 +475,8 @@ def write_incremental(model: Any, result: IncrementalResult, out: Path) -> int:
     print(f"{s['new_records']} new record(s) ({s['unchanged']} already known with the same values, "
           f"{s['updated']} update(s)): {s['joined']} joined known entities, {s['started']} started "
           f"{s['new_entities']} new entities, {s['merged']} linked known entities together "
-          f"({s['merges']} merge(s), see {CHANGES_FILE}); {result.n_candidates} candidate pairs, {len(result.matches)} matches.", flush=True)
+          f"({s['merges']} merge(s), see {CHANGES_FILE}); {result.n_candidates} candidate pairs, "
+          f"{len(result.matches)} matches.", flush=True)
     print(f"Timings (s): {json.dumps({k: round(v, 2) for k, v in result.timings.items()})}", flush=True)
     matches = result.matches.copy()
     for col in ("probability", "risk"):
