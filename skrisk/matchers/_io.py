@@ -301,15 +301,16 @@ def _check_params(matcher: Any, params: dict, dims: dict, state: dict, cfg_path:
                 validate_params(matcher, [name])
             except InvalidParameterError as exc:
                 raise DataError(
-                    f"{cfg_path}: params[{name!r}] is {params[name]!r}: {exc} The file was altered: {_REFIT}."
+                    f"{cfg_path}: params[{name!r}] is {params[name]!r}, so its parameters do not build a network "
+                    f"that RNNMatcher fits ({exc}) The file was altered: {_REFIT}."
                 ) from None
     # each attribute's summariser holds 8 tensors (a bidirectional GRU), each highway layer 4
     n_attr, n_highway = dims["n_attributes"], params.get("n_highway", 1)
     if 8 * n_attr + 4 * n_highway > len(state):
         raise DataError(
-            f"{cfg_path}: module_dims['n_attributes'] is {n_attr} and params['n_highway'] is {n_highway}, a "
-            f"network of at least {8 * n_attr + 4 * n_highway} tensors, but {w_path} holds {len(state)}. The "
-            f"two files come from different matchers: {_REFIT}."
+            f"{cfg_path}: module_dims['n_attributes'] is {n_attr} and params['n_highway'] is {n_highway}: it "
+            f"describes a network of at least {8 * n_attr + 4 * n_highway} tensors, but {w_path} holds "
+            f"{len(state)}. The two files come from different matchers: {_REFIT}."
         )
 
 
