@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._fileio import atomic_write_bytes, atomic_write_text
+from .._fileio import RepeatedKeyError, atomic_write_bytes, atomic_write_text, json_loads_unique
 from ..exceptions import DataError
 
 __all__ = ["decode_rnn", "encode_rnn", "read_folder", "write_folder"]
@@ -181,19 +181,6 @@ def _check_config(config: object, path: Path) -> dict:
     return config
 
 
-class _RepeatedKey(ValueError):
-    """A JSON object that holds a key twice."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise _RepeatedKey(k)
-        out[k] = v
-    return out
-
-
 def _read_config(path: Path) -> dict:
     size = path.stat().st_size
     if size > MAX_CONFIG_BYTES:
@@ -206,8 +193,8 @@ def _parse_config(data: bytes, path: Path) -> dict:
     if len(data) > MAX_CONFIG_BYTES:
         raise _bad(path, f"it holds {len(data)} bytes, more than the {MAX_CONFIG_BYTES} a config may hold")
     try:
-        config = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
-    except _RepeatedKey as exc:
+        config = json_loads_unique(data.decode("utf-8"))
+    except RepeatedKeyError as exc:
         raise _bad(path, f"it repeats the key {exc.args[0]!r} (JSON readers disagree on which value wins)") from None
     except UnicodeDecodeError as exc:
         raise _bad(path, f"it is not UTF-8 text ({exc})") from exc

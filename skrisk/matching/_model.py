@@ -46,7 +46,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .._fileio import atomic_write_bytes, open_regular_file
+from .._fileio import RepeatedKeyError, atomic_write_bytes, json_loads_unique, open_regular_file
 from ..data import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
@@ -517,19 +517,6 @@ def _read_zip(path: Path) -> dict[str, bytes]:
     return out
 
 
-class _RepeatedKey(ValueError):
-    """A JSON object that holds a key twice."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise _RepeatedKey(k)
-        out[k] = v
-    return out
-
-
 def _trusted_names(trusted: object) -> list[str]:
     """``load_model``'s ``trusted``: a list of ``"module.Class"`` names (never True: skrisk does not
     trust everything; never one bare string, which would be read letter by letter)."""
@@ -599,7 +586,9 @@ def load_model(
         More type names to trust (``"module.Class"``), for pipelines of your own classes: review
         them first (:func:`skops.io.get_untrusted_types`).
     device : str or None, default=None
-        Device of an RNN or LM matcher (None: CUDA when available, else CPU).
+        Device of an RNN or LM matcher and of the risk model (None: for the matchers CUDA when
+        available, else CPU; the risk model where it was saved when that device is here, else
+        the CPU).
 
     Returns
     -------
@@ -609,6 +598,9 @@ def load_model(
     ------
     FileNotFoundError
         Nothing at ``path``.
+    TypeError
+        ``trusted`` is not a list of ``"module.Class"`` names (``True`` is refused: skrisk never
+        trusts every type).
     DataError
         Not a model file (a pickle, another zip, a damaged archive), a newer format version,
         untrusted types, or parts that disagree; the message names the file and the fix.
@@ -621,8 +613,8 @@ def load_model(
     if _META not in entries or _SKOPS not in entries:
         raise _bad(file, f"it lacks {_META if _META not in entries else _SKOPS}")
     try:
-        meta = json.loads(entries[_META].decode("utf-8"), object_pairs_hook=_unique_keys)
-    except _RepeatedKey as exc:
+        meta = json_loads_unique(entries[_META].decode("utf-8"))
+    except RepeatedKeyError as exc:
         raise _bad(file, f"{_META} repeats the key {exc.args[0]!r} (JSON readers disagree on which value wins)") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise _bad(file, f"{_META} is not valid JSON ({exc})") from exc

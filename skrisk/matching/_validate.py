@@ -21,7 +21,19 @@ file's ``estimators.skops`` holds and checks, before any of them is used:
   the number of bins (at most :data:`MAX_RISK_BINS`), ``theta`` in (0, 1), the input width
   and the probability's column in it, the weight function and scales finite; and a
   :class:`~skrisk.LearnRisk`'s own ``rules_`` (the rules its reasons name) the very rules its
-  risk model scores with.
+  risk model scores with; no rule held twice, each condition named after the feature it reads,
+  and the fitted arrays and numbers in the ranges training gives (weights >= 0, relative
+  standard deviations in [0, 1], expectations shares of matches, ``theta`` in (0.5, 1), a CPU
+  or CUDA device);
+* every tree ensemble lists 1 to :data:`MAX_ESTIMATORS` estimators (a tree listed twice counts
+  twice); a :class:`~skrisk.matchers.FeatureMatcher` and its classifier have the classes
+  ``[0, 1]`` and the classifier predicts probabilities; a fitted ``StandardScaler`` holds finite
+  means and positive scales, one per feature; an RNN pipeline's ``PairEncoder`` keeps at most
+  :data:`MAX_TOKENS` tokens of a value and maps its tokens to ids of its vocabulary.
+
+After the matcher is built, :func:`check_rnn_pipeline` holds the encoder to the model's
+attributes and to the features the RNN reads, and :func:`check_matcher_width` a FeatureMatcher on
+precomputed features to the similarity features' width.
 
 A model that fails a check is refused with a :class:`~skrisk.exceptions.DataError` naming the
 file, the object, the node or rule and what is wrong. The limits fit a real model by a wide

@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -31,19 +30,17 @@ from skrisk import RiskSampler
 from skrisk.active import ActiveLearner
 from skrisk.cli import main
 from skrisk.data import SimilarityFeatures
-from skrisk.datasets import make_pairs
 from skrisk.exceptions import DataError
 from skrisk.matchers import FeatureMatcher, make_rnn_pipeline
 from skrisk.matching import TRUSTED_TYPES, MatchModel, load_model
 from skrisk.strategies import entropy_sampling
 
-from _match_fixtures import feature_match_model
+from _match_fixtures import feature_match_model, small_pairs, write_zip, zip_entries  # noqa: F401 - a fixture
 
 
 @pytest.fixture(scope="module")
-def data():
-    ds = make_pairs(240, random_state=0)
-    return ds.split("train"), ds.split("test")
+def data(small_pairs):  # noqa: F811
+    return small_pairs
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +60,7 @@ def models(data, tmp_path_factory):
 
 
 # ---------------------------------------------------------------------------- crafting
-def _entries(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as zf:
-        return {i.filename: zf.read(i) for i in zf.infolist()}
-
-
-def _write(path: Path, entries: dict[str, bytes]) -> Path:
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, blob in entries.items():
-            zf.writestr(name, blob)
-    return path
+_entries, _write = zip_entries, write_zip
 
 
 def _json_edit(entry: str, edit: Callable[[Any], Any]) -> Callable[[dict], None]:
