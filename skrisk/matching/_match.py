@@ -211,6 +211,7 @@ def match(
     blocking: Any = None,
     names: tuple[str, str] = ("the left table", "the right table"),
     n_jobs: int | None = -1,
+    client: Any = None,
 ) -> MatchResult:
     """Block new tables with a saved model, score every candidate pair, group matches into entities.
 
@@ -249,6 +250,15 @@ def match(
         Threads for blocking's row chunks and for scoring (chunks of pairs scored side by side;
         -1: every CPU, None: 1; never more threads than CPUs). The matches and entities do not
         depend on it; memory grows by a chunk per thread.
+    client : distributed.Client or None, default=None
+        Score on this Dask cluster (needs ``skrisk[dask]``): ``left`` and ``right`` may then also
+        be Dask DataFrames or Parquet folders (read into the client; partitions whose columns or
+        column types differ are refused). Blocking, which needs every record (the ``tokens``
+        rule's nearest neighbours by TF-IDF, the groups of identical records), runs on the client
+        with the single-machine code, so the candidates are the same pairs; the model and the
+        tables are sent to every worker once, each partition of candidate pairs is scored on a
+        worker (its records encoded there) and only its matches come back; entities are computed
+        on the client. The result is the same as without a client; ``n_jobs`` is the blocking's.
 
     Returns
     -------
@@ -264,6 +274,11 @@ def match(
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
     model.check()
+    if client is not None:
+        from ._distributed import match_on_dask
+
+        return match_on_dask(model, left, right, client=client, chunk_size=int(chunk_size), reasons=reasons,
+                             progress=progress, one_to_one=one_to_one, blocking=blocking, names=names, n_jobs=n_jobs)
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left, right = _prepare_tables(model, left, right, names)

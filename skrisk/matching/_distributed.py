@@ -1,0 +1,225 @@
+"""``match`` on a Dask cluster: the candidate pairs scored partition by partition on the workers.
+
+The tables (pandas or Dask DataFrames, or Parquet folders) are read into the client, checked
+partition by partition and blocked there with the single-machine code (:func:`skrisk.data.block`
+with ``identical=True``), so the candidate pairs are those of :func:`match` without a client. The
+model and the attribute tables are sent to every worker once; each partition of candidate pairs
+is scored on a worker (features, matcher and risk of the records it names only, in pieces of
+``chunk_size``), and only its pairs above the threshold come back. Entities are computed on the
+client by :func:`~skrisk.matching.cluster_entities`, as on one machine.
+
+Needs the optional extra ``skrisk[dask]``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import DataError
+from ..risk._uncertainty import matcher_uncertainty
+from ._match import (
+    _MATCH_COLUMNS,
+    MatchResult,
+    _candidates,
+    _feature_names,
+    _prepare_tables,
+    _reasons,
+    _stage,
+)
+from ._model import MatchModel
+
+__all__ = ["match_on_dask"]
+
+
+def _kind(dtype: Any) -> str:
+    """The kind of values a column holds, as the schema check compares them."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "number"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "datetime"
+    return "text"
+
+
+def _check_partitions(parts: list[pd.DataFrame], source: str) -> None:
+    """Refuse partitions whose columns (or the kind of a column's values) differ from the first's."""
+    first = parts[0]
+    cols = [str(c) for c in first.columns]
+    for number, part in enumerate(parts[1:], start=1):
+        here = [str(c) for c in part.columns]
+        absent = [c for c in cols if c not in here]
+        extra = [c for c in here if c not in cols]
+        if absent or extra:
+            col, has, lacks = (absent[0], 0, number) if absent else (extra[0], number, 0)
+            raise DataError(
+                f"{source}: partition {number} does not have the columns of partition 0: the column "
+                f"{col!r} is in partition {has} but not in partition {lacks} (partition 0: {cols[:10]}; "
+                f"partition {number}: {here[:10]}). Every partition of a table must have the same "
+                "columns: rewrite the files with one schema."
+            )
+        for c in cols:
+            a, b = first[c], part[c]
+            if a.notna().any() and b.notna().any() and _kind(a.dtype) != _kind(b.dtype):
+                raise DataError(
+                    f"{source}: the column {c!r} holds {_kind(a.dtype)} values ({a.dtype}) in partition 0 "
+                    f"but {_kind(b.dtype)} values ({b.dtype}) in partition {number}. Every partition of a "
+                    "table must have the same schema: rewrite the files with one type for that column."
+                )
+
+
+def _collect(table: Any, source: str, client: Any) -> pd.DataFrame | None:
+    """A pandas table from a pandas or Dask DataFrame or a Parquet folder, partitions checked."""
+    if table is None or isinstance(table, pd.DataFrame):
+        return table
+    import dask.dataframe as dd
+
+    if isinstance(table, (str, os.PathLike)):
+        table = dd.read_parquet(os.fspath(table))
+    if not isinstance(table, dd.DataFrame):
+        raise TypeError(
+            f"{source} must be a pandas or Dask DataFrame indexed by record id, or a Parquet folder, got "
+            f"{type(table).__name__}."
+        )
+    parts = client.gather(client.compute(table.to_delayed()))
+    _check_partitions(parts, source)
+    whole = pd.concat(parts) if len(parts) > 1 else parts[0]
+    return whole
+
+
+def _score_partition(pairs: pd.DataFrame, model: MatchModel, tables: tuple[pd.DataFrame, pd.DataFrame | None],
+                     chunk_size: int, reasons: bool, names_f: list[str]) -> dict[str, Any]:
+    """On a worker: score one partition of candidate pairs, keep those above the threshold."""
+    tick = time.perf_counter()
+    left, right = tables
+    if right is None:
+        sub_l, sub_r = left.loc[pd.unique(np.concatenate([pairs["left_id"].to_numpy(),
+                                                          pairs["right_id"].to_numpy()]))], None
+    else:
+        sub_l, sub_r = left.loc[pd.unique(pairs["left_id"])], right.loc[pd.unique(pairs["right_id"])]
+    scorer = model.scorer(sub_l, sub_r, n_jobs=1)
+    encoding = time.perf_counter() - tick
+    kept, reasons_s = [], 0.0
+    for start in range(0, len(pairs), chunk_size):
+        scored = scorer.score(pairs.iloc[start:start + chunk_size], risk_of="matches")
+        p = scored.proba
+        pos = np.flatnonzero(p > model.threshold)
+        if not len(pos):
+            continue
+        part = scored.pairs.iloc[pos].reset_index(drop=True)
+        part["probability"] = p[pos]
+        part["risk"] = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
+        if reasons:
+            r_tick = time.perf_counter()
+            part["reasons"] = _reasons(model, scorer, part, names_f)
+            reasons_s += time.perf_counter() - r_tick
+        kept.append(part)
+    return {"n": len(pairs), "kept": kept, "encoding": encoding, "reasons": reasons_s,
+            "seconds": time.perf_counter() - tick}
+
+
+def _subset_scores(model: MatchModel, left: pd.DataFrame, right: pd.DataFrame | None) -> Any:
+    """``score_fn`` of the entities: the probabilities of pairs of these tables, with a scorer of
+    the records the pairs name only."""
+
+    def score(pp: pd.DataFrame) -> np.ndarray:
+        if right is None:
+            ids = pd.unique(np.concatenate([pp["left_id"].to_numpy(), pp["right_id"].to_numpy()]))
+            scorer = model.scorer(left.loc[ids])
+        else:
+            scorer = model.scorer(left.loc[pd.unique(pp["left_id"])], right.loc[pd.unique(pp["right_id"])])
+        return scorer.score(pp).proba
+
+    return score
+
+
+def match_on_dask(
+    model: MatchModel,
+    left: Any,
+    right: Any,
+    *,
+    client: Any,
+    chunk_size: int,
+    reasons: bool,
+    progress: bool,
+    one_to_one: bool,
+    blocking: Any,
+    names: tuple[str, str],
+    n_jobs: int | None,
+) -> MatchResult:
+    """:func:`~skrisk.matching.match` with ``client``: the same result, the scoring on the workers."""
+    from distributed import as_completed
+
+    from ._entities import cluster_entities
+
+    t_start = time.perf_counter()
+    timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
+    left = _collect(left, names[0], client)
+    right = _collect(right, names[1], client)
+    left, right = _prepare_tables(model, left, right, names)
+    with _stage("Blocking", progress, timings, "blocking"):
+        blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
+    n = blocked.n_candidates
+    names_f = _feature_names(model) if reasons else []
+    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+    # a few partitions per worker (a slow one is not waited for alone), none below chunk_size pairs
+    per_part = max(int(chunk_size), math.ceil(n / (4 * n_workers)))
+    tick = time.perf_counter()
+    futures: list[Any] = []
+    kept: list[pd.DataFrame] = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, unit="pair", desc="Scoring candidate pairs")
+    try:
+        model_f = client.scatter(model, broadcast=True, hash=False)
+        tables_f = client.scatter((left, right), broadcast=True, hash=False)
+        pairs = blocked.pairs[["left_id", "right_id"]]
+        for start in range(0, n, per_part):
+            futures.append(client.submit(_score_partition, pairs.iloc[start:start + per_part].reset_index(drop=True),
+                                         model_f, tables_f, int(chunk_size), reasons, names_f, pure=False))
+        results = []
+        for fut in as_completed(futures):
+            r = fut.result()
+            results.append(r)
+            if bar is not None:
+                bar.update(r["n"])
+    finally:
+        if bar is not None:
+            bar.close()
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            client.cancel(pending)
+    for r in results:
+        kept.extend(r["kept"])
+        timings["encoding"] += r["encoding"]
+        timings["reasons"] += r["reasons"]
+    # worker seconds of encoding and reasons; scoring is the wall time of the partitions on the cluster
+    timings["scoring"] = time.perf_counter() - tick
+    blocked = blocked.without_pairs()
+    columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
+    matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
+        {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
+    matches = matches.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
+                                  kind="stable", ignore_index=True)
+    with _stage("Entities", progress, timings, "entities"):
+        records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
+        entities = cluster_entities(
+            matches[["left_id", "right_id", "probability"]], task=model.task, one_to_one=one_to_one,
+            threshold=float(model.threshold), records=records, score_fn=_subset_scores(model, left, right),
+        )
+        if one_to_one:
+            cl = entities.clusters
+            ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
+            ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
+            same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
+            matches = matches[same].reset_index(drop=True)
+    timings["total"] = time.perf_counter() - t_start
+    return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings, blocking=blocked)
