@@ -279,6 +279,11 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="threads for blocking and scoring (default -1: every CPU; 1: one thread); "
                         "the results do not depend on it")
     m.add_argument("--no-progress", action="store_true", help="no progress bars")
+    dist = m.add_mutually_exclusive_group()
+    dist.add_argument("--workers", type=_positive, default=None, metavar="N",
+                   help="score on a local Dask cluster of N processes, one thread each (needs skrisk[dask])")
+    dist.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="score on the running Dask cluster of this scheduler (tcp://HOST:PORT)")
     _add_blocking_flags(m)
 
 
@@ -349,9 +354,12 @@ def _match_locked(args: argparse.Namespace, out: Path) -> int:
                 f"{list(model.attributes)} (comma-separated)."
             )
         rules = [(rules[0][0], cols, rules[0][2])]
-    result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
-                   progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
-                   names=(str(args.left), str(args.right)), n_jobs=args.n_jobs)
+    from .matching._distributed import cluster_client
+
+    with cluster_client(args.workers, args.scheduler) as client:
+        result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
+                       progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
+                       names=(str(args.left), str(args.right)), n_jobs=args.n_jobs, client=client)
     from ._safetext import visible
 
     print(visible(result.blocking.report()), flush=True)

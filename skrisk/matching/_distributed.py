@@ -13,15 +13,17 @@ Needs the optional extra ``skrisk[dask]``.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import os
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataError
+from ..exceptions import DataError, MissingCapabilityError
 from ..risk._uncertainty import matcher_uncertainty
 from ._match import (
     _MATCH_COLUMNS,
@@ -34,7 +36,7 @@ from ._match import (
 )
 from ._model import MatchModel
 
-__all__ = ["match_on_dask"]
+__all__ = ["cluster_client", "match_on_dask"]
 
 
 def _kind(dtype: Any) -> str:
@@ -223,3 +225,29 @@ def match_on_dask(
             matches = matches[same].reset_index(drop=True)
     timings["total"] = time.perf_counter() - t_start
     return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings, blocking=blocked)
+
+
+@contextlib.contextmanager
+def cluster_client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
+    """A Dask client of ``skrisk match --workers N`` (a LocalCluster of N processes, one thread
+    each) or ``--scheduler ADDRESS`` (a running cluster); None when neither is given."""
+    if workers is None and scheduler is None:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise MissingCapabilityError(
+            "--workers and --scheduler run on Dask: pip install 'skrisk[dask]'.") from exc
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="30s")
+        except (OSError, TimeoutError) as exc:
+            raise DataError(f"--scheduler {scheduler}: no Dask scheduler answered there ({exc}); start one "
+                            "(dask scheduler) or give its address as tcp://HOST:PORT.") from None
+        with client:
+            yield client
+        return
+    with LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client

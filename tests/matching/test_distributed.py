@@ -23,7 +23,7 @@ N_RECORDS = 20_000
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   silence_logs=40) as cluster, distributed.Client(cluster) as c:
         yield c
 
@@ -64,22 +64,26 @@ def _same_result(a, b) -> None:
     pd.testing.assert_frame_equal(a.entities.to_frame(), b.entities.to_frame())
 
 
-def test_dask_frames_give_the_matches_and_entities_of_one_machine(client, person_model, persons, single):
-    ddf = dd.from_pandas(persons, npartitions=5)
-    res = match(person_model, ddf, client=client, chunk_size=7_000, progress=False)
+def test_a_parquet_folder_with_an_empty_partition_gives_the_result_of_one_machine(
+        client, person_model, persons, single, tmp_path):
+    cut = len(persons) // 2
+    parts = [persons.iloc[:cut], persons.iloc[:0], persons.iloc[cut:]]
+    ddf = dd.from_delayed([dask_delayed(p) for p in parts], meta=persons.iloc[:0], verify_meta=False)
+    ddf.to_parquet(tmp_path / "persons")
+    back = dd.read_parquet(tmp_path / "persons")
+    assert [len(p) for p in back.partitions] == [cut, 0, len(persons) - cut]
+    res = match(person_model, str(tmp_path / "persons"), client=client, progress=False)
     _same_result(res, single)
     assert res.blocking.report() == single.blocking.report()
     assert set(res.timings) >= {"blocking", "encoding", "scoring", "entities", "total"}
 
 
-def test_a_parquet_folder_and_an_empty_partition(client, person_model, persons, single, tmp_path):
-    cut = len(persons) // 2
-    parts = [persons.iloc[:cut], persons.iloc[:0], persons.iloc[cut:]]
-    ddf = dd.from_delayed([dask_delayed(p) for p in parts], meta=persons.iloc[:0], verify_meta=False)
-    assert ddf.npartitions == 3
-    ddf.to_parquet(tmp_path / "persons")
-    res = match(person_model, str(tmp_path / "persons"), client=client, progress=False)
-    _same_result(res, single)
+def test_a_dask_frame_scored_in_small_pieces_is_the_same(client, person_model, persons):
+    small = persons.iloc[:4_000]
+    one = match(person_model, small, progress=False)
+    res = match(person_model, dd.from_pandas(small, npartitions=5), client=client, chunk_size=700,
+                progress=False)
+    _same_result(res, one)
 
 
 def dask_delayed(obj):
@@ -113,7 +117,7 @@ def test_partitions_of_different_schemas_are_refused_naming_the_column(client, p
 
 
 def test_a_linkage_one_to_one_with_reasons_is_the_same(client, person_model, persons):
-    left, right = persons.iloc[:1500], persons.iloc[1500:3000]
+    left, right = persons.iloc[:800], persons.iloc[800:1600]
     model = MatchModel(person_model.attributes, person_model.features, person_model.matcher,
                        risk_model=person_model.risk_model, task="link")
     one = match(model, left, right, progress=False, one_to_one=True, reasons=True)
@@ -121,3 +125,19 @@ def test_a_linkage_one_to_one_with_reasons_is_the_same(client, person_model, per
                  one_to_one=True, reasons=True, chunk_size=500)
     _same_result(dist, one)
     assert dist.matches["reasons"].tolist() == one.matches["reasons"].tolist()
+
+
+def test_the_command_with_two_workers_writes_the_files_of_one_machine(person_model, persons, tmp_path, capsys):
+    from skrisk.cli import main
+
+    model = person_model.save(tmp_path / "m.skrisk")
+    persons.iloc[:1_000].rename_axis(person_model.id_column).to_csv(tmp_path / "t.csv")
+    base = ["match", "--model", str(model), "--left", str(tmp_path / "t.csv"), "--no-progress"]
+    assert main(base + ["--out", str(tmp_path / "one")]) == 0
+    assert main(base + ["--out", str(tmp_path / "two"), "--workers", "2"]) == 0
+    for name in ("matches.csv", "entities.csv"):
+        one, two = (tmp_path / "one" / name).read_bytes(), (tmp_path / "two" / name).read_bytes()
+        assert one == two and one.count(b"\n") > 10
+    with pytest.raises(SystemExit):
+        main(base + ["--out", str(tmp_path / "x"), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"])
+    assert "not allowed with argument" in capsys.readouterr().err
