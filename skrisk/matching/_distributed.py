@@ -3,9 +3,10 @@
 The tables (pandas or Dask DataFrames, or Parquet folders) are read into the client, checked
 partition by partition and blocked there with the single-machine code (:func:`skrisk.data.block`
 with ``identical=True``), so the candidate pairs are those of :func:`match` without a client. The
-model and the attribute tables are sent to every worker once; each partition of candidate pairs
-is scored on a worker (features, matcher and risk of the records it names only, in pieces of
-``chunk_size``), and only its pairs above the threshold come back. Entities are computed on the
+tables are encoded once on the client (a :class:`~skrisk.pools.ChunkScorer`, as on one machine)
+and sent with the model to every worker once; each partition of candidate pairs is scored on a
+worker (features, matcher and risk, in pieces of ``chunk_size``), and only its pairs above the
+threshold come back. Entities are computed on the
 client by :func:`~skrisk.matching.cluster_entities`, as on one machine.
 
 Needs the optional extra ``skrisk[dask]``.

@@ -256,9 +256,11 @@ def match(
         column types differ are refused). Blocking, which needs every record (the ``tokens``
         rule's nearest neighbours by TF-IDF, the groups of identical records), runs on the client
         with the single-machine code, so the candidates are the same pairs; the model and the
-        tables are sent to every worker once, each partition of candidate pairs is scored on a
-        worker (its records encoded there) and only its matches come back; entities are computed
-        on the client. The result is the same as without a client; ``n_jobs`` is the blocking's.
+        tables, encoded on the client as on one machine, are sent to every worker once, each
+        partition of candidate pairs is scored on a worker and only its matches come back;
+        entities are computed on the client. The result is the same as without a client;
+        ``n_jobs`` is the blocking's, ``timings["reasons"]`` sums the workers' seconds and
+        ``timings["scoring"]`` is the wall time of the scoring on the cluster.
 
     Returns
     -------
