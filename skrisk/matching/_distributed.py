@@ -21,16 +21,15 @@ import os
 import time
 from typing import Any, Iterator
 
-import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError, MissingCapabilityError
-from ..risk._uncertainty import matcher_uncertainty
 from ._match import (
-    _MATCH_COLUMNS,
     MatchResult,
     _candidates,
     _feature_names,
+    _kept,
+    _matches_and_entities,
     _prepare_tables,
     _reasons,
     _stage,
@@ -96,50 +95,22 @@ def _collect(table: Any, source: str, client: Any) -> pd.DataFrame | None:
     return whole
 
 
-def _score_partition(pairs: pd.DataFrame, model: MatchModel, tables: tuple[pd.DataFrame, pd.DataFrame | None],
-                     chunk_size: int, reasons: bool, names_f: list[str]) -> dict[str, Any]:
-    """On a worker: score one partition of candidate pairs, keep those above the threshold."""
+def _score_partition(pairs: pd.DataFrame, scorer: Any, threshold: float, chunk_size: int,
+                     model: MatchModel | None, names_f: list[str]) -> dict[str, Any]:
+    """On a worker: score one partition of candidate pairs in pieces of ``chunk_size``, keep those
+    above ``threshold`` (with their reasons when ``model`` is given)."""
     tick = time.perf_counter()
-    left, right = tables
-    if right is None:
-        sub_l, sub_r = left.loc[pd.unique(np.concatenate([pairs["left_id"].to_numpy(),
-                                                          pairs["right_id"].to_numpy()]))], None
-    else:
-        sub_l, sub_r = left.loc[pd.unique(pairs["left_id"])], right.loc[pd.unique(pairs["right_id"])]
-    scorer = model.scorer(sub_l, sub_r, n_jobs=1)
-    encoding = time.perf_counter() - tick
     kept, reasons_s = [], 0.0
     for start in range(0, len(pairs), chunk_size):
-        scored = scorer.score(pairs.iloc[start:start + chunk_size], risk_of="matches")
-        p = scored.proba
-        pos = np.flatnonzero(p > model.threshold)
-        if not len(pos):
+        part = _kept(scorer.score(pairs.iloc[start:start + chunk_size], risk_of="matches"), threshold)
+        if part is None:
             continue
-        part = scored.pairs.iloc[pos].reset_index(drop=True)
-        part["probability"] = p[pos]
-        part["risk"] = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
-        if reasons:
+        if model is not None:
             r_tick = time.perf_counter()
             part["reasons"] = _reasons(model, scorer, part, names_f)
             reasons_s += time.perf_counter() - r_tick
         kept.append(part)
-    return {"n": len(pairs), "kept": kept, "encoding": encoding, "reasons": reasons_s,
-            "seconds": time.perf_counter() - tick}
-
-
-def _subset_scores(model: MatchModel, left: pd.DataFrame, right: pd.DataFrame | None) -> Any:
-    """``score_fn`` of the entities: the probabilities of pairs of these tables, with a scorer of
-    the records the pairs name only."""
-
-    def score(pp: pd.DataFrame) -> np.ndarray:
-        if right is None:
-            ids = pd.unique(np.concatenate([pp["left_id"].to_numpy(), pp["right_id"].to_numpy()]))
-            scorer = model.scorer(left.loc[ids])
-        else:
-            scorer = model.scorer(left.loc[pd.unique(pp["left_id"])], right.loc[pd.unique(pp["right_id"])])
-        return scorer.score(pp).proba
-
-    return score
+    return {"n": len(pairs), "kept": kept, "reasons": reasons_s, "seconds": time.perf_counter() - tick}
 
 
 def match_on_dask(
@@ -159,8 +130,6 @@ def match_on_dask(
     """:func:`~skrisk.matching.match` with ``client``: the same result, the scoring on the workers."""
     from distributed import as_completed
 
-    from ._entities import cluster_entities
-
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left = _collect(left, names[0], client)
@@ -168,6 +137,8 @@ def match_on_dask(
     left, right = _prepare_tables(model, left, right, names)
     with _stage("Blocking", progress, timings, "blocking"):
         blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
+    with _stage("Encoding the tables", progress, timings, "encoding"):
+        scorer = model.scorer(left, right, n_jobs=1)  # every distinct value encoded once, as on one machine
     n = blocked.n_candidates
     names_f = _feature_names(model) if reasons else []
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
@@ -182,12 +153,13 @@ def match_on_dask(
 
         bar = tqdm(total=n, unit="pair", desc="Scoring candidate pairs")
     try:
-        model_f = client.scatter(model, broadcast=True, hash=False)
-        tables_f = client.scatter((left, right), broadcast=True, hash=False)
+        scorer_f = client.scatter(scorer, broadcast=True, hash=False)  # the model and the encoded tables
+        model_f = client.scatter(model, broadcast=True, hash=False) if reasons else None
         pairs = blocked.pairs[["left_id", "right_id"]]
         for start in range(0, n, per_part):
             futures.append(client.submit(_score_partition, pairs.iloc[start:start + per_part].reset_index(drop=True),
-                                         model_f, tables_f, int(chunk_size), reasons, names_f, pure=False))
+                                         scorer_f, float(model.threshold), int(chunk_size), model_f, names_f,
+                                         pure=False))
         results = []
         for fut in as_completed(futures):
             r = fut.result()
@@ -202,28 +174,12 @@ def match_on_dask(
             client.cancel(pending)
     for r in results:
         kept.extend(r["kept"])
-        timings["encoding"] += r["encoding"]
         timings["reasons"] += r["reasons"]
-    # worker seconds of encoding and reasons; scoring is the wall time of the partitions on the cluster
+    # reasons: the workers' seconds; scoring: the wall time of the partitions on the cluster
     timings["scoring"] = time.perf_counter() - tick
     blocked = blocked.without_pairs()
-    columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
-    matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
-        {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
-    matches = matches.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
-                                  kind="stable", ignore_index=True)
-    with _stage("Entities", progress, timings, "entities"):
-        records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
-        entities = cluster_entities(
-            matches[["left_id", "right_id", "probability"]], task=model.task, one_to_one=one_to_one,
-            threshold=float(model.threshold), records=records, score_fn=_subset_scores(model, left, right),
-        )
-        if one_to_one:
-            cl = entities.clusters
-            ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
-            ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
-            same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
-            matches = matches[same].reset_index(drop=True)
+    matches, entities = _matches_and_entities(model, left, right, kept, scorer, reasons=reasons,
+                                              one_to_one=one_to_one, progress=progress, timings=timings)
     timings["total"] = time.perf_counter() - t_start
     return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings, blocking=blocked)
 

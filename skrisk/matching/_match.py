@@ -199,6 +199,44 @@ def _reasons(model: MatchModel, scorer: Any, part: pd.DataFrame, names: list[str
     return out
 
 
+def _kept(scored: Any, threshold: float) -> pd.DataFrame | None:
+    """The pairs of a scored chunk above ``threshold``, with their probability and risk (None: none)."""
+    p = scored.proba
+    pos = np.flatnonzero(p > threshold)
+    if not len(pos):
+        return None
+    part = scored.pairs.iloc[pos].reset_index(drop=True)
+    part["probability"] = p[pos]
+    part["risk"] = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
+    return part
+
+
+def _matches_and_entities(model: MatchModel, left: pd.DataFrame, right: pd.DataFrame | None,
+                          kept: list[pd.DataFrame], scorer: Any, *, reasons: bool, one_to_one: bool,
+                          progress: bool, timings: dict[str, float]) -> tuple[pd.DataFrame, Any]:
+    """The kept pairs as the sorted ``matches``, and their entities (timed as ``"entities"``)."""
+    columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
+    matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
+        {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
+    matches = matches.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
+                                  kind="stable", ignore_index=True)
+    with _stage("Entities", progress, timings, "entities"):
+        from ._entities import cluster_entities
+
+        records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
+        entities = cluster_entities(
+            matches[["left_id", "right_id", "probability"]], task=model.task, one_to_one=one_to_one,
+            threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,
+        )
+        if one_to_one:  # matches.csv and entities.csv mean the same: only the kept one-to-one pairs
+            cl = entities.clusters
+            ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
+            ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
+            same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
+            matches = matches[same].reset_index(drop=True)
+    return matches, entities
+
+
 def match(
     model: MatchModel,
     left: pd.DataFrame,
@@ -284,7 +322,6 @@ def match(
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left, right = _prepare_tables(model, left, right, names)
-    task = model.task
     threads = n_threads(n_jobs)
     with _stage("Blocking", progress, timings, "blocking"):
         blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
@@ -297,15 +334,7 @@ def match(
 
     def score_chunk(start: int) -> tuple[int, pd.DataFrame | None]:
         chunk = blocked.pairs.iloc[start:start + step]
-        scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
-        p = scored.proba
-        pos = np.flatnonzero(p > model.threshold)
-        if not len(pos):
-            return len(chunk), None
-        part = scored.pairs.iloc[pos].reset_index(drop=True)
-        part["probability"] = p[pos]
-        part["risk"] = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
-        return len(chunk), part
+        return len(chunk), _kept(scorer.score(chunk, risk_of="matches"), model.threshold)  # risk of the kept only
 
     kept: list[pd.DataFrame] = []
     bar = None
@@ -331,25 +360,8 @@ def match(
     # every candidate is scored: release them before the entities (7.6 million pairs of ids at a
     # million records, about 0.12 GB); the result keeps the blocking's figures
     blocked = blocked.without_pairs()
-    columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
-    matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
-        {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
-    matches = matches.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
-                                  kind="stable", ignore_index=True)
-    with _stage("Entities", progress, timings, "entities"):
-        from ._entities import cluster_entities
-
-        records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
-        entities = cluster_entities(
-            matches[["left_id", "right_id", "probability"]], task=task, one_to_one=one_to_one,
-            threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,
-        )
-        if one_to_one:  # matches.csv and entities.csv mean the same: only the kept one-to-one pairs
-            cl = entities.clusters
-            ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
-            ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
-            same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
-            matches = matches[same].reset_index(drop=True)
+    matches, entities = _matches_and_entities(model, left, right, kept, scorer, reasons=reasons,
+                                              one_to_one=one_to_one, progress=progress, timings=timings)
     timings["total"] = time.perf_counter() - t_start
     return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings,
                        blocking=blocked)
