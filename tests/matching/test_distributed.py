@@ -127,7 +127,8 @@ def test_a_linkage_one_to_one_with_reasons_is_the_same(client, person_model, per
     assert dist.matches["reasons"].tolist() == one.matches["reasons"].tolist()
 
 
-def test_the_command_with_two_workers_writes_the_files_of_one_machine(person_model, persons, tmp_path, capsys):
+def test_the_command_with_two_workers_writes_the_files_of_one_machine(client, person_model, persons, tmp_path,
+                                                                     capsys):
     from skrisk.cli import main
 
     model = person_model.save(tmp_path / "m.skrisk")
@@ -135,9 +136,11 @@ def test_the_command_with_two_workers_writes_the_files_of_one_machine(person_mod
     base = ["match", "--model", str(model), "--left", str(tmp_path / "t.csv"), "--no-progress"]
     assert main(base + ["--out", str(tmp_path / "one")]) == 0
     assert main(base + ["--out", str(tmp_path / "two"), "--workers", "2"]) == 0
+    assert main(base + ["--out", str(tmp_path / "three"), "--scheduler", client.scheduler.address]) == 0
     for name in ("matches.csv", "entities.csv"):
-        one, two = (tmp_path / "one" / name).read_bytes(), (tmp_path / "two" / name).read_bytes()
-        assert one == two and one.count(b"\n") > 10
+        one = (tmp_path / "one" / name).read_bytes()
+        assert one.count(b"\n") > 10
+        assert (tmp_path / "two" / name).read_bytes() == one == (tmp_path / "three" / name).read_bytes()
     with pytest.raises(SystemExit):
         main(base + ["--out", str(tmp_path / "x"), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"])
     assert "not allowed with argument" in capsys.readouterr().err
