@@ -76,13 +76,15 @@ def _check_partitions(parts: list[pd.DataFrame], source: str) -> None:
                 )
 
 
-def _collect(table: Any, source: str, client: Any) -> pd.DataFrame | None:
-    """A pandas table from a pandas or Dask DataFrame or a Parquet folder, partitions checked."""
+def _collect(table: Any, source: str, client: Any, id_column: str) -> pd.DataFrame | None:
+    """A pandas table from a pandas or Dask DataFrame or a Parquet folder, partitions checked; a
+    Parquet folder's ``id_column``, when it is a column, is the index."""
     if table is None or isinstance(table, pd.DataFrame):
         return table
     import dask.dataframe as dd
 
-    if isinstance(table, (str, os.PathLike)):
+    from_files = isinstance(table, (str, os.PathLike))
+    if from_files:
         table = dd.read_parquet(os.fspath(table))
     if not isinstance(table, dd.DataFrame):
         raise TypeError(
@@ -92,6 +94,8 @@ def _collect(table: Any, source: str, client: Any) -> pd.DataFrame | None:
     parts = client.gather(client.compute(table.to_delayed()))
     _check_partitions(parts, source)
     whole = pd.concat(parts) if len(parts) > 1 else parts[0]
+    if from_files and id_column in whole.columns:
+        whole = whole.set_index(id_column)
     return whole
 
 
@@ -132,8 +136,8 @@ def match_on_dask(
 
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
-    left = _collect(left, names[0], client)
-    right = _collect(right, names[1], client)
+    left = _collect(left, names[0], client, model.id_column)
+    right = _collect(right, names[1], client, model.id_column)
     left, right = _prepare_tables(model, left, right, names)
     with _stage("Blocking", progress, timings, "blocking"):
         blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)

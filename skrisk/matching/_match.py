@@ -65,7 +65,8 @@ def _prepare_tables(
     tables = [(left, names[0])] + ([] if right is None else [(right, names[1])])
     for table, source in tables:
         if not isinstance(table, pd.DataFrame):
-            raise TypeError(f"{source} must be a pandas DataFrame indexed by record id, got {type(table).__name__}.")
+            raise TypeError(f"{source} must be a pandas DataFrame indexed by record id, got {type(table).__name__} "
+                            "(a Dask DataFrame or a Parquet folder needs client=, a dask.distributed Client).")
         if len(table) == 0:
             raise DataError(f"{source} holds no record: give a table with at least one row.")
         if not table.index.is_unique:
@@ -290,8 +291,9 @@ def match(
         depend on it; memory grows by a chunk per thread.
     client : distributed.Client or None, default=None
         Score on this Dask cluster (needs ``skrisk[dask]``): ``left`` and ``right`` may then also
-        be Dask DataFrames or Parquet folders (read into the client; partitions whose columns or
-        column types differ are refused). Blocking, which needs every record (the ``tokens``
+        be Dask DataFrames or Parquet folders (read into the client, a folder's ``model.id_column``
+        as the index when it is a column; partitions whose columns or column types differ are
+        refused). Blocking, which needs every record (the ``tokens``
         rule's nearest neighbours by TF-IDF, the groups of identical records), runs on the client
         with the single-machine code, so the candidates are the same pairs; the model and the
         tables, encoded on the client as on one machine, are sent to every worker once, each

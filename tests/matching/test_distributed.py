@@ -78,12 +78,18 @@ def test_a_parquet_folder_with_an_empty_partition_gives_the_result_of_one_machin
     assert set(res.timings) >= {"blocking", "encoding", "scoring", "entities", "total"}
 
 
-def test_a_dask_frame_scored_in_small_pieces_is_the_same(client, person_model, persons):
+def test_a_dask_frame_scored_in_small_pieces_is_the_same(client, person_model, persons, tmp_path):
     small = persons.iloc[:4_000]
     one = match(person_model, small, progress=False)
     res = match(person_model, dd.from_pandas(small, npartitions=5), client=client, chunk_size=700,
                 progress=False)
     _same_result(res, one)
+    # a Parquet folder written by pandas, its ids in the model's id column
+    (tmp_path / "t").mkdir()
+    small.rename_axis(person_model.id_column).reset_index().to_parquet(tmp_path / "t" / "part.0.parquet")
+    _same_result(match(person_model, str(tmp_path / "t"), client=client, progress=False), one)
+    with pytest.raises(TypeError, match="needs client="):
+        match(person_model, dd.from_pandas(small, npartitions=2), progress=False)
 
 
 def dask_delayed(obj):
