@@ -249,8 +249,8 @@ def match(
     one_to_one: bool = False,
     blocking: Any = None,
     names: tuple[str, str] = ("the left table", "the right table"),
-    n_jobs: int | None = -1,
     client: Any = None,
+    n_jobs: int | None = -1,
 ) -> MatchResult:
     """Block new tables with a saved model, score every candidate pair, group matches into entities.
 
@@ -285,22 +285,22 @@ def match(
         other side's (``block(..., identical=True)``).
     names : (str, str)
         How messages name the two tables (e.g. their file paths).
+    client : distributed.Client or None, default=None
+        Score on this Dask cluster (needs ``skrisk[dask]``): ``left`` and ``right`` may then also
+        be Dask DataFrames or Parquet folders (read into the client, a folder's
+        ``model.id_column`` as the index when it is a column; partitions whose columns or column
+        types differ are refused). Blocking, which needs every record (the ``tokens`` rule's
+        nearest neighbours by TF-IDF, the groups of identical records), runs on the client with
+        the single-machine code, so the candidates are the same pairs; the model and the tables,
+        encoded on the client as on one machine, are sent to every worker once, each partition of
+        candidate pairs is scored on a worker and only its matches come back; entities are
+        computed on the client. The result is the same as without a client; ``n_jobs`` is the
+        blocking's, ``timings["reasons"]`` sums the workers' seconds and ``timings["scoring"]``
+        is the wall time of the scoring on the cluster.
     n_jobs : int or None, default=-1
         Threads for blocking's row chunks and for scoring (chunks of pairs scored side by side;
         -1: every CPU, None: 1; never more threads than CPUs). The matches and entities do not
         depend on it; memory grows by a chunk per thread.
-    client : distributed.Client or None, default=None
-        Score on this Dask cluster (needs ``skrisk[dask]``): ``left`` and ``right`` may then also
-        be Dask DataFrames or Parquet folders (read into the client, a folder's ``model.id_column``
-        as the index when it is a column; partitions whose columns or column types differ are
-        refused). Blocking, which needs every record (the ``tokens``
-        rule's nearest neighbours by TF-IDF, the groups of identical records), runs on the client
-        with the single-machine code, so the candidates are the same pairs; the model and the
-        tables, encoded on the client as on one machine, are sent to every worker once, each
-        partition of candidate pairs is scored on a worker and only its matches come back;
-        entities are computed on the client. The result is the same as without a client;
-        ``n_jobs`` is the blocking's, ``timings["reasons"]`` sums the workers' seconds and
-        ``timings["scoring"]`` is the wall time of the scoring on the cluster.
 
     Returns
     -------
