@@ -24,16 +24,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from ..exceptions import DataError, MissingCapabilityError
-from ._match import (
-    MatchResult,
-    _candidates,
-    _feature_names,
-    _kept,
-    _matches_and_entities,
-    _prepare_tables,
-    _reasons,
-    _stage,
-)
+from ._steps import _candidates, _feature_names, _kept, _matches_and_entities, _prepare_tables, _reasons, _stage
 from ._model import MatchModel
 
 __all__ = ["cluster_client", "match_on_dask"]
@@ -130,8 +121,9 @@ def match_on_dask(
     blocking: Any,
     names: tuple[str, str],
     n_jobs: int | None,
-) -> MatchResult:
-    """:func:`~skrisk.matching.match` with ``client``: the same result, the scoring on the workers."""
+) -> dict[str, Any]:
+    """:func:`~skrisk.matching.match` with ``client``: the fields of its ``MatchResult`` (the same
+    result), the scoring on the workers."""
     from distributed import as_completed
 
     t_start = time.perf_counter()
@@ -185,7 +177,7 @@ def match_on_dask(
     matches, entities = _matches_and_entities(model, left, right, kept, scorer, reasons=reasons,
                                               one_to_one=one_to_one, progress=progress, timings=timings)
     timings["total"] = time.perf_counter() - t_start
-    return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings, blocking=blocked)
+    return {"matches": matches, "entities": entities, "n_candidates": n, "timings": timings, "blocking": blocked}
 
 
 @contextlib.contextmanager
