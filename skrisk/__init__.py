@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ._lazy import lazy_attributes
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 __all__ = ["ActiveLearner", "LearnRisk", "RiskSampler", "__version__"]
 

@@ -45,12 +45,14 @@ __all__ = [
     "FolderInUseError",
     "FolderLock",
     "LinkError",
+    "RepeatedKeyError",
     "append_durably",
     "atomic_write_bytes",
     "atomic_write_text",
     "check_not_link",
     "finish_files_together",
     "fsync_dir",
+    "json_loads_unique",
     "open_append",
     "open_regular_file",
     "pid_alive",
@@ -72,6 +74,34 @@ class FolderInUseError(SkriskError, RuntimeError):
 
 class LinkError(SkriskError, OSError):
     """A file skrisk would write is a symbolic link or has a second hard link; nothing was written."""
+
+
+class RepeatedKeyError(ValueError):
+    """A JSON object holds a key twice (its ``args[0]``): readers disagree on which value wins."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise RepeatedKeyError(k)
+        out[k] = v
+    return out
+
+
+def json_loads_unique(text: str) -> object:
+    """:func:`json.loads`, refusing an object that holds a key twice.
+
+    Raises
+    ------
+    RepeatedKeyError
+        Naming the key (``exc.args[0]``).
+    json.JSONDecodeError, RecursionError
+        As :func:`json.loads`.
+    """
+    import json
+
+    return json.loads(text, object_pairs_hook=_unique_keys)
 
 
 def check_not_link(path: str | os.PathLike, *, hard: bool = False) -> None:

@@ -278,6 +278,11 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--n-jobs", type=_n_jobs, default=-1,
                    help="threads for blocking and scoring (default -1: every CPU; 1: one thread); "
                         "the results do not depend on it")
+    dist = m.add_mutually_exclusive_group()
+    dist.add_argument("--workers", type=_positive, default=None, metavar="N",
+                      help="score on a local Dask cluster of N processes, one thread each (needs skrisk[dask])")
+    dist.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                      help="score on the running Dask cluster of this scheduler (tcp://HOST:PORT)")
     m.add_argument("--no-progress", action="store_true", help="no progress bars")
     m.add_argument("--entities", metavar="PREVIOUS", default=None,
                    help="incremental run (dedup models): the --out folder of an earlier run; --left holds the "
@@ -314,8 +319,10 @@ def _cmd_match(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     lock = FolderLock(out, what="skrisk match output folder", hint="pass another --out folder")
     try:
-        with lock:
-            return _match_locked(args, out)
+        from .matching._distributed import cluster_client
+
+        with lock, cluster_client(args.workers, args.scheduler) as client:
+            return _match_locked(args, out, client)
     except BaseException:
         if created:  # a refused run leaves no folder behind
             for name in (FolderLock.LOCK_NAME, FolderLock.OWNER_NAME):
@@ -330,8 +337,8 @@ def _cmd_match(args: argparse.Namespace) -> int:
         raise
 
 
-def _match_locked(args: argparse.Namespace, out: Path) -> int:
-    """``skrisk match`` while holding ``out``'s lock."""
+def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> int:
+    """``skrisk match`` while holding ``out``'s lock (on the Dask cluster of ``client``, if any)."""
     from ._fileio import finish_files_together, write_csv_export, write_files_together
     from .data import read_table
     from .matching import load_model, match
@@ -357,7 +364,7 @@ def _match_locked(args: argparse.Namespace, out: Path) -> int:
                 f"{list(model.attributes)} (comma-separated)."
             )
         rules = [(rules[0][0], cols, rules[0][2])]
-    result = match(model, left, right, chunk_size=args.chunk_size, reasons=args.reasons,
+    result = match(model, left, right, client=client, chunk_size=args.chunk_size, reasons=args.reasons,
                    progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
                    names=(str(args.left), str(args.right)), n_jobs=args.n_jobs,
                    entities=args.entities, merge=args.merge)

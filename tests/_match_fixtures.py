@@ -4,6 +4,8 @@ into training records and new records, and a model trained on the training recor
 from __future__ import annotations
 
 import warnings
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -61,3 +63,26 @@ def feature_match_model(ds: PairDataset, attributes: list[str], *, classifier: o
 def dedup_model(febrl_split):
     train, _, _ = febrl_split
     return feature_match_model(_labelled(train), ATTRS, task="dedup", blocking=RULES)
+
+
+@pytest.fixture(scope="session")
+def small_pairs():
+    """(train, test) of ``make_pairs(240, random_state=0)``: a link task of three attributes."""
+    from skrisk.datasets import make_pairs
+
+    ds = make_pairs(240, random_state=0)
+    return ds.split("train"), ds.split("test")
+
+
+def zip_entries(path: Path) -> dict[str, bytes]:
+    """The entries of a model file (a zip archive), by name."""
+    with zipfile.ZipFile(path) as zf:
+        return {i.filename: zf.read(i) for i in zf.infolist()}
+
+
+def write_zip(path: Path, entries: dict[str, bytes]) -> Path:
+    """``entries`` written as the zip archive ``path``."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, blob in entries.items():
+            zf.writestr(name, blob)
+    return path

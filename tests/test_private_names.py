@@ -166,6 +166,7 @@ TESTS_ALLOWED = {
     "hostile/test_journal_integrity.py": {"skrisk.labelling._journal"},
     "hostile/test_lm_files.py": {"skrisk._fileio", "skrisk.matchers._lm_weights"},
     "hostile/test_match_blowups.py": {"skrisk._fileio"},
+    "hostile/test_model_entries.py": {"skrisk.matchers._rnn", "skrisk.matching._model", "skrisk.matching._validate"},
     "hostile/test_model_structure.py": {"skrisk.matching._model", "skrisk.matching._validate"},
     "hostile/test_numbers.py": {"skrisk.strategies._selection"},
     "hostile/test_run_records.py": {"skrisk._fileio", "skrisk.experiments._demo", "skrisk.experiments._loop"},

@@ -12,7 +12,7 @@ on a cluster, ``Client("tcp://scheduler:8786")`` is the only line that changes.
 """
 
 # %%
-# The tables and fitted models, as in the streamed query.
+# The tables and fitted models (the streamed query's, with LearnRisk fitting the matcher).
 import logging
 
 import matplotlib.pyplot as plt
@@ -27,12 +27,13 @@ from skrisk.matchers import FeatureMatcher
 from skrisk.pools import ChunkScorer, PairSource, dask_block, dask_query, stream_query
 
 ds = make_pairs(2_000, random_state=0)
+frame = ds.to_frame()
+sf = SimilarityFeatures().fit(frame)
 labelled = ds.pairs.iloc[:200]
-sf = SimilarityFeatures().fit(ds.to_frame())
-F, y = sf.transform(ds.to_frame().iloc[:200]), labelled["label"].to_numpy()
-matcher = FeatureMatcher(random_state=0).fit(F, y)
-risk = LearnRisk(matcher, cv=3, random_state=0).fit(F, y)
-scorer = ChunkScorer(ds.left, ds.right, features=sf, matcher=matcher, risk_model=risk)
+# LearnRisk fits its matcher too: its ``estimator_`` is the matcher fitted on all labels
+risk = LearnRisk(FeatureMatcher(random_state=0), cv=3, random_state=0)
+risk.fit(sf.transform(frame.iloc[:200]), labelled["label"].to_numpy())
+scorer = ChunkScorer(ds.left, ds.right, features=sf, matcher=risk.estimator_, risk_model=risk)
 
 # %%
 # A cluster of two single-threaded workers in this process, and the two tables as Dask

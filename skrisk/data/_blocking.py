@@ -966,19 +966,25 @@ def blocking_rules_from_json(data: object) -> list[tuple[str, list[str] | None, 
         When ``data`` is not a list of ``{"method": str, "columns": [str] or null, "params": {}}``;
         callers name the file it came from.
     ValueError
-        When a rule names an unknown method or parameter, or a parameter is of the wrong type or
-        beyond its range (``top_k`` at most 1000, ...); the message names the
+        When the list is empty, or a rule names an unknown method or parameter, or a parameter is
+        of the wrong type or beyond its range (``top_k`` at most 1000, ...); the message names the
         rule's position.
     """
     if data is None:
         return None
     if not isinstance(data, list):
         raise TypeError("not a list")
+    if not data:
+        raise ValueError("the list holds no rule: give at least one, or null for the default rule")
     rules = []
     for r in data:
         if (not isinstance(r, dict) or not isinstance(r.get("method"), str)
                 or not isinstance(r.get("params", {}), dict)):
             raise TypeError(f"bad rule {r!r}")
+        unknown = sorted(set(r) - {"method", "columns", "params"})
+        if unknown:
+            raise TypeError(f"rule {len(rules)} holds the unknown keys {unknown[:5]} (a rule holds method, columns "
+                            "and params)")
         cols = r.get("columns")
         if cols is not None and not (isinstance(cols, list) and cols and all(isinstance(c, str) for c in cols)):
             raise TypeError(f"bad columns {cols!r}")

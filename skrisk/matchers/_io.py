@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._fileio import atomic_write_bytes, atomic_write_text
+from .._fileio import RepeatedKeyError, atomic_write_bytes, atomic_write_text, json_loads_unique
 from ..exceptions import DataError
 
 __all__ = ["decode_rnn", "encode_rnn", "read_folder", "write_folder"]
@@ -107,6 +107,8 @@ _EMBEDDING_KINDS = ("none", "word_vectors", "array")
 #: config.json larger than this is refused before it is parsed (a vocabulary of a million
 #: words takes about 20 MB).
 MAX_CONFIG_BYTES = 256 * 2**20
+#: Largest magnitude of a saved weight: trained weights stay many orders of magnitude below it.
+MAX_WEIGHT = 1e6
 _REFIT = "re-save the matcher with RNNMatcher.save (or save_matcher), or restore the file from a trusted copy"
 
 
@@ -191,7 +193,9 @@ def _parse_config(data: bytes, path: Path) -> dict:
     if len(data) > MAX_CONFIG_BYTES:
         raise _bad(path, f"it holds {len(data)} bytes, more than the {MAX_CONFIG_BYTES} a config may hold")
     try:
-        config = json.loads(data.decode("utf-8"))
+        config = json_loads_unique(data.decode("utf-8"))
+    except RepeatedKeyError as exc:
+        raise _bad(path, f"it repeats the key {exc.args[0]!r} (JSON readers disagree on which value wins)") from None
     except UnicodeDecodeError as exc:
         raise _bad(path, f"it is not UTF-8 text ({exc})") from exc
     except json.JSONDecodeError as exc:
@@ -249,6 +253,52 @@ def _check_state(state: dict[str, torch.Tensor], expected: dict[str, torch.Tenso
                 f"{path}: tensor {name!r} has shape {tuple(state[name].shape)} but {cfg_path} describes "
                 f"{tuple(ref.shape)}. The two files come from different matchers: {_REFIT}."
             )
+        if state[name].dtype != ref.dtype:  # loading would cast it silently (float16 rounds, ints truncate)
+            raise DataError(
+                f"{path}: tensor {name!r} is {state[name].dtype}, not {ref.dtype} as the network (and every "
+                f"file RNNMatcher.save writes) holds it. The file was altered: {_REFIT}."
+            )
+    big = {n: float(t.abs().max()) for n, t in state.items() if t.is_floating_point() and t.numel()
+           and float(t.abs().max()) > MAX_WEIGHT}
+    if big:
+        name = next(iter(big))
+        raise DataError(
+            f"{path}: tensor {name!r} holds values up to {big[name]:.3g}, beyond the {MAX_WEIGHT:.0e} no training "
+            f"reaches; in float32 the network's sums overflow to NaN. The file was altered: {_REFIT}."
+        )
+    scale = state.get("feature_scale")
+    if scale is not None and bool((scale <= 0).any()):
+        raise DataError(
+            f"{path}: tensor 'feature_scale' holds {int((scale <= 0).sum())} value(s) <= 0; it divides the "
+            f"similarity features by their standard deviations, which are positive (zero divides by 0, a "
+            f"negative value turns a feature around). The file was altered: {_REFIT}."
+        )
+
+
+def _check_params(matcher: Any, params: dict, dims: dict, state: dict, cfg_path: Path, w_path: Path) -> None:
+    """The saved parameters held to ``fit``'s constraints, and the network's size to the tensors the
+    weights hold (before the network is described: a million attributes would take hours to lay out)."""
+    from .._params import validate_params
+    from ..exceptions import InvalidParameterError
+
+    table = type(matcher)._parameter_constraints
+    for name in params:
+        if name in table:
+            try:
+                validate_params(matcher, [name])
+            except InvalidParameterError as exc:
+                raise DataError(
+                    f"{cfg_path}: params[{name!r}] is {params[name]!r}, so its parameters do not build a network "
+                    f"that RNNMatcher fits ({exc}) The file was altered: {_REFIT}."
+                ) from None
+    # each attribute's summariser holds 8 tensors (a bidirectional GRU), each highway layer 4
+    n_attr, n_highway = dims["n_attributes"], params.get("n_highway", 1)
+    if 8 * n_attr + 4 * n_highway > len(state):
+        raise DataError(
+            f"{cfg_path}: module_dims['n_attributes'] is {n_attr} and params['n_highway'] is {n_highway}: it "
+            f"describes a network of at least {8 * n_attr + 4 * n_highway} tensors, but {w_path} holds "
+            f"{len(state)}. The two files come from different matchers: {_REFIT}."
+        )
 
 
 def read_folder(cls: type, path: str | os.PathLike, device: str | None = None) -> Any:
@@ -318,6 +368,10 @@ def _build_rnn(cls: type, config: dict, state: dict, cfg_path: Path, w_path: Pat
 
     try:
         matcher = cls(embeddings=embeddings, optimizer=optimizer, **params)
+    except (TypeError, ValueError, RuntimeError, KeyError) as exc:
+        raise not_a_network(exc) from exc
+    _check_params(matcher, params, config["module_dims"], state, cfg_path, w_path)
+    try:
         matcher.module_dims_ = dict(config["module_dims"])
         matcher.pos_weight_ = float(config["pos_weight"])
         # The network the config describes, on the meta device: shapes only, nothing allocated,

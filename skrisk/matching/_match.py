@@ -7,8 +7,6 @@ model's threshold are kept (with their risk, and their reasons on request).
 
 from __future__ import annotations
 
-import contextlib
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,13 +15,10 @@ import numpy as np
 import pandas as pd
 
 from .._threads import map_in_order, n_threads
-from ..exceptions import DataError
-from ..risk._uncertainty import matcher_uncertainty
 from ._model import MatchModel
+from ._steps import _candidates, _feature_names, _kept, _matches_and_entities, _prepare_tables, _reasons, _stage
 
 __all__ = ["MatchResult", "match"]
-
-_MATCH_COLUMNS = ["left_id", "right_id", "probability", "risk"]
 
 
 @dataclass
@@ -58,147 +53,6 @@ class MatchResult:
     blocking: Any = None
 
 
-def _prepare_tables(
-    model: MatchModel, left: pd.DataFrame, right: pd.DataFrame | None, names: tuple[str, str]
-) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """Check the tables against the model; the attribute columns only, in the model's order."""
-    tables = [(left, names[0])] + ([] if right is None else [(right, names[1])])
-    for table, source in tables:
-        if not isinstance(table, pd.DataFrame):
-            raise TypeError(f"{source} must be a pandas DataFrame indexed by record id, got {type(table).__name__}.")
-        if len(table) == 0:
-            raise DataError(f"{source} holds no record: give a table with at least one row.")
-        if not table.index.is_unique:
-            dup = table.index[table.index.duplicated()][0]
-            pos = int(np.flatnonzero(table.index == dup)[1])
-            raise DataError(
-                f"{source}: the id {dup!r} is repeated (row {pos + 1} repeats an earlier row's id): ids "
-                "must be unique; deduplicate the ids (or give each record its own id)."
-            )
-        model.check_table(table, source)
-    attrs = list(model.attributes)
-    left = left[attrs].copy()
-    left.index = left.index.astype(str)
-    if right is not None:
-        right = right[attrs].copy()
-        right.index = right.index.astype(str)
-    if model.task == "dedup" and right is not None:
-        both = left.index.intersection(right.index)
-        if len(both):
-            raise DataError(
-                f"The id {both[0]!r} is in both {names[0]} and {names[1]} ({len(both)} shared id(s) in "
-                "all): the model deduplicates one table, so the two tables are matched as one and every "
-                "id must name one record. Give the records of one table other ids (e.g. a prefix), or "
-                "put them in one file."
-            )
-        left = pd.concat([left, right])
-        right = None
-    if model.task == "link" and right is None:
-        raise DataError(
-            f"The model links two tables, but only {names[0]} was given: give the other table too "
-            "(--right), or use a model trained to deduplicate one table."
-        )
-    return left, right
-
-
-def _candidates(
-    left: pd.DataFrame, right: pd.DataFrame | None, rules: Any, names: tuple[str, str], n_jobs: int | None
-) -> Any:
-    """Blocking of the tables (within ``left`` when ``right`` is None); identical records are
-    always candidates (:func:`skrisk.data.block`'s ``identical``)."""
-    from ..data import block
-
-    result = block(left, right, rules, n_jobs=n_jobs, identical=True)
-    if len(result.pairs) == 0:
-        what = names[0] if right is None else f"{names[0]} against {names[1]}"
-        raise DataError(f"Blocking {what} produced no candidate pair: {_no_candidate_fix(left, right, rules)}")
-    return result
-
-
-def _no_candidate_fix(left: pd.DataFrame, right: pd.DataFrame | None, rules: Any) -> str:
-    """Why no rule paired two records, and the change that would (identical records are paired
-    whatever the rules, so the records all differ)."""
-    from ..data._text import normalise_text
-
-    if rules is None:
-        rules = [("tokens", None, {})]
-    if isinstance(rules, tuple) and rules and isinstance(rules[0], str):
-        rules = [rules]
-    tables = [left] if right is None else [left, right]
-    fixes = []
-    for rule in rules:
-        method, cols = rule[0], rule[1]
-        cols = list(left.columns) if cols is None else ([cols] if isinstance(cols, str) else list(cols))
-        params = dict(rule[2]) if len(rule) == 3 else {}
-        has = [t[cols].map(normalise_text).ne("") for t in tables]
-        filled = [int((h.any(axis=1) if method == "tokens" else h.all(axis=1)).sum()) for h in has]
-        on = ",".join(cols)
-        if min(filled) == 0:
-            fixes.append(f"{method} on {on}: {'no record' if right is None else 'a table has no record'} with "
-                         f"{'a value in' if method == 'tokens' else 'values in all of'} {cols}; block on "
-                         "columns that are filled in (--block-on)")
-        elif method == "tokens":
-            thr = float(params.get("min_similarity", 0.0))
-            fixes.append(f"tokens on {on}: no two records share a word" + (
-                f" with a cosine above {thr:g}; lower --block-threshold" if thr > 0 else
-                "; block on other columns (--block-on), or use --blocking sorted_neighbourhood"))
-        elif method == "standard":
-            fixes.append(f"standard on {on}: no two records have the same values; block on fewer or other "
-                         "columns whose values repeat (--block-on), or use --blocking tokens")
-        else:
-            fixes.append(f"sorted_neighbourhood on {on}: too few records with a value; block on another column")
-    return "; ".join(fixes) + "."
-
-
-@contextlib.contextmanager
-def _stage(name: str, progress: bool, timings: dict[str, float], key: str) -> Any:
-    """Time a stage into ``timings[key]``, with a one-step tqdm bar (its name and elapsed time)."""
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=1, desc=name, bar_format="{desc}: {elapsed}{postfix}")
-    tick = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[key] += time.perf_counter() - tick
-        if bar is not None:
-            bar.update(1)
-            bar.close()
-
-
-def _feature_names(model: MatchModel) -> list[str]:
-    try:
-        return [str(n) for n in model.features.get_feature_names_out()]
-    except (AttributeError, TypeError, ValueError):
-        return []
-
-
-def _reasons(model: MatchModel, scorer: Any, part: pd.DataFrame, names: list[str], k: int = 3) -> list[str]:
-    """The top ``k`` reasons of each matched pair's risk, one line each (LearnRisk's fired rules)."""
-    if model.risk_model is None:
-        return ["no risk model (the matcher made no mistake to learn from): risk = min(p, 1 - p)"] * len(part)
-    frame = scorer.pair_frame(part)
-    F = np.asarray(model.features.transform(frame), dtype=np.float64)
-    out = []
-    for j in range(len(part)):
-        exp = model.risk_model.explain(F, j)
-        if hasattr(exp, "short_text"):
-            text = exp.short_text(k=k)
-        else:
-            bits = []
-            for r in exp.rules[:k]:
-                agrees = "agrees" if r["label"] == exp.predicted_label else "contradicts"
-                bits.append(f"{r['rule']} ({agrees}, weight {r['weight']:.2g})")
-            text = "; ".join(bits) or "no rule fires: the matcher's output alone"
-        if names:
-            text = re.sub(r"\bx(\d+)\b",
-                          lambda m: names[int(m.group(1))] if int(m.group(1)) < len(names) else m.group(0), text)
-        out.append(" ".join(text.split()))
-    return out
-
-
 def match(
     model: MatchModel,
     left: pd.DataFrame,
@@ -210,6 +64,7 @@ def match(
     one_to_one: bool = False,
     blocking: Any = None,
     names: tuple[str, str] = ("the left table", "the right table"),
+    client: Any = None,
     n_jobs: int | None = -1,
     entities: Any = None,
     merge: str = "report",
@@ -247,6 +102,18 @@ def match(
         other side's (``block(..., identical=True)``).
     names : (str, str)
         How messages name the two tables (e.g. their file paths).
+    client : distributed.Client or None, default=None
+        Score on this Dask cluster (needs ``skrisk[dask]``): ``left`` and ``right`` may then also
+        be Dask DataFrames or Parquet folders (read into the client, a folder's
+        ``model.id_column`` as the index when it is a column; partitions whose columns or column
+        types differ are refused). Blocking, which needs every record (the ``tokens`` rule's
+        nearest neighbours by TF-IDF, the groups of identical records), runs on the client with
+        the single-machine code, so the candidates are the same pairs; the model and the tables,
+        encoded on the client as on one machine, are sent to every worker once, each partition of
+        candidate pairs is scored on a worker and only its matches come back; entities are
+        computed on the client. The result is the same as without a client; ``n_jobs`` is the
+        blocking's, ``timings["reasons"]`` sums the workers' seconds and ``timings["scoring"]``
+        is the wall time of the scoring on the cluster.
     n_jobs : int or None, default=-1
         Threads for blocking's row chunks and for scoring (chunks of pairs scored side by side;
         -1: every CPU, None: 1; never more threads than CPUs). The matches and entities do not
@@ -282,10 +149,15 @@ def match(
                                  tools={"prepare_tables": _prepare_tables, "feature_names": _feature_names,
                                         "reasons": _reasons})
     model.check()
+    if client is not None:
+        from ._distributed import match_on_dask
+
+        return MatchResult(**match_on_dask(model, left, right, client=client, chunk_size=int(chunk_size),
+                                           reasons=reasons, progress=progress, one_to_one=one_to_one,
+                                           blocking=blocking, names=names, n_jobs=n_jobs))
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left, right = _prepare_tables(model, left, right, names)
-    task = model.task
     threads = n_threads(n_jobs)
     with _stage("Blocking", progress, timings, "blocking"):
         blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
@@ -298,15 +170,7 @@ def match(
 
     def score_chunk(start: int) -> tuple[int, pd.DataFrame | None]:
         chunk = blocked.pairs.iloc[start:start + step]
-        scored = scorer.score(chunk, risk_of="matches")  # risk of the kept pairs only
-        p = scored.proba
-        pos = np.flatnonzero(p > model.threshold)
-        if not len(pos):
-            return len(chunk), None
-        part = scored.pairs.iloc[pos].reset_index(drop=True)
-        part["probability"] = p[pos]
-        part["risk"] = matcher_uncertainty(p[pos]) if scored.risk is None else scored.risk[pos]
-        return len(chunk), part
+        return len(chunk), _kept(scorer.score(chunk, risk_of="matches"), model.threshold)  # risk of the kept only
 
     kept: list[pd.DataFrame] = []
     bar = None
@@ -332,25 +196,8 @@ def match(
     # every candidate is scored: release them before the entities (7.6 million pairs of ids at a
     # million records, about 0.12 GB); the result keeps the blocking's figures
     blocked = blocked.without_pairs()
-    columns = _MATCH_COLUMNS + (["reasons"] if reasons else [])
-    matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
-        {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
-    matches = matches.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
-                                  kind="stable", ignore_index=True)
-    with _stage("Entities", progress, timings, "entities"):
-        from ._entities import cluster_entities
-
-        records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
-        entities = cluster_entities(
-            matches[["left_id", "right_id", "probability"]], task=task, one_to_one=one_to_one,
-            threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,
-        )
-        if one_to_one:  # matches.csv and entities.csv mean the same: only the kept one-to-one pairs
-            cl = entities.clusters
-            ent_l = cl[cl["side"] == "left"].set_index("record_id")["entity_id"]
-            ent_r = cl[cl["side"] == "right"].set_index("record_id")["entity_id"]
-            same = matches["left_id"].map(ent_l).to_numpy() == matches["right_id"].map(ent_r).to_numpy()
-            matches = matches[same].reset_index(drop=True)
+    matches, entities = _matches_and_entities(model, left, right, kept, scorer, reasons=reasons,
+                                              one_to_one=one_to_one, progress=progress, timings=timings)
     timings["total"] = time.perf_counter() - t_start
     return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings,
                        blocking=blocked)

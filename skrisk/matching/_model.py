@@ -37,6 +37,7 @@ import json
 import math
 import os
 import platform
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,11 +46,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .._fileio import atomic_write_bytes, open_regular_file
+from .._fileio import RepeatedKeyError, atomic_write_bytes, json_loads_unique, open_regular_file
 from ..data._blocking import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
-from ._validate import check_model_parts
+from ._validate import check_matcher_width, check_model_parts, check_rnn_pipeline
 
 __all__ = ["MatchModel", "load_model", "MODEL_FILE", "TRUSTED_TYPES", "FORMAT_VERSION"]
 
@@ -95,6 +96,12 @@ MAX_JSON_BYTES = 512 * 2**20
 _ENTRY_LIMITS = {_META: MAX_META_BYTES, _RNN_CONFIG: MAX_JSON_BYTES,
                  **{_LM + f: MAX_JSON_BYTES for f in _LM_FILES if f.endswith(".json")}}
 _MATCHER_KINDS = ("sklearn", "rnn_pipeline", "lm")
+_META_KEYS = frozenset({"format", "format_version", "attributes", "task", "blocking", "id_column", "threshold",
+                        "matcher_kind", "versions"})
+#: Limits of a model file's blocking rules beyond those of :func:`skrisk.data.block` (a file may not
+#: lift the bounds on the pairs a rule makes): candidate pairs per record the tokens rule examines,
+#: its rescoring factor, and the pairs a standard or sorted_neighbourhood rule may make.
+_FILE_RULE_LIMITS = {"budget": 10_000, "rescore": 1000, "max_pairs": 10**10}
 _TASKS = ("link", "dedup")
 _RESAVE = "save the model again with this skrisk (MatchModel.save, or label one more round in the session)"
 
@@ -170,7 +177,17 @@ def _blocking_of(meta: dict, file: Path) -> list | None:
             f"\"blocking\" list (or set it to null for the default rule), or {_RESAVE}; --blocking and "
             "--block-on do not replace a damaged entry."
         ) from None
-    for j, (method, cols, _) in enumerate(rules or []):
+    for j, (method, cols, params) in enumerate(rules or []):
+        for key, limit in _FILE_RULE_LIMITS.items():
+            v = params.get(key)
+            if v is not None and v > limit:
+                what = "a positive number" if key == "budget" else "None or a positive int" if key == "max_pairs" \
+                    else "a positive int"
+                raise DataError(
+                    f"{file}: blocking rule {j} of {_META} ({method}): {key} must be {what} at most {limit} in a "
+                    f"model file, got {v!r} (a larger one lifts the bound on the pairs the rule makes). Fix that "
+                    f"entry of {_META}, or {_RESAVE}."
+                )
         unknown = [c for c in cols or [] if c not in meta["attributes"]]
         if unknown:
             raise DataError(
@@ -408,6 +425,9 @@ def _bad(path: Path, what: str) -> DataError:
 def _check_meta(meta: object, path: Path) -> dict:
     if not isinstance(meta, dict):
         raise _bad(path, f"{_META} holds a JSON {type(meta).__name__}, not an object")
+    unknown = sorted(set(meta) - _META_KEYS)
+    if unknown and meta.get("format_version") == FORMAT_VERSION:
+        raise _bad(path, f"{_META} holds the unknown keys {unknown[:5]} (it holds {sorted(_META_KEYS)})")
     if meta.get("format") != FORMAT:
         raise _bad(path, f"{_META} names the format {meta.get('format')!r}, not {FORMAT!r}")
     version = meta.get("format_version")
@@ -435,6 +455,11 @@ def _check_meta(meta: object, path: Path) -> dict:
         raise _bad(path, f"matcher_kind is {meta['matcher_kind']!r}, not one of {_MATCHER_KINDS}")
     if not math.isfinite(meta["threshold"]):
         raise _bad(path, f"threshold is {meta['threshold']!r}")
+    versions = meta.get("versions", {})
+    if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+        raise _bad(path, f"{_META}: versions is a JSON {type(versions).__name__}"
+                         f"{'' if not isinstance(versions, dict) else ' whose values are not all strings'}, not an "
+                         "object of version strings")
     return meta
 
 
@@ -492,6 +517,42 @@ def _read_zip(path: Path) -> dict[str, bytes]:
     return out
 
 
+def _trusted_names(trusted: object) -> list[str]:
+    """``load_model``'s ``trusted``: a list of ``"module.Class"`` names (never True: skrisk does not
+    trust everything; never one bare string, which would be read letter by letter)."""
+    if isinstance(trusted, (str, bytes, bool)) or not isinstance(trusted, (list, tuple, set, frozenset)):
+        raise TypeError(
+            f"trusted must be a list of type names (\"module.Class\"), got {trusted!r}; e.g. "
+            "trusted=['mypackage.MyTransformer']. skrisk never trusts every type."
+        )
+    for t in trusted:
+        if not isinstance(t, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", t):
+            raise TypeError(f"trusted: {t!r} is not a type name (\"module.Class\", as skops.io.get_untrusted_types names them).")
+    return list(trusted)
+
+
+def _unused_entries(entries: dict[str, bytes], kind: str, file: Path) -> None:
+    """Entries a matcher of ``kind`` does not read are refused: the file's parts disagree."""
+    used = {"sklearn": (), "rnn_pipeline": (_RNN_CONFIG, _RNN_WEIGHTS), "lm": tuple(_LM + f for f in _LM_FILES)}[kind]
+    extra = sorted(n for n in entries if n not in (_META, _SKOPS) and n not in used)
+    if extra:
+        raise _bad(file, f"{_META}: matcher_kind is {kind!r} but the file holds {extra[:5]}, which that kind does not read")
+
+
+def _place_risk(risk: Any, device: str | None) -> None:
+    """The risk model scores on ``device`` when given, else where it was saved when that device is
+    here, else on the CPU (its numbers are float64 on either)."""
+    import torch
+
+    inner = getattr(risk, "risk_model_", None)
+    if inner is None:
+        return
+    want = torch.device(device if device is not None and device != "auto" else inner.device)
+    if want.type == "cuda" and (not torch.cuda.is_available() or (want.index or 0) >= torch.cuda.device_count()):
+        want = torch.device("cpu")
+    inner.device = str(want)
+
+
 def _model_path(path: str | os.PathLike) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
@@ -525,7 +586,9 @@ def load_model(
         More type names to trust (``"module.Class"``), for pipelines of your own classes: review
         them first (:func:`skops.io.get_untrusted_types`).
     device : str or None, default=None
-        Device of an RNN or LM matcher (None: CUDA when available, else CPU).
+        Device of an RNN or LM matcher and of the risk model (None: for the matchers CUDA when
+        available, else CPU; the risk model where it was saved when that device is here, else
+        the CPU).
 
     Returns
     -------
@@ -535,23 +598,29 @@ def load_model(
     ------
     FileNotFoundError
         Nothing at ``path``.
+    TypeError
+        ``trusted`` is not a list of ``"module.Class"`` names (``True`` is refused: skrisk never
+        trusts every type).
     DataError
         Not a model file (a pickle, another zip, a damaged archive), a newer format version,
         untrusted types, or parts that disagree; the message names the file and the fix.
     """
     import skops.io as sio
 
+    extra_trusted = _trusted_names(trusted)
     file = _model_path(path)
     entries = _read_zip(file)
     if _META not in entries or _SKOPS not in entries:
         raise _bad(file, f"it lacks {_META if _META not in entries else _SKOPS}")
     try:
-        meta = json.loads(entries[_META].decode("utf-8"))
+        meta = json_loads_unique(entries[_META].decode("utf-8"))
+    except RepeatedKeyError as exc:
+        raise _bad(file, f"{_META} repeats the key {exc.args[0]!r} (JSON readers disagree on which value wins)") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise _bad(file, f"{_META} is not valid JSON ({exc})") from exc
     meta = _check_meta(meta, file)
     blocking = _blocking_of(meta, file)  # before the estimators are read
-    allowed = list(TRUSTED_TYPES) + [str(t) for t in trusted]
+    allowed = list(TRUSTED_TYPES) + extra_trusted
     try:
         untrusted = sio.get_untrusted_types(data=entries[_SKOPS])
     except Exception as exc:  # skops raises assorted errors on a malformed schema
@@ -572,6 +641,8 @@ def load_model(
     check_model_parts(parts, file)
     matcher = parts["matcher"]
     kind = meta["matcher_kind"]
+    _unused_entries(entries, kind, file)
+    check_matcher_width(matcher, parts["features"], file)
     if kind == "lm":
         if matcher is not None:
             raise _bad(file, "matcher_kind is 'lm' but the skops part holds a matcher too")
@@ -588,8 +659,10 @@ def load_model(
         if not isinstance(matcher, Pipeline):
             raise _bad(file, "matcher_kind is 'rnn_pipeline' but the stored matcher is not a Pipeline")
         matcher.steps[-1] = (matcher.steps[-1][0], rnn)
+        check_rnn_pipeline(matcher, list(meta["attributes"]), file)
     risk = parts["risk_model"]
     if risk is not None:
+        _place_risk(risk, device)
         risk.estimator = matcher
         risk.estimator_ = matcher
     model = MatchModel(

@@ -30,6 +30,7 @@ from ..risk import LearnRisk, risk_features
 from ..risk._learnrisk import holds_risk_features
 from ._batch import SELECTORS
 from ._selection import (
+    _first_beyond_float32,
     check_pool_matches,
     check_query,
     checked_finite,
@@ -289,6 +290,14 @@ class RiskSampler(BaseEstimator):
                 f"risk_sampling: X_valid holds NaN or infinity in {count} pair(s), first at row {row}"
                 f"{' (' + where + ')' if where else ''}. Impute them (e.g. with the -1 sentinel of "
                 "skrisk.data.SimilarityFeatures) or drop those validation pairs."
+            )
+        beyond = _first_beyond_float32(self.X_valid)
+        if beyond is not None:
+            count, row, where, value = beyond
+            raise DataError(
+                f"risk_sampling: X_valid holds values beyond float32's range in {count} pair(s), first at row "
+                f"{row} ({where}: {value!r}). The matchers and LearnRisk's rules compute in float32, where such "
+                "a value is infinite: rescale that feature, or clip it (e.g. numpy.clip(X_valid, -1e30, 1e30))."
             )
         if len(np.unique(y)) < 2:
             raise ValueError(

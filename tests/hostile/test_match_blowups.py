@@ -243,7 +243,7 @@ def test_learnrisk_rule_features_out_of_range_are_refused(saved_model, febrl_spl
 
 @pytest.mark.parametrize("key, value, fragment", [
     ("n_bins", 10**15, "n_bins is 1000000000000000, not an int in [1, 1000000]"),
-    ("theta", 7.5, "theta is 7.5, not a number in (0, 1)"),
+    ("theta", 7.5, "theta is 7.5, not a number in (0.5, 1)"),
     ("proba_index_", 99, "proba_index_ is 99, not a column index in [0, 43)"),
     ("n_features_in_", 5, "n_features_in_ is 5"),
 ])

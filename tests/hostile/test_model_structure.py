@@ -29,7 +29,7 @@ from skrisk.exceptions import DataError
 from skrisk.matching._model import TRUSTED_TYPES
 from skrisk.matching import MatchModel, load_model
 
-from _match_fixtures import feature_match_model
+from _match_fixtures import feature_match_model, write_zip, zip_entries
 
 
 @pytest.fixture(scope="module")
@@ -46,16 +46,7 @@ def saved(data, tmp_path_factory):
     return model.save(tmp_path_factory.mktemp("model") / "m.skrisk")
 
 
-def _entries(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as zf:
-        return {i.filename: zf.read(i) for i in zf.infolist()}
-
-
-def _write(path: Path, entries: dict[str, bytes]) -> Path:
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, data in entries.items():
-            zf.writestr(name, data)
-    return path
+_entries, _write = zip_entries, write_zip
 
 
 def _craft(src: Path, dst: Path, edit) -> Path:
