@@ -314,6 +314,10 @@ def _match_out_folder(path: str) -> Path:
 def _cmd_match(args: argparse.Namespace) -> int:
     from ._fileio import FolderLock
 
+    if args.entities is not None and (args.workers is not None or args.scheduler is not None):
+        print("skrisk match: error: --entities runs on one machine; leave out --workers / --scheduler "
+              "(the new records and their candidates are few).", file=sys.stderr)
+        return _EXIT_BAD_INPUT
     out = _match_out_folder(args.out)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)

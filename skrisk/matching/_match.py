@@ -141,6 +141,9 @@ def match(
     """
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
+    if entities is not None and client is not None:
+        raise ValueError("match(entities=..., client=...): incremental matching runs on one machine; "
+                         "leave out client (the new records and their candidates are few).")
     if entities is not None:
         from ._incremental import match_incremental
 

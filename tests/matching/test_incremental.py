@@ -300,3 +300,18 @@ def test_one_way_token_blocking_pairs_each_left_record_with_its_nearest_right_on
     assert one["left_id"].value_counts().max() <= 3 and set(one["left_id"]) <= set(new.index)
     assert set(map(tuple, one.to_numpy())) <= set(map(tuple, both[["left_id", "right_id"]].to_numpy()))
     assert len(both) > len(one) > 0
+
+
+def test_incremental_matching_is_not_combined_with_a_cluster(world, tmp_path, capsys):
+    from skrisk.cli import main
+
+    d, table, links = world
+    with pytest.raises(ValueError, match="incremental matching runs on one machine"):
+        match(load_model(d / "model.skrisk"), table.iloc[:10], entities=d / "known", client=object(),
+              progress=False)
+    new = tmp_path / "new.csv"
+    table.iloc[:10].to_csv(new, index_label="id")
+    rc = main(["match", "--model", str(d / "model.skrisk"), "--left", str(new), "--entities", str(d / "known"),
+               "--workers", "2", "--out", str(tmp_path / "out")])
+    assert rc == 2 and "--entities runs on one machine" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
