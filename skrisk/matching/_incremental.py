@@ -41,7 +41,8 @@ CHANGES_FILE = "changes.csv"
 _FORMAT = "skrisk-match-index"
 _FORMAT_VERSION = 1
 _MERGE_RULES = ("report", "apply")
-_CHANGE_COLUMNS = ["change", "record_id", "entities", "into", "probability", "risk", "applied", "detail"]
+_CHANGE_COLUMNS = ["change", "record_id", "entities", "into", "probability", "risk", "reasons", "applied",
+                   "detail"]
 _FULL_RUN = "run skrisk match on all the records without --entities (a full run) to rebuild it"
 
 
@@ -329,7 +330,7 @@ def match_incremental(
         if not mates:
             freed[rid] = old
         changes.append({"change": "update", "record_id": rid, "entities": str(old), "into": "",
-                        "probability": np.nan, "risk": np.nan, "applied": "yes",
+                        "probability": np.nan, "risk": np.nan, "reasons": "", "applied": "yes",
                         "detail": "new values, re-matched; old links: " + (";".join(mates) if mates else "none")})
     entity_of = entity_of.drop(updated)
     rules = model.blocking if blocking is None else blocking
@@ -394,7 +395,7 @@ def match_incremental(
             changes.append({"change": "merge", "record_id": ";".join(members),
                             "entities": ";".join(map(str, hit)), "into": str(target),
                             "probability": float(prob[weakest]), "risk": float(risk[weakest]),
-                            "applied": "yes" if merge == "apply" else "no",
+                            "reasons": int(weakest), "applied": "yes" if merge == "apply" else "no",
                             "detail": (f"entities {', '.join(map(str, hit))} linked through the new record(s); "
                                        + (f"merged into {target}" if merge == "apply" else
                                           f"kept apart (merge report), the new record(s) joined {target}"))})
@@ -403,6 +404,13 @@ def match_incremental(
     for ch in changes:
         if ch["change"] == "update":
             ch["into"] = str(assign.get(ch["record_id"], ""))
+    merge_rows = [ch for ch in changes if ch["change"] == "merge"]
+    if merge_rows:  # LearnRisk's reasons of each merge's weakest link, the pair a reviewer checks
+        weakest_pairs = matches.iloc[[ch["reasons"] for ch in merge_rows]][["left_id", "right_id"]]
+        texts = tools["reasons"](model, model.scorer(table, None, n_jobs=n_jobs),
+                                 weakest_pairs.reset_index(drop=True), tools["feature_names"](model))
+        for ch, text in zip(merge_rows, texts):
+            ch["reasons"] = text
     old_ent = ent[~ent["record_id"].isin(updated)].copy()
     if relabel:
         old_ent["entity_id"] = old_ent["entity_id"].map(lambda e: relabel.get(e, e)).astype(np.int64)

@@ -141,7 +141,8 @@ def _feature_names(model: MatchModel) -> list[str]:
 
 def _reasons(model: MatchModel, scorer: Any, part: pd.DataFrame, names: list[str], k: int = 3) -> list[str]:
     """The top ``k`` reasons of each matched pair's risk, one line each (LearnRisk's fired rules)."""
-    if model.risk_model is None:
+    # a LearnRisk fitted where the matcher made no mistake holds no risk model (risk_model_ None)
+    if model.risk_model is None or getattr(model.risk_model, "risk_model_", True) is None:
         return ["no risk model (the matcher made no mistake to learn from): risk = min(p, 1 - p)"] * len(part)
     frame = scorer.pair_frame(part)
     F = np.asarray(model.features.transform(frame), dtype=np.float64)

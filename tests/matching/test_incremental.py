@@ -180,6 +180,7 @@ def test_a_merge_is_reported_then_applied(world):
     assert ch["change"].tolist() == ["merge"] and ch["applied"].tolist() == ["no"]
     assert ch["record_id"].tolist() == ["z_new"] and ch["entities"].tolist() == [f"{min(ex, ey)};{max(ex, ey)}"]
     assert 0 < float(ch["probability"][0]) <= 1 and 0 <= float(ch["risk"][0]) <= 1
+    assert ch["reasons"][0]  # LearnRisk's reasons of the weakest link (or why there are none)
     ent = entities(d / "o_rep")
     assert ent[table.index[0]] == ex and ent["y_known"] == ey  # report: the known entities stay apart
     assert ent["z_new"] in (ex, ey)
