@@ -35,7 +35,7 @@ from bench_splink import _child, _train_model  # noqa: E402
 
 
 def _entities(folder: Path):
-    from skrisk._fileio import read_csv_export
+    from skrisk.utils import read_csv_export
     import pandas as pd
 
     e = read_csv_export(folder / "entities.csv")

@@ -40,7 +40,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skrisk.datasets import load_deepmatcher
 from skrisk.matchers._base import match_labels
-from skrisk.risk._estimator import DEFAULT_EPOCHS
+from skrisk import LearnRisk
 from skrisk.risk.research import mispredicted
 from skrisk.risk.research import LearnRiskEstimator  # the research core (given probabilities)
 
@@ -198,7 +198,7 @@ def time_fit(args, log):
     E = args.time_epochs
     for label, params in (("research settings", dict(RESEARCH, epochs=E)),
                           ("skrisk defaults", dict(epochs=E)),
-                          (f"skrisk defaults ({DEFAULT_EPOCHS} epochs)", {})):
+                          (f"skrisk defaults ({LearnRisk().epochs} epochs)", {})):
         t, c = time.perf_counter(), time.process_time()
         est = LearnRiskEstimator(proba_column="proba", random_state=0, **params).fit(
             Xva, y[va], X_train=Xtr, y_train=y[tr])

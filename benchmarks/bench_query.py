@@ -63,7 +63,6 @@ from skrisk.data import SimilarityFeatures  # noqa: E402
 from skrisk.datasets import load_deepmatcher  # noqa: E402
 from skrisk.matchers._base import match_labels  # noqa: E402
 from skrisk.strategies import KMedoidsSelector, RiskSampler  # noqa: E402
-from skrisk.risk._estimator import DEFAULT_EPOCHS  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "query" / "query_bench.jsonl"
 
@@ -208,7 +207,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "labelled_matches": int(y_tr[lab].sum()),
         "valid": int(len(data["y_va"])),
         "batch": args.batch,
-        "risk_params": {"epochs": DEFAULT_EPOCHS, **(args.risk_params or {})},
+        "risk_params": {"epochs": LearnRisk().epochs, **(args.risk_params or {})},
         "cv": sampler.risk.cv,
         "n_threads": sampler.n_threads,
         "n_rules": None if q.risk_model is None else len(q.risk_model.rules_),
