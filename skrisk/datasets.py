@@ -160,10 +160,43 @@ def _zipf(rng: np.random.RandomState, n_values: int, size: int, a: float = 1.0) 
     return rng.choice(n_values, size=size, p=p / p.sum())
 
 
-@validate_call({"n_records": [Interval(numbers.Integral, 10, None)], "random_state": ["random_state"]})
+def _make_messy(cols: dict, person: np.ndarray, dup: np.ndarray, n_people: int,
+                rng: np.random.RandomState) -> None:
+    """Rewrite ``cols`` in place as a raw export (see ``make_person_table(messy=True)``)."""
+    n = len(person)
+    area = rng.randint(200, 1000, n_people)[person]
+    local = rng.randint(0, 10_000_000, n_people)[person]
+    digits = np.char.add(area.astype(str), np.char.zfill(local.astype(str), 7)).astype(object)
+    for i in dup[rng.rand(len(dup)) < 0.05]:
+        v = digits[i]
+        j = 3 + int(rng.randint(7))
+        digits[i] = v[:j] + str((int(v[j]) + 1 + rng.randint(9)) % 10) + v[j + 1:]
+    layout = rng.randint(5, size=n)
+    phone = np.empty(n, dtype=object)
+    for k, fmt in enumerate(("({}) {}-{}", "{}-{}-{}", "{}.{}.{}", "+1 {} {} {}", "{}{}{}")):
+        at = np.flatnonzero(layout == k)
+        phone[at] = [fmt.format(v[:3], v[3:6], v[6:]) for v in digits[at]]
+    phone[dup[rng.rand(len(dup)) < 0.05]] = None
+    cols["phone"] = phone
+    code = cols["postcode"]
+    for i in np.flatnonzero(np.array([v is not None for v in code])):
+        code[i] = ("0" if rng.rand() < 0.7 else "") + code[i]
+    city = cols["city"]
+    city[np.array([v is None for v in city])] = "NA"
+    for name in ("given_name", "surname"):
+        v = cols[name]
+        look = rng.randint(20, size=n)
+        for i in np.flatnonzero((look < 6) & np.array([x is not None for x in v])):
+            x = str(v[i])
+            v[i] = x.title() if look[i] < 4 else (x.upper() if look[i] == 4 else " " + x + " ")
+
+
+@validate_call({"n_records": [Interval(numbers.Integral, 10, None)], "messy": ["boolean"],
+                "random_state": ["random_state"]})
 def make_person_table(
     n_records: int = 10_000,
     *,
+    messy: bool = False,
     random_state: int | np.random.RandomState | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A FEBRL-style table of person records with duplicates inside it, and its true matches.
@@ -176,10 +209,20 @@ def make_person_table(
     and missing values (5 % of each field). Names follow Zipf-like frequencies over made-up
     vocabularies (a few common, many rare), so blocking meets frequent and rare keys alike.
 
+    ``messy=True`` writes the same people as a raw export from a customer system would: a
+    ``phone`` column (ten digits per person, written ``(212) 555-0143``, ``212-555-0143``,
+    ``212.555.0143``, ``+1 212 555 0143`` or ``2125550143``, a digit changed in 5 % of the
+    copies), dates of birth as ``1987-03-12``, ``12/03/1987`` or ``12.03.1987``, postcodes of five
+    digits whose leading zero is lost in 30 % of the records (as a spreadsheet drops it), a missing
+    city written ``NA``, and names in mixed case (``Anna``, ``ANNA``) with stray spaces. The other
+    values, the people and the true links are those of ``messy=False`` with the same seed.
+
     Parameters
     ----------
     n_records : int, default=10_000
         Rows of the table, at least 10.
+    messy : bool, default=False
+        Write the values as a raw export (above), with a ``phone`` column.
     random_state : int, RandomState instance or None, default=None
         Seeds every choice: the same seed gives the same table.
 
@@ -230,7 +273,8 @@ def make_person_table(
     ymd = pd.DatetimeIndex(dob)
     y, m, d = ymd.year.astype(str), ymd.strftime("%m"), ymd.strftime("%d")
     fmt = rng.randint(3, size=n)
-    dob_text = np.where(fmt == 0, y + "-" + m + "-" + d, np.where(fmt == 1, d + "/" + m + "/" + y, y + m + d))
+    third = d + "." + m + "." + y if messy else y + m + d
+    dob_text = np.where(fmt == 0, y + "-" + m + "-" + d, np.where(fmt == 1, d + "/" + m + "/" + y, third))
     dob_text = dob_text.astype(object)
     # the first record of each person is its original, the others are corrupted copies
     first_rec = np.r_[True, person[1:] != person[:-1]]
@@ -252,6 +296,8 @@ def make_person_table(
     for name in cols:
         cols[name][dup[rng.rand(len(dup)) < 0.05]] = None
     order = rng.permutation(n)
+    if messy:
+        _make_messy(cols, person, dup, n_people, rng)
     ids = np.array([f"p{i:07d}" for i in range(n)], dtype=object)
     table = pd.DataFrame({k: v[order] for k, v in cols.items()}, index=pd.Index(ids, name="id"))
     rec_person = person[order]
