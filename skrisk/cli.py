@@ -65,6 +65,21 @@ def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
                         "before any is made (default: 100 per record, at least 1000000)")
 
 
+def _types_option(text: str | None) -> dict[str, str] | None:
+    """``--types dob=date,zip=postcode`` as a mapping; :class:`DataError` naming the bad entry and the form."""
+    if text is None:
+        return None
+    out: dict[str, str] = {}
+    for entry in text.split(","):
+        col, sep, kind = entry.partition("=")
+        if not sep or not col.strip() or not kind.strip():
+            raise DataError(f"--types entry {entry!r} is not COL=TYPE: write e.g. --types dob=date,zip=postcode.")
+        if col.strip() in out:
+            raise DataError(f"--types names the column {col.strip()!r} twice: give each column one type.")
+        out[col.strip()] = kind.strip()
+    return out
+
+
 def _blocking_given(args: argparse.Namespace) -> list[str]:
     """The blocking options given on the command line."""
     return [f for f in _BLOCKING_FLAGS if getattr(args, f[2:].replace("-", "_"), None) is not None]
@@ -238,6 +253,10 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="move the journal lines that cannot be read, or do not continue this session's "
                           "journal, to journal.rejected.jsonl in the session folder, then resume (without "
                           "it such a line is an error naming it, and nothing is changed)")
+    lab.add_argument("--types", metavar="COL=TYPE[,COL=TYPE]", default=None,
+                     help="column types of a new session, over the inferred ones (printed when it starts): "
+                          "given_name, family_name, full_name, date, phone, postcode, email, number, "
+                          "categorical, text; e.g. --types dob=date,zip=postcode")
     _add_blocking_flags(lab)
     _add_match_parser(sub, common)
     return p
@@ -495,6 +514,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
         return _fail(f"{', '.join(_blocking_given(args))} make candidate pairs by blocking, but --pairs gives "
                      "them: leave out one or the other.")
     blocking = _blocking_rules(args)
+    types = _types_option(args.types)
     _check_out_folder(args.session, "--session")
     resuming = (folder / "session.json").exists()
     starting = args.table is not None or (args.left is not None and args.right is not None)
@@ -506,7 +526,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if args.export and not resuming:
         return _fail(f"{folder} holds no session to export: label some pairs first.")
     if resuming:
-        fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding", "matcher", "lm_model")
+        fixed = [f"--{k.replace('_', '-')}" for k in ("initial", "seed", "id_column", "encoding", "matcher", "lm_model", "types")
                  if getattr(args, k) is not None] + _blocking_given(args)
         if fixed:
             print(f"note: {', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed when a session "
@@ -526,6 +546,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
         session = LabellingSession.open(
             folder, left=args.left, right=args.right, table=args.table, pairs=args.pairs,
             id_column=args.id_column, encoding=args.encoding, config=cfg, force=args.force, blocking=blocking,
+            types=types,
         )
     try:
         if args.export:

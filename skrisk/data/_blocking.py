@@ -29,11 +29,12 @@ from sklearn.preprocessing import normalize
 from .._threads import map_in_order, n_threads
 from ..exceptions import DataError
 from ._text import normalise_text
+from ._typed_blocking import check_typed_params, typed_pairs
 
 __all__ = ["block", "BlockingResult", "BLOCKING_METHODS"]
 
 #: Blocking methods understood by :func:`block`.
-BLOCKING_METHODS: tuple[str, ...] = ("standard", "sorted_neighbourhood", "tokens")
+BLOCKING_METHODS: tuple[str, ...] = ("standard", "sorted_neighbourhood", "tokens", "typed")
 
 #: A blocking rule: ``(method, columns)`` or ``(method, columns, params)``.
 BlockingRule = Union[tuple[str, Union[str, Sequence[str]]], tuple[str, Union[str, Sequence[str]], dict]]
@@ -46,6 +47,7 @@ _DEFAULT_PARAMS = {
     # shared postcode) push it out of the rescore * top_k candidates ranked by the full cosine;
     # more index tokens and a wider rescore keep most of those pairs
     "tokens": {"top_k": 10, "min_similarity": 0.0, "budget": 100, "prefix": 5, "rescore": 8},
+    "typed": {"types": None, "max_block": 50},
 }
 #: Largest values of the rule parameters (beyond them a rule would run for days or exhaust memory).
 _PARAM_LIMITS = {"top_k": 1000, "prefix": 1000, "window": 10_001}
@@ -264,6 +266,8 @@ def _check_rule_params(method: str, params: dict, cols: Sequence[str] | None = N
         raise ValueError(
             f"unknown parameter(s) {sorted(unknown)} for {method!r}; it takes {sorted(_DEFAULT_PARAMS[method])}."
         )
+    if method == "typed":
+        return check_typed_params(params, None)
     merged = {**_DEFAULT_PARAMS[method], **params}
 
     def integer(name: str, low: int, what: str) -> None:
@@ -867,6 +871,8 @@ def block(
             li = ri = np.empty(0, np.intp)
         elif method == "tokens":
             li, ri = _token_pairs(cols, params, sub_l, sub_r, threads, one_way=one_way and not dedup)
+        elif method == "typed":
+            li, ri = typed_pairs(cols, params, sub_l, sub_r)
         else:
             li, ri = _recordlinkage_pairs(method, cols, params, sub_l, sub_r,
                                           len(sub_l) + (0 if dedup else len(sub_r)))
@@ -947,6 +953,8 @@ def blocking_rules_to_json(rules: object) -> list[dict] | None:
         for k, v in params.items():
             if isinstance(v, (np.integer, np.floating)):
                 params[k] = v.item()
+            elif rule[0] == "typed" and k == "types" and isinstance(v, dict):
+                params[k] = {str(c): dict(t) if isinstance(t, dict) else t for c, t in v.items()}
             elif not isinstance(v, (bool, int, float, str, type(None))):
                 raise TypeError(f"Blocking rule {rule!r}: parameter {k}={v!r} is not a number, string or None.")
         out.append({

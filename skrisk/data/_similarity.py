@@ -26,12 +26,13 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._params import Interval, SubsetOf, validate_params
+from .._params import Interval, Options, SubsetOf, validate_params
 from .._safetext import visible_short
 from .._threads import map_in_order, n_threads
 from ._pairs import PairDataset
 from ._text import normalise_text
 from ._token_sets import _char3, _chunked_sets, _groups_by, _set_overlap, _Sets
+from ._types import NAME_TYPES, parse_dates, phonetic_codes, resolve_types, standardise
 
 __all__ = ["SimilarityFeatures", "SIMILARITY_METRICS", "EncodedRecords"]
 
@@ -48,6 +49,27 @@ SIMILARITY_METRICS: tuple[str, ...] = (
     "num_diff",
     "missing_diff",
 )
+
+#: The comparisons of typed attributes (``types``), by column type; ``text`` and ``number``
+#: attributes get the generic ``SIMILARITY_METRICS``.
+TYPED_METRICS: dict[str, tuple[str, ...]] = {
+    "given_name": ("jaro_winkler", "jaccard_3gram", "levenshtein", "phonetic", "exact_tf", "missing_diff"),
+    "family_name": ("jaro_winkler", "jaccard_3gram", "levenshtein", "phonetic", "exact_tf", "missing_diff"),
+    "full_name": ("jaccard", "jaro_winkler", "jaccard_3gram", "monge_elkan", "phonetic", "exact_tf", "missing_diff"),
+    "date": ("exact", "levenshtein", "date_fields", "day_month_swap", "years_apart", "missing_diff"),
+    "phone": ("exact", "levenshtein", "last_digits", "missing_diff"),
+    "postcode": ("exact", "levenshtein", "prefix", "missing_diff"),
+    "email": ("exact", "jaro_winkler", "domain", "missing_diff"),
+    "categorical": ("exact", "exact_tf", "jaro_winkler", "missing_diff"),
+}
+#: Every metric name a feature can end with (the generic ones, the typed ones, the name swap).
+ALL_METRICS: tuple[str, ...] = tuple(dict.fromkeys(
+    SIMILARITY_METRICS + tuple(m for ms in TYPED_METRICS.values() for m in ms) + ("name_swap",)))
+# years_apart is capped here (a difference of 10 years or more reads as 10)
+_MAX_YEARS = 10
+# digits of the phone-number ends compared by last_digits, and of the postcode start by prefix
+_LAST_DIGITS = 7
+_PREFIX = 3
 
 #: Value of a similarity feature when either side of the pair is missing.
 MISSING = -1.0
@@ -239,6 +261,61 @@ def _looks_numeric(values: np.ndarray) -> bool:
     return bool(vals.str.match(_NUMERIC_VALUE_RE).mean() >= _NUMERIC_SHARE)
 
 
+_TYPED_ONLY = frozenset({"exact", "exact_tf", "phonetic", "date_fields", "day_month_swap", "years_apart",
+                         "last_digits", "prefix", "domain"})
+
+
+def _ends(texts: np.ndarray, k: int, last: bool) -> np.ndarray:
+    """The first (or last) ``k`` characters of each text, ``""`` for a text shorter than ``k``."""
+    s = pd.Series(texts, dtype=object)
+    part = s.str[-k:] if last else s.str[:k]
+    return np.where(s.str.len().to_numpy() >= k, part.to_numpy(dtype=object), "")
+
+
+def _typed_metric(m: str, L: "_Encoded", R: "_Encoded", li: np.ndarray, ri: np.ndarray) -> np.ndarray:
+    """A comparison of typed values (``TYPED_METRICS``) for the value pairs ``(L[li], R[ri])``;
+    the caller sets the pairs with a missing value to ``MISSING``."""
+    if m in ("exact", "exact_tf"):
+        eq = (L.text[li] == R.text[ri]).astype(np.float64)
+        return eq if m == "exact" else eq * np.minimum(L.rarity[li], R.rarity[ri])
+    if m == "phonetic":
+        lp, rp = L.phonetic[li], R.phonetic[ri]
+        return ((lp == rp) & (lp != "")).astype(np.float64)
+    if m in ("date_fields", "day_month_swap", "years_apart"):
+        a, b = L.ymd[li], R.ymd[ri]
+        ok = (a[:, 0] > 0) & (b[:, 0] > 0)
+        if m == "date_fields":
+            return np.where(ok, (a == b).sum(axis=1) / 3.0, 0.0)
+        if m == "day_month_swap":
+            swap = (a[:, 0] == b[:, 0]) & (a[:, 1] == b[:, 2]) & (a[:, 2] == b[:, 1]) & (a[:, 1] != a[:, 2])
+            return (ok & swap).astype(np.float64)
+        years = np.minimum(np.abs(a[:, 0] - b[:, 0]), _MAX_YEARS) / _MAX_YEARS
+        return np.where(ok, years, 1.0)
+    if m in ("last_digits", "prefix"):
+        k, last = (_LAST_DIGITS, True) if m == "last_digits" else (_PREFIX, False)
+        lt, rt = _ends(L.text, k, last)[li], _ends(R.text, k, last)[ri]
+        return ((lt == rt) & (lt != "")).astype(np.float64)
+    # domain
+    ld = pd.Series(L.text, dtype=object).str.partition("@")[2].to_numpy(dtype=object)
+    rd = pd.Series(R.text, dtype=object).str.partition("@")[2].to_numpy(dtype=object)
+    lt, rt = ld[li], rd[ri]
+    return ((lt == rt) & (lt != "")).astype(np.float64)
+
+
+def _name_swap(gl: "_Encoded", gr: "_Encoded", fl: "_Encoded", fr: "_Encoded", gli: np.ndarray, gri: np.ndarray,
+               fli: np.ndarray, fri: np.ndarray, workers: int) -> np.ndarray:
+    """``min(JW(given_l, family_r), JW(family_l, given_r))`` of each pair, ``MISSING`` where a name is missing."""
+    out = np.full(len(gli), MISSING, dtype=np.float64)
+    ok = np.flatnonzero(~(gl.missing[gli] | gr.missing[gri] | fl.missing[fli] | fr.missing[fri]))
+    if len(ok):
+        a = process.cpdist(gl.text[gli[ok]], fr.text[fri[ok]], scorer=JaroWinkler.normalized_similarity,
+                           workers=workers)
+        b = process.cpdist(fl.text[fli[ok]], gr.text[gri[ok]], scorer=JaroWinkler.normalized_similarity,
+                           workers=workers)
+        out[ok] = np.minimum(a, b)
+    return out
+
+
 @dataclass
 class _Encoded:
     """What the metrics need of the distinct values of one attribute (one side)."""
@@ -250,6 +327,9 @@ class _Encoded:
     tokens: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     whole_token: np.ndarray | None = None
     numbers: np.ndarray | None = None
+    phonetic: np.ndarray | None = None  # names: Soundex codes of the standardised value
+    ymd: np.ndarray | None = None  # dates: (year, month, day), -1 where unreadable
+    rarity: np.ndarray | None = None  # -log10 of the share of the records holding the standardised value
 
 
 def _pair_positions(ds: PairDataset) -> tuple[np.ndarray, np.ndarray] | None:
@@ -333,12 +413,44 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     flags are always 0 or 1 and are the only features whose name contains ``diff``; LearnRisk may
     rely on that.
 
+    With ``types`` (``"auto"``: inferred from each column's name and values; a mapping overrides
+    the guess of the columns it names), every attribute has a column type and typed attributes
+    are standardised (see ``column_types_``) and compared by their type instead of the generic
+    metrics (``TYPED_METRICS``; ``text`` and ``number`` attributes keep the generic ones):
+
+    ======================  =====================================================================
+    ``<a>_exact``           1 when the standardised values are equal, else 0.
+    ``<a>_exact_tf``        Equal values weighted by rarity: ``-log10`` of the share of the
+                            records holding the value (the larger share of the two tables'), 0
+                            when the values differ: agreeing on a rare surname counts more than
+                            on a common one. The shares are those of the records :meth:`encode`
+                            read (of the pair frame's rows in :meth:`transform`).
+    ``<a>_phonetic``        1 when the Soundex codes of the names' words agree.
+    ``<a>_date_fields``     Share of year, month and day that agree (dates; 0 when either value
+                            is not a readable date).
+    ``<a>_day_month_swap``  1 when the year agrees and day and month are swapped.
+    ``<a>_years_apart``     ``min(|year difference|, 10) / 10``.
+    ``<a>_last_digits``     1 when the last seven digits agree (phones).
+    ``<a>_prefix``          1 when the first three characters agree (postcodes).
+    ``<a>_domain``          1 when the e-mail domains agree.
+    ``<f>_name_swap``       For a given-name attribute ``<g>`` and a family-name attribute
+                            ``<f>``: ``min(JW(g, f'), JW(f, g'))``, high when the two records
+                            hold the names in swapped columns.
+    ======================  =====================================================================
+
     Parameters
     ----------
     metrics : sequence of str, default=None
         Which metrics to compute, a subset of ``SIMILARITY_METRICS``; ``None`` means all.
     attributes : sequence of str, default=None
         Which attributes to use; ``None`` means all attributes of the input.
+    types : "auto", dict or None, default=None
+        Column types (see above): ``None`` compares every attribute as text with ``metrics``;
+        ``"auto"`` infers each attribute's type in ``fit``; a dict maps attributes to a type name
+        (``{"dob": "date"}``) or a type entry (``{"dob": {"type": "date", "order": "mdy"}}``) and
+        the others are inferred. The types are ``given_name``, ``family_name``, ``full_name``,
+        ``date``, ``phone``, ``postcode``, ``email``, ``number``, ``categorical`` and ``text``.
+        ``metrics`` restricts the generic metrics of ``text`` and ``number`` attributes.
     n_jobs : int, default=None
         Threads: :meth:`transform_encoded` scores blocks of pairs on that many threads (every
         step of the features), :meth:`transform` uses them in rapidfuzz's element-wise scoring.
@@ -350,6 +462,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         The attributes used, in input order.
     numeric_attributes_ : list of str
         Attributes detected as numeric (they get a ``num_delta`` feature).
+    column_types_ : dict of str to dict
+        Each attribute's type entry (``{"type": "date", "order": "dmy", "missing": [...]}``;
+        every attribute ``{"type": "text", "missing": []}`` when ``types`` is None): what the
+        attribute's values are standardised and compared as. ``missing`` lists the values read
+        as missing, ``order`` says whether dates are written day or month first (settled in
+        ``fit`` from values such as ``31/01/1990``), ``length`` is a digit-only postcode's
+        length (leading zeros restored).
     tfidf_ : dict of str to TfidfVectorizer or None
         Fitted TF-IDF model per attribute (``None`` when the attribute had no token in ``fit``).
     n_features_in_ : int
@@ -402,6 +521,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "metrics": [None, SubsetOf(tuple(SIMILARITY_METRICS))],
         "attributes": [None, str, "array-like"],
+        "types": [None, Options(str, {"auto"}), dict],
         "n_jobs": [None, Interval(numbers.Integral, 1, None), Interval(numbers.Integral, None, -1, closed="right")],
     }
 
@@ -409,10 +529,12 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         self,
         metrics: Sequence[str] | None = None,
         attributes: Sequence[str] | None = None,
+        types: str | dict | None = None,
         n_jobs: int | None = None,
     ) -> None:
         self.metrics = metrics
         self.attributes = attributes
+        self.types = types
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ input handling
@@ -465,6 +587,16 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     def _workers(self, n_jobs: object = None) -> int:
         return n_threads(self.n_jobs if n_jobs is None else n_jobs)
 
+    def _typed_state(self) -> None:
+        """Fill the typed state of a transformer fitted by a version without ``types`` (every
+        attribute text, the generic metrics), so that its saved models keep scoring as before."""
+        if hasattr(self, "_attr_metrics"):
+            return
+        self.column_types_ = {a: {"type": "text", "missing": []} for a in self.attributes_}
+        self._attr_metrics = {a: tuple(m for m in self._metrics if m != "num_delta" or a in self.numeric_attributes_)
+                              for a in self.attributes_}
+        self._swap = None
+
     # ------------------------------------------------------------------ fit / transform
     def fit(self, X: object, y: object = None) -> "SimilarityFeatures":
         """Detect numeric attributes and fit one TF-IDF model per attribute.
@@ -502,11 +634,28 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         self._metrics = metrics
         self.numeric_attributes_ = []
         self.tfidf_ = {}
+        distinct = {}
         for a, lc, rc in zip(attrs, lpos, rpos):
             values = np.unique(np.concatenate([self._codes(arr[:, lc], a)[1], self._codes(arr[:, rc], a)[1]]))
-            values = values[values != ""]
-            if "num_delta" in metrics and _looks_numeric(values):
+            distinct[a] = values[values != ""]
+        if self.types is None:
+            self.column_types_ = {a: {"type": "text", "missing": []} for a in attrs}
+        else:
+            self.column_types_ = resolve_types(self.types, attrs, distinct, where="SimilarityFeatures(types=...)")
+        self._attr_metrics = {}
+        for a in attrs:
+            kind = self.column_types_[a]["type"]
+            values = distinct[a]
+            if kind in TYPED_METRICS:
+                self._attr_metrics[a] = TYPED_METRICS[kind]
+                continue
+            if kind != "text":  # number: its missing-value tokens are not numbers
+                values = standardise(values, self.column_types_[a])
+                values = values[values != ""]
+            numeric = "num_delta" in metrics and _looks_numeric(values)
+            if numeric:
                 self.numeric_attributes_.append(a)
+            self._attr_metrics[a] = tuple(m for m in metrics if m != "num_delta" or numeric)
             if "tfidf_cosine" in metrics:
                 vec = TfidfVectorizer(
                     token_pattern=_WORD_PATTERN, lowercase=False, sublinear_tf=True, dtype=np.float32
@@ -516,12 +665,12 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 except ValueError:  # empty vocabulary: no token in any value
                     vec = None
                 self.tfidf_[a] = vec
-        names = []
-        for a in attrs:
-            for m in metrics:
-                if m == "num_delta" and a not in self.numeric_attributes_:
-                    continue
-                names.append(f"{a}_{m}")
+        names = [f"{a}_{m}" for a in attrs for m in self._attr_metrics[a]]
+        given = [a for a in attrs if self.column_types_[a]["type"] == "given_name"]
+        family = [a for a in attrs if self.column_types_[a]["type"] == "family_name"]
+        self._swap = (given[0], family[0]) if given and family else None
+        if self._swap is not None:
+            names.append(f"{self._swap[1]}_name_swap")
         self._feature_names = np.asarray(names, dtype=object)
         return self
 
@@ -572,17 +721,25 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             Columns in the order of :meth:`get_feature_names_out`.
         """
         check_is_fitted(self)
+        self._typed_state()
         workers = self._workers()
         X = self._boundary(X)
         arr = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=False)
         out = np.empty((arr.shape[0], len(self._feature_names)), dtype=np.float32)
         j = 0
+        codes, encs = {}, {}
         for a, lc, rc in zip(self.attributes_, self._lpos, self._rpos):
             li, lu = self._codes(arr[:, lc], a)
             ri, ru = self._codes(arr[:, rc], a)
-            block = self._pair_block(a, self._encode(a, lu), self._encode(a, ru), li, ri, workers)
+            L = self._encode(a, lu, np.bincount(li, minlength=len(lu)))
+            R = self._encode(a, ru, np.bincount(ri, minlength=len(ru)))
+            codes[a], encs[a] = (li, ri), (L, R)
+            block = self._pair_block(a, L, R, li, ri, workers)
             out[:, j:j + block.shape[1]] = block
             j += block.shape[1]
+        if self._swap is not None:
+            g, f = self._swap
+            out[:, j] = _name_swap(encs[g][0], encs[g][1], encs[f][0], encs[f][1], *codes[g], *codes[f], workers)
         return out
 
     def encode(self, table: pd.DataFrame) -> "EncodedRecords":
@@ -603,6 +760,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         EncodedRecords
         """
         check_is_fitted(self)
+        self._typed_state()
         if not isinstance(table, pd.DataFrame):
             raise TypeError(f"encode needs a pandas DataFrame of records, got {type(table).__name__}.")
         cols = {str(c): c for c in table.columns}
@@ -615,7 +773,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         codes, values = {}, {}
         for a in self.attributes_:
             codes[a], uniq = self._codes(table[cols[a]].to_numpy(dtype=object), a)
-            values[a] = self._encode(a, uniq)
+            values[a] = self._encode(a, uniq, np.bincount(codes[a], minlength=len(uniq)))
         return EncodedRecords(n_records=len(table), codes=codes, values=values)
 
     def transform_encoded(
@@ -659,6 +817,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                [0.   , 0.   ]], dtype=float32)
         """
         check_is_fitted(self)
+        self._typed_state()
         workers = self._workers(n_jobs)
         lp = np.asarray(left_pos, dtype=np.intp).ravel()
         rp = np.asarray(right_pos, dtype=np.intp).ravel()
@@ -697,6 +856,11 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                                      right.codes[a][rp], workers)
             out[:, j:j + block.shape[1]] = block
             j += block.shape[1]
+        if self._swap is not None:
+            g, f = self._swap
+            out[:, j] = _name_swap(left.values[g], right.values[g], left.values[f], right.values[f],
+                                   left.codes[g][lp], right.codes[g][rp], left.codes[f][lp], right.codes[f][rp],
+                                   workers)
         return out
 
     @staticmethod
@@ -727,7 +891,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         # int32 codes: half the memory of every record's code (a million records, six attributes)
         return inv.astype(np.int32 if len(uniq) < 2**31 else np.intp, copy=False), text
 
-    def _encode(self, attr: str, texts: np.ndarray) -> "_Encoded":
+    def _encode(self, attr: str, texts: np.ndarray, counts: np.ndarray | None = None) -> "_Encoded":
         """What the metrics need of each distinct text of one attribute.
 
         The cyclic garbage collector is paused meanwhile: the token lists are millions of small
@@ -736,14 +900,27 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         paused = gc.isenabled()
         gc.disable()
         try:
-            return self._encode_values(attr, texts)
+            return self._encode_values(attr, texts, counts)
         finally:
             if paused:
                 gc.enable()
 
-    def _encode_values(self, attr: str, texts: np.ndarray) -> "_Encoded":
-        metrics = self._metrics
+    def _encode_values(self, attr: str, texts: np.ndarray, counts: np.ndarray | None = None) -> "_Encoded":
+        metrics = self._attr_metrics[attr]
+        ctype = self.column_types_[attr]
+        if ctype["type"] != "text":
+            texts = standardise(texts, ctype)
         enc = _Encoded(text=texts, missing=texts == "")
+        if "phonetic" in metrics:
+            enc.phonetic = phonetic_codes(texts)
+        if {"date_fields", "day_month_swap", "years_apart"} & set(metrics):
+            enc.ymd = parse_dates(texts, "ymd")  # standardised: ISO where readable
+        if "exact_tf" in metrics:
+            counts = np.ones(len(texts)) if counts is None else np.asarray(counts, dtype=np.float64)
+            inv, _ = pd.factorize(pd.Series(texts, dtype=object))
+            per_value = np.bincount(inv, weights=counts)
+            present = float(counts[~enc.missing].sum()) or 1.0
+            enc.rarity = -np.log10(np.maximum(per_value[inv] / present, 1e-12))
         vec = self.tfidf_.get(attr) if "tfidf_cosine" in metrics else None
         if {"jaccard", "monge_elkan"} & set(metrics) or vec is not None:
             words = [_WORD_RE.findall(t) for t in texts]
@@ -791,8 +968,10 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         cols: list[np.ndarray] = []
         jw_col = None  # the texts' Jaro-Winkler, reused by Monge-Elkan for one-token values
         texts: tuple[np.ndarray, np.ndarray] | None = None  # the pairs' texts, gathered once
-        for m in self._metrics:
-            if m in ("jaccard", "jaccard_3gram"):
+        for m in self._attr_metrics[attr]:
+            if m in _TYPED_ONLY:
+                col = _typed_metric(m, L, R, li, ri)
+            elif m in ("jaccard", "jaccard_3gram"):
                 ls, rs = L.sets[m], R.sets[m]
                 inter = _set_overlap(ls, rs, li, ri, workers)
                 union = ls.sizes[li] + rs.sizes[ri] - inter

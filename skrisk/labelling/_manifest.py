@@ -97,11 +97,22 @@ def _read_manifest(path: Path) -> dict:
         raise bad('"encoding" is not a text')
     if manifest.get("exported") is not None and not isinstance(manifest["exported"], dict):
         raise bad('"exported" is not an object')
-    if manifest.get("blocking") is not None:
-        try:  # checked here, kept in its JSON form (the form every manifest write must keep)
-            blocking_rules_from_json(manifest["blocking"])
-        except (TypeError, ValueError, KeyError) as exc:
-            raise bad(f'"blocking" is not a list of blocking rules ({exc})') from exc
+    for key in ("blocking", "match_blocking"):
+        if manifest.get(key) is not None:
+            try:  # checked here, kept in its JSON form (the form every manifest write must keep)
+                blocking_rules_from_json(manifest[key])
+            except (TypeError, ValueError, KeyError) as exc:
+                raise bad(f'"{key}" is not a list of blocking rules ({exc})') from exc
+    if manifest.get("types") is not None:
+        from ..data._types import check_column_type
+
+        types = manifest["types"]
+        if not isinstance(types, dict):
+            raise bad('"types" is not an object of column types')
+        try:
+            manifest["types"] = {c: check_column_type(t, c, '"types"') for c, t in types.items()}
+        except DataError as exc:
+            raise bad(str(exc)) from None
     if manifest.get("session_id") is not None and not isinstance(manifest["session_id"], str):
         raise bad('"session_id" is not a text')
     return manifest

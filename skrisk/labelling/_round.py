@@ -146,7 +146,9 @@ class SessionRound:
             from ..data import SimilarityFeatures
 
             self.say(f"Computing similarity features of {len(self.keys)} pairs...")
-            sf = SimilarityFeatures(n_jobs=-1)  # every core (the values do not depend on it)
+            # the column types the session settled when it started (sessions of older versions: none)
+            types = (self.store.manifest or {}).get("types")
+            sf = SimilarityFeatures(types=types, n_jobs=-1)  # every core (the values do not depend on it)
             self._features = np.asarray(sf.fit_transform(self.dataset), dtype=np.float64)  # tables encoded once
             self._similarity = sf  # the fitted features go into the saved model
             self._feature_names = [str(n) for n in sf.get_feature_names_out()]

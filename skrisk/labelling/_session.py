@@ -101,6 +101,7 @@ class LabellingSession:
         table: str | os.PathLike | None = None,
         blocking: Any = None,
         repair: bool = False,
+        types: dict | None = None,
     ) -> "LabellingSession":
         """Start a session in ``folder`` or resume the one stored there.
 
@@ -119,7 +120,11 @@ class LabellingSession:
         ``labels.csv`` is kept as a backup at the next export). ``repair`` moves the journal lines
         that cannot be read, or do not continue the session's journal, to
         ``journal.rejected.jsonl`` (see :func:`~skrisk.labelling.repair_journal`) before resuming:
-        without it such a line is an error naming it, and nothing is changed.
+        without it such a line is an error naming it, and nothing is changed. ``types`` (a mapping of
+        column to column type, see :class:`~skrisk.data.SimilarityFeatures`) overrides the types a new
+        session infers from the tables; the types decide how values are standardised and compared,
+        and on a person table (a name beside a date, postcode, phone or e-mail) the default blocking
+        (``typed`` passes of exact standardised keys instead of ``tokens``).
 
         Every file the session writes is checked first: a symbolic link (or a journal with a
         second hard link) is refused before anything is read, cut or written.
@@ -137,6 +142,7 @@ class LabellingSession:
         store, dataset, cfg = SessionStore.open(
             folder, out=out, left=left, right=right, table=table, pairs=pairs, id_column=id_column,
             encoding=encoding, config=config, overrides=overrides, force=force, blocking=blocking, repair=repair,
+            types=types,
         )
         try:
             return cls(store, dataset, cfg, input_fn=input_fn, out=out)

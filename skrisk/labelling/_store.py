@@ -294,7 +294,8 @@ class SessionStore:
     def _start(
         cls, folder: Path, lock: FolderLock, *, out: TextIO, left: Any = None, right: Any = None, table: Any = None,
         pairs: Any = None, id_column: str | None = None, encoding: str | None = None,
-        config: SessionConfig | None = None, blocking: Any = None, force: bool = False, **unused: Any,
+        config: SessionConfig | None = None, blocking: Any = None, force: bool = False, types: Any = None,
+        **unused: Any,
     ) -> tuple["SessionStore", Any, SessionConfig]:
         """Start a session in ``folder`` (``unused``: ``overrides`` and ``repair``, which only a
         resumed session reads)."""
@@ -333,6 +334,22 @@ class SessionStore:
             inputs = {"left": _file_info(left), "right": _file_info(right), "pairs": _file_info(pairs)}
         print("Reading the " + ("table" if dedup else "tables")
               + (" and candidate pairs" if pairs else " and blocking") + "...", file=out, flush=True)
+        from ..data._csv import _read_tables
+        from ..data._typed_blocking import describe_types, person_rules, table_types
+
+        left_t, right_t = _read_tables(Path(left), None if right is None else Path(right), id_column, encoding)
+        column_types = table_types(left_t, None if dedup else right_t, "auto" if types is None else types,
+                                   where="--types")
+        del left_t, right_t
+        print(visible(f"Column types (override with --types COL=TYPE,...): {describe_types(column_types)}."),
+              file=out, flush=True)
+        match_rules = None
+        if blocking is None and pairs is None:
+            # a person table: the model matches with typed passes; the session's pool adds the
+            # tokens rule's nearest records, so that the questions meet non-matches too
+            match_rules = person_rules(column_types)
+            if match_rules is not None:
+                blocking = match_rules + [("tokens", None, {})]
         dataset, blocked = load_csv_tables(left, right, pairs_csv=pairs, id_column=id_column, split=None,
                                            encoding=encoding, blocking=blocking, return_blocking=True)
         if blocked is not None:
@@ -361,6 +378,8 @@ class SessionStore:
             "task": dataset.task,
             "inputs": inputs,
             "blocking": blocking_rules_to_json(blocking) if pairs is None else None,
+            "types": column_types,
+            "match_blocking": blocking_rules_to_json(match_rules),
             "candidates": {"file": CANDIDATES, "pairs": len(dataset), "neutralised": True},
             "params": {
                 "n_instances": cfg.n_instances, "n_initial": cfg.n_initial, "max_pool": cfg.max_pool,
@@ -387,7 +406,9 @@ class SessionStore:
         from ..matchers._base import MATCH_THRESHOLD
 
         manifest = self.manifest or {}
-        rules = blocking_rules_from_json(manifest.get("blocking"))  # the manifest keeps the JSON form
+        # the manifest keeps the JSON form; a person table's session blocked its pool more widely
+        # than the model matches (match_blocking)
+        rules = blocking_rules_from_json(manifest.get("match_blocking") or manifest.get("blocking"))
         model = MatchModel(
             attributes=list(dataset.attributes), features=features, matcher=matcher,
             risk_model=risk_model,
