@@ -53,8 +53,8 @@ SIMILARITY_METRICS: tuple[str, ...] = (
 #: The comparisons of typed attributes (``types``), by column type; ``text`` and ``number``
 #: attributes get the generic ``SIMILARITY_METRICS``.
 TYPED_METRICS: dict[str, tuple[str, ...]] = {
-    "given_name": ("jaro_winkler", "jaccard_3gram", "levenshtein", "phonetic", "exact_tf", "missing_diff"),
-    "family_name": ("jaro_winkler", "jaccard_3gram", "levenshtein", "phonetic", "exact_tf", "missing_diff"),
+    "given_name": ("jaro_winkler", "levenshtein", "phonetic", "exact_tf", "missing_diff"),
+    "family_name": ("jaro_winkler", "levenshtein", "phonetic", "exact_tf", "missing_diff"),
     "full_name": ("jaccard", "jaro_winkler", "jaccard_3gram", "monge_elkan", "phonetic", "exact_tf", "missing_diff"),
     "date": ("exact", "levenshtein", "date_fields", "day_month_swap", "years_apart", "missing_diff"),
     "phone": ("exact", "levenshtein", "last_digits", "missing_diff"),

@@ -21,6 +21,7 @@ import unicodedata
 from typing import Any, Mapping
 
 import numpy as np
+import pandas as pd
 
 from ..exceptions import DataError
 
@@ -307,32 +308,33 @@ def standardise(values: np.ndarray, column_type: Mapping[str, Any]) -> np.ndarra
     ['2125550143']
     """
     kind = column_type["type"]
-    missing = set(column_type.get("missing", ()))
-    out = np.empty(len(values), dtype=object)
+    missing = list(column_type.get("missing", ()))
+    v = pd.Series(values, dtype=object)
+    gone = (v == "") | v.isin(missing) if missing else v == ""
     if kind in ("text", "number"):
-        out[:] = ["" if v in missing else v for v in values]
+        out = v.to_numpy(dtype=object, copy=True)
+        out[gone.to_numpy()] = ""
         return out
-    for i, v in enumerate(values):
-        if not v or v in missing:
-            out[i] = ""
-            continue
-        if kind in NAME_TYPES:
-            out[i] = " ".join(_NAME_PUNCT.sub(" ", _fold(v)).split())
-        elif kind in ("categorical", "email"):
-            out[i] = _fold(v)
-        elif kind == "phone":
-            digits = "".join(c for c in v if c.isdigit())
-            if digits.startswith("00"):
-                digits = digits[2:]
-            out[i] = digits[-10:]
-        elif kind == "postcode":
-            code = "".join(c for c in _fold(v) if c.isalnum())
-            length = column_type.get("length")
-            if length and code.isdigit() and len(code) < length:
-                code = code.zfill(length)
-            out[i] = code
-        else:  # date
-            out[i] = v
+    if kind in NAME_TYPES or kind in ("categorical", "email", "postcode"):
+        if not all(x.isascii() for x in v):
+            v = v.map(_fold)
+        else:
+            v = v.str.lower()
+    if kind in NAME_TYPES:
+        v = v.str.replace(r"['’`.]", "", regex=True).str.replace(r"[^\w ]+|[\d_]+", " ", regex=True)
+        v = v.str.split().str.join(" ")
+    elif kind in ("categorical", "email"):
+        v = v.str.split().str.join(" ")
+    elif kind == "phone":
+        v = v.str.replace(r"\D+", "", regex=True)
+        v = v.where(~v.str.startswith("00"), v.str[2:]).str[-10:]
+    elif kind == "postcode":
+        v = v.str.replace(r"[\W_]+", "", regex=True)
+        length = column_type.get("length")
+        if length:
+            v = v.where(~v.str.isdigit(), v.str.zfill(length))
+    out = v.to_numpy(dtype=object, copy=True)
+    out[gone.to_numpy()] = ""
     if kind == "date":
         ymd = parse_dates(out, column_type.get("order", "unknown"))
         ok = np.flatnonzero(ymd[:, 0] > 0)
