@@ -368,6 +368,12 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
 
     finish_files_together(out)  # of a run killed while it moved its outputs into place
     model = load_model(args.model)
+    ctypes = getattr(model.features, "column_types_", None)
+    if ctypes and any(t["type"] != "text" for t in ctypes.values()):
+        from ._safetext import visible
+        from .data._typed_blocking import describe_types
+
+        print(visible(f"Column types (from the model): {describe_types(ctypes)}."), flush=True)
     id_column = args.id_column or model.id_column
     enc_left, _, enc_right = args.encoding.partition(",")
     if args.entities is not None:

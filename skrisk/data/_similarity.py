@@ -60,6 +60,7 @@ TYPED_METRICS: dict[str, tuple[str, ...]] = {
     "phone": ("exact", "levenshtein", "last_digits", "missing_diff"),
     "postcode": ("exact", "levenshtein", "prefix", "missing_diff"),
     "email": ("exact", "jaro_winkler", "domain", "missing_diff"),
+    "address": ("exact", "jaccard", "jaro_winkler", "levenshtein", "num_diff", "missing_diff"),
     "categorical": ("exact", "exact_tf", "jaro_winkler", "missing_diff"),
 }
 #: Every metric name a feature can end with (the generic ones, the typed ones, the name swap).

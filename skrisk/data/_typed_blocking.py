@@ -10,7 +10,6 @@ passes still pair those records on rarer keys.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 import numpy as np
@@ -24,7 +23,6 @@ __all__ = ["typed_passes", "typed_pairs", "check_typed_params", "has_typed_keys"
            "person_rules", "describe_types"]
 
 _DEFAULT_MAX_BLOCK = 20
-_ADDRESS_HINT = re.compile(r"addr|street|road|line[_ ]?1")
 _STRONG = ("given_name", "family_name", "full_name", "date", "phone", "postcode", "email")
 
 
@@ -78,7 +76,7 @@ def typed_passes(types: Mapping[str, Mapping[str, Any]], cols: list[str]) -> lis
     ph = _first(types, "phone", cols)
     e = _first(types, "email", cols)
     c = _first(types, "categorical", cols)
-    a = next((x for x in cols if types[x]["type"] == "text" and _ADDRESS_HINT.search(x.lower())), None)
+    a = _first(types, "address", cols)
     def key(col: str | None, part: str = "") -> str | None:
         return None if col is None else (f"{col}:{part}" if part else col)
 
@@ -87,7 +85,6 @@ def typed_passes(types: Mapping[str, Mapping[str, Any]], cols: list[str]) -> lis
         (key(g, "prefix3"), key(f, "prefix4")), (f, d), (g, d), (p, g), (p, f), (d, c), (key(p, "prefix3"), d),
         (key(g, "phonetic"), key(f, "phonetic"), key(p, "prefix3")), (swapped, key(d, "year")), (swapped, p),
         (n, d), (key(n, "phonetic"), d), (key(n, "phonetic"), p), (n, p), (ph,), (e,),
-        # an address pairs records only with its other keys' help when it is text
         (a,), (key(a, "prefix6"), c), (key(a, "prefix6"), key(p, "prefix3")),
     ]
     out = [tuple(k) for k in passes if all(x is not None for x in k)]
@@ -125,7 +122,10 @@ def _key(table: pd.DataFrame, key: str, types: Mapping[str, Mapping[str, Any]], 
     elif not part:
         raw = table[col].to_numpy(dtype=object)
         codes, uniq = pd.factorize(pd.Series(raw, dtype=object), use_na_sentinel=False)
-        norm = np.array([normalise_text(v) for v in uniq], dtype=object)
+        if all(type(v) is str or v is None for v in uniq):
+            norm = pd.Series(uniq, dtype=object).str.strip().str.lower().fillna("").to_numpy(dtype=object)
+        else:
+            norm = np.array([normalise_text(v) for v in uniq], dtype=object)
         std = standardise(norm, types[col])
         if types[col]["type"] == "phone":
             std = np.where(pd.Series(std, dtype=object).str.len().to_numpy() >= 7, std, "")
@@ -147,13 +147,29 @@ def _key(table: pd.DataFrame, key: str, types: Mapping[str, Mapping[str, Any]], 
     return out
 
 
+def _key_codes(table: pd.DataFrame, key: str, types: Mapping[str, Mapping[str, Any]], cache: dict) -> np.ndarray:
+    """:func:`_key` as int64 codes (``-1``: missing), computed once per key and table."""
+    name = ("codes", key)
+    if name not in cache:
+        values = _key(table, key, types, cache)
+        codes, uniq = pd.factorize(values)
+        codes = codes.astype(np.int64)
+        empty = np.flatnonzero(np.asarray(uniq, dtype=object) == "")
+        if len(empty):
+            codes[codes == empty[0]] = -1
+        cache[name] = codes
+    return cache[name]
+
+
 def _pass_codes(keys: list[np.ndarray]) -> np.ndarray:
-    """One int64 code per record for the tuple of keys, ``-1`` where any key is missing."""
-    frame = pd.DataFrame({i: k for i, k in enumerate(keys)})
-    codes = frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy(np.int64)
-    missing = np.zeros(len(frame), dtype=bool)
+    """One int64 code per record for the tuple of keys (int codes, ``-1`` missing), ``-1`` where any is missing."""
+    codes = np.zeros(len(keys[0]), dtype=np.int64)
+    missing = np.zeros(len(keys[0]), dtype=bool)
     for k in keys:
-        missing |= k == ""
+        missing |= k < 0
+        # combine as a mixed-radix number, factorised again so that it never overflows
+        codes, _ = pd.factorize(codes * (int(k.max(initial=0)) + 2) + k + 1)
+        codes = codes.astype(np.int64)
     codes[missing] = -1
     return codes
 
@@ -204,6 +220,17 @@ def _between(lc: np.ndarray, rc: np.ndarray, max_block: int) -> tuple[np.ndarray
     return li.astype(np.intp), r_order[first + offset].astype(np.intp)
 
 
+def _shared_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Int codes of two tables' key values in one numbering (``-1``: missing)."""
+    both = np.concatenate([a, b])
+    codes, uniq = pd.factorize(both)
+    codes = codes.astype(np.int64)
+    empty = np.flatnonzero(np.asarray(uniq, dtype=object) == "")
+    if len(empty):
+        codes[codes == empty[0]] = -1
+    return codes
+
+
 def typed_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame,
                 one_way: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the candidate pairs of the ``typed`` rule (``left is right``: within one table)."""
@@ -221,12 +248,13 @@ def typed_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.Dat
     rcache: dict = lcache if dedup else {}
     out_l, out_r = [], []
     for keys in passes:
-        lcodes = [_key(left, k, types, lcache) for k in keys]
+        lcodes = [_key_codes(left, k, types, lcache) for k in keys]
         if dedup:
             li, ri = _within(_pass_codes(lcodes), int(params["max_block"]))
         else:
-            rcodes = [_key(right, k, types, rcache) for k in keys]
-            both = _pass_codes([np.concatenate([a, b]) for a, b in zip(lcodes, rcodes)])
+            rkeys = [_key(right, k, types, rcache) for k in keys]
+            lkeys = [_key(left, k, types, lcache) for k in keys]
+            both = _pass_codes([_shared_codes(a, b) for a, b in zip(lkeys, rkeys)])
             li, ri = _between(both[:len(left)], both[len(left):], int(params["max_block"]))
         out_l.append(li)
         out_r.append(ri)

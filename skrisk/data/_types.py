@@ -30,7 +30,7 @@ __all__ = ["COLUMN_TYPES", "infer_column_type", "check_column_type", "resolve_ty
 
 #: The column types, in the order inference tries them.
 COLUMN_TYPES: tuple[str, ...] = ("given_name", "family_name", "full_name", "date", "phone", "postcode", "email",
-                                 "number", "categorical", "text")
+                                 "address", "number", "categorical", "text")
 #: Types compared as person names.
 NAME_TYPES = frozenset({"given_name", "family_name", "full_name"})
 #: Tokens read as a missing value in a typed column (never in a ``text`` one, where they are data).
@@ -50,6 +50,13 @@ _POSTCODE_HINT = re.compile(r"(zip|post|postal|plz|pin)[_ ]?(code)?|^cap$|^zip$"
 _PLACE_HINT = re.compile(r"^(city|town|suburb|state|country|county|region|province|district|gender|sex|"
                          r"birth[_ ]?place|place[_ ]?of[_ ]?birth)$")
 _PHONE_HINT = re.compile(r"phone|tel|mobile|fax|cell")
+_ADDRESS_HINT = re.compile(r"addr|street|^road$|line[_ ]?1")
+_ADDRESS_VALUE = re.compile(r"^(?=.*\d)(?=.*[^\W\d_]{2}).*\s")
+# street words and their usual abbreviations (standardised addresses use the short form)
+_STREET_WORDS = {"street": "st", "road": "rd", "avenue": "ave", "boulevard": "blvd", "drive": "dr", "lane": "ln",
+                 "place": "pl", "court": "ct", "square": "sq", "terrace": "ter", "highway": "hwy", "north": "n",
+                 "south": "s", "east": "e", "west": "w", "apartment": "apt", "suite": "ste"}
+_STREET_RE = re.compile(r"\b(" + "|".join(_STREET_WORDS) + r")\b")
 
 _NAME_VALUE = re.compile(r"^[^\W\d_]+(?:[ '\-.][^\W\d_]+)*\.?$")
 _EMAIL_VALUE = re.compile(r"^[^@\s]+@[^@\s]+\.[^\W\d_]{2,}$")
@@ -183,6 +190,8 @@ def infer_column_type(name: str, values: np.ndarray) -> dict[str, Any]:
             lengths, counts = np.unique(digits, return_counts=True)
             length = int(lengths[np.argmax(counts)]) if 3 <= lengths[np.argmax(counts)] <= 10 else None
         return check_column_type({"type": "postcode", "length": length}, name, "inference")
+    if _ADDRESS_HINT.search(hint) and _share(vals, _ADDRESS_VALUE) >= 0.6:
+        return check_column_type("address", name, "inference")
     names = _share(vals, _NAME_VALUE)
     if names >= 0.9:
         if _GIVEN_HINT.search(hint):
@@ -240,22 +249,30 @@ def parse_dates(values: np.ndarray, order: str) -> np.ndarray:
     day-or-month-first value of an ``"unknown"`` order column is read day first.
     """
     out = np.full((len(values), 3), -1, dtype=np.int32)
-    for i, v in enumerate(values):
-        m = _ISO.match(v)
-        if m:
-            y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        else:
-            m = _COMPACT.match(v)
-            if m:
-                y, mo, d = int(m.group(1) + m.group(2)), int(m.group(3)), int(m.group(4))
-            else:
-                m = _DMY.match(v)
-                if not m:
-                    continue
-                a, b, y = int(m.group(1)), int(m.group(2)), int(m.group(3))
-                d, mo = (b, a) if order == "mdy" else (a, b)
-        if 1000 <= y <= 2999 and 1 <= mo <= 12 and 1 <= d <= 31:
-            out[i] = (y, mo, d)
+    if not len(values):
+        return out
+    v = pd.Series(values, dtype=object)
+    fields = np.full((len(values), 3), -1, dtype=np.int64)
+    for pattern, cols in ((_ISO, (0, 1, 2)), (_COMPACT, None), (_DMY, None)):
+        todo = fields[:, 0] < 0
+        if not todo.any():
+            break
+        got = v[todo].str.extract(pattern.pattern)
+        ok = got.notna().all(axis=1).to_numpy()
+        if not ok.any():
+            continue
+        g = got[ok].astype(np.int64).to_numpy()
+        if pattern is _ISO:
+            ymd = g
+        elif pattern is _COMPACT:
+            ymd = np.column_stack([g[:, 0] * 100 + g[:, 1], g[:, 2], g[:, 3]])
+        else:  # day or month first
+            first, second = (g[:, 1], g[:, 0]) if order == "mdy" else (g[:, 0], g[:, 1])
+            ymd = np.column_stack([g[:, 2], second, first])
+        fields[np.flatnonzero(todo)[ok]] = ymd
+    valid = ((fields[:, 0] >= 1000) & (fields[:, 0] <= 2999) & (fields[:, 1] >= 1) & (fields[:, 1] <= 12)
+             & (fields[:, 2] >= 1) & (fields[:, 2] <= 31))
+    out[valid] = fields[valid]
     return out
 
 
@@ -315,7 +332,7 @@ def standardise(values: np.ndarray, column_type: Mapping[str, Any]) -> np.ndarra
         out = v.to_numpy(dtype=object, copy=True)
         out[gone.to_numpy()] = ""
         return out
-    if kind in NAME_TYPES or kind in ("categorical", "email", "postcode"):
+    if kind in NAME_TYPES or kind in ("categorical", "email", "postcode", "address"):
         if not all(x.isascii() for x in v):
             v = v.map(_fold)
         else:
@@ -324,6 +341,10 @@ def standardise(values: np.ndarray, column_type: Mapping[str, Any]) -> np.ndarra
         v = v.str.replace(r"['’`.]", "", regex=True).str.replace(r"[^\w ]+|[\d_]+", " ", regex=True)
         v = v.str.split().str.join(" ")
     elif kind in ("categorical", "email"):
+        v = v.str.split().str.join(" ")
+    elif kind == "address":
+        v = v.str.replace(r"[^\w ]+|_", " ", regex=True).str.replace(_STREET_RE, lambda m: _STREET_WORDS[m.group(1)],
+                                                                    regex=True)
         v = v.str.split().str.join(" ")
     elif kind == "phone":
         v = v.str.replace(r"\D+", "", regex=True)

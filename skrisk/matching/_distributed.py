@@ -24,7 +24,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from ..exceptions import DataError, MissingCapabilityError
-from ._steps import _candidates, _feature_names, _kept, _matches_and_entities, _prepare_tables, _reasons, _stage
+from ._steps import (_candidates, _feature_names, _kept, _matches_and_entities, _model_rules, _prepare_tables,
+                     _reasons, _stage)
 from ._model import MatchModel
 
 __all__ = ["cluster_client", "match_on_dask"]
@@ -132,7 +133,7 @@ def match_on_dask(
     right = _collect(right, names[1], client, model.id_column)
     left, right = _prepare_tables(model, left, right, names)
     with _stage("Blocking", progress, timings, "blocking"):
-        blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
+        blocked = _candidates(left, right, _model_rules(model) if blocking is None else blocking, names, n_jobs)
     with _stage("Encoding the tables", progress, timings, "encoding"):
         scorer = model.scorer(left, right, n_jobs=1)  # every distinct value encoded once, as on one machine
     n = blocked.n_candidates

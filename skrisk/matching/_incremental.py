@@ -33,6 +33,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
+from ._steps import _model_rules
 
 INDEX_MANIFEST = "index.json"
 INDEX_RECORDS = "index_records.csv"
@@ -333,7 +334,7 @@ def match_incremental(
                         "probability": np.nan, "risk": np.nan, "reasons": "", "applied": "yes",
                         "detail": "new values, re-matched; old links: " + (";".join(mates) if mates else "none")})
     entity_of = entity_of.drop(updated)
-    rules = model.blocking if blocking is None else blocking
+    rules = _model_rules(model) if blocking is None else blocking
     tick = time.perf_counter()
     pairs = _candidate_pairs(new, kept_known, rules, n_jobs)
     timings["blocking"] = time.perf_counter() - tick

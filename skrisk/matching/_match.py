@@ -16,7 +16,8 @@ import pandas as pd
 
 from .._threads import map_in_order, n_threads
 from ._model import MatchModel
-from ._steps import _candidates, _feature_names, _kept, _matches_and_entities, _prepare_tables, _reasons, _stage
+from ._steps import (_candidates, _feature_names, _kept, _matches_and_entities, _model_rules, _prepare_tables,
+                     _reasons, _stage)
 
 __all__ = ["MatchResult", "match"]
 
@@ -163,7 +164,7 @@ def match(
     left, right = _prepare_tables(model, left, right, names)
     threads = n_threads(n_jobs)
     with _stage("Blocking", progress, timings, "blocking"):
-        blocked = _candidates(left, right, model.blocking if blocking is None else blocking, names, n_jobs)
+        blocked = _candidates(left, right, _model_rules(model) if blocking is None else blocking, names, n_jobs)
     with _stage("Encoding the tables", progress, timings, "encoding"):
         # chunks on threads, each on one: no thread waits for another's rapidfuzz workers
         scorer = model.scorer(left, right, n_jobs=1 if threads > 1 else n_jobs)  # encodes every distinct value once

@@ -296,6 +296,7 @@ class MatchModel:
                 f"{None if seen is None else [str(c) for c in seen][:8]}, but the model's attributes "
                 f"{list(attrs)} give {expected[:8]}: the parts come from different tasks; {_RESAVE}."
             )
+        self._check_types(where)
         from ..risk import LearnRisk
 
         if self.risk_model is not None and not isinstance(self.risk_model, LearnRisk):
@@ -313,6 +314,34 @@ class MatchModel:
                     f"give {width}: the parts come from different models; {_RESAVE}."
                 )
         blocking_rules_to_json(self.blocking)
+
+    def _check_types(self, where: str) -> None:
+        """Refuse column types (``features.column_types_``) that are malformed, do not cover the
+        attributes, or disagree with the features the types give."""
+        ctypes = getattr(self.features, "column_types_", None)
+        if ctypes is None:  # features fitted before column types: every attribute text
+            return
+        from ..data._similarity import SIMILARITY_METRICS, TYPED_METRICS
+        from ..data._types import check_column_type
+
+        if not isinstance(ctypes, dict) or sorted(map(str, ctypes)) != sorted(self.attributes):
+            raise DataError(f"{where}: the column types cover {sorted(map(str, ctypes))[:8] if isinstance(ctypes, dict) else ctypes!r}, "
+                            f"not the attributes {list(self.attributes)}; {_RESAVE}.")
+        per_attr = getattr(self.features, "_attr_metrics", None)
+        for a in self.attributes:
+            entry = check_column_type(ctypes[a], a, f"{where}: column types")
+            if entry != ctypes[a]:
+                raise DataError(f"{where}: the type entry of column {a!r} is {ctypes[a]!r}, not a checked entry "
+                                f"(expected {entry!r}); {_RESAVE}.")
+            kind = entry["type"]
+            # the features of a type: its typed comparisons and generic metrics (the lists of
+            # older versions stay readable), never another type's comparisons
+            allowed = set(SIMILARITY_METRICS) | set(TYPED_METRICS.get(kind, ()))
+            got = per_attr.get(a) if isinstance(per_attr, dict) else None
+            if not isinstance(got, (tuple, list)) or not got or not set(got) <= allowed:
+                raise DataError(f"{where}: column {a!r} is typed {kind!r}, but its features are "
+                                f"{per_attr.get(a) if isinstance(per_attr, dict) else None}: the parts do not "
+                                f"belong together; {_RESAVE}.")
 
     def check_table(self, table: pd.DataFrame, source: str) -> None:
         """Raise :class:`DataError` when ``table`` (read from ``source``) lacks an attribute the model needs."""

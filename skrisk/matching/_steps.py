@@ -65,6 +65,19 @@ def _prepare_tables(
     return left, right
 
 
+def _model_rules(model: MatchModel) -> Any:
+    """The model's blocking rules; for a model without them whose column types make a person
+    table, the ``typed`` passes of those types; else None (the ``tokens`` default)."""
+    if model.blocking is not None:
+        return model.blocking
+    ctypes = getattr(model.features, "column_types_", None)
+    if not ctypes:
+        return None
+    from ..data._typed_blocking import person_rules
+
+    return person_rules(ctypes)
+
+
 def _candidates(
     left: pd.DataFrame, right: pd.DataFrame | None, rules: Any, names: tuple[str, str], n_jobs: int | None
 ) -> Any:

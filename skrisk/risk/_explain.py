@@ -40,9 +40,9 @@ _SHORT_VALUE = 28
 
 
 def _metrics() -> tuple[str, ...]:
-    from ..data._similarity import SIMILARITY_METRICS
+    from ..data._similarity import ALL_METRICS
 
-    return SIMILARITY_METRICS
+    return ALL_METRICS
 
 
 def split_feature_name(name: str) -> tuple[str | None, str | None]:
@@ -97,6 +97,34 @@ def _side_missing(attr: str, left: str, right: str) -> str:
     if not left and not right:
         return f"{attr} is missing on both records"
     return f"{attr} is missing on the {'left' if not left else 'right'} record"
+
+
+def _typed_words(metric: str, v: float, attr: str, pl: str) -> str | None:
+    """A typed comparison's value in words (None for the generic metrics)."""
+    yes = v >= 0.5
+    one = attr.replace("_", " ").strip() or attr
+    if metric == "exact":
+        return f"{pl} are the same once standardised" if yes else f"{pl} differ once standardised"
+    if metric == "exact_tf":
+        return (f"{pl} agree on a rare value (1 in {10 ** v:,.0f} records)" if v > 0 else f"{pl} differ")
+    if metric == "phonetic":
+        return f"{pl} sound alike (Soundex)" if yes else f"{pl} sound different (Soundex)"
+    if metric == "date_fields":
+        return f"{one}: {round(v * 3)} of year, month and day agree"
+    if metric == "day_month_swap":
+        return f"{one}: day and month swapped" if yes else f"{one}: day and month not swapped"
+    if metric == "years_apart":
+        return f"{pl} are {round(v * 10)}{'+' if v >= 1 else ''} years apart" if v > 0 else f"{pl}: same year"
+    if metric == "last_digits":
+        return f"{pl} end in the same seven digits" if yes else f"{pl} differ in their last seven digits"
+    if metric == "prefix":
+        return f"{pl} start alike (first three characters)" if yes else f"{pl} start differently"
+    if metric == "domain":
+        return f"{one}: e-mail domains agree" if yes else f"{one}: e-mail domains differ"
+    if metric == "name_swap":
+        return (f"given and family names look swapped ({v:.0%} alike crossed)" if v >= 0.85
+                else f"given and family names are not swapped ({v:.0%} alike crossed)")
+    return None
 
 
 def describe_feature(
@@ -172,6 +200,10 @@ def describe_feature(
             return f"{pl} are equal: {_quoted(lv)}" if have else f"{pl} are equal"
         tail = f": {_quoted(lv)} vs {_quoted(rv)}" if have else ""
         return f"{pl} differ by {v:.0%}{tail}"
+    typed = _typed_words(metric, v, attr, pl)
+    if typed is not None:
+        tail = f": {lv} vs {rv}" if have and lv and rv and max(len(lv), len(rv)) <= _SHORT_VALUE else ""
+        return typed + tail
     only = "only " if low else ""
     if metric == "jaccard" and have:
         lw, rw = set(_WORD_RE.findall(lv.lower())), set(_WORD_RE.findall(rv.lower()))
