@@ -84,7 +84,9 @@ def predict(
     var = (sums[:, 2] + g * g * sig_bin2) / (W * W) + EPS
     sigma = np.sqrt(var)
     yhat = p > MATCH_THRESHOLD
-    q = np.where(yhat, 1.0 - theta, theta)
+    # the torch forward's quantile levels are float32 (torch.where of two Python floats), then
+    # float64: the same rounding here, so that both forwards give the same risks
+    q = np.where(yhat, np.float32(1.0 - theta), np.float32(theta)).astype(np.float64)
     quant = _truncnorm_ppf(q, m, sigma)
     risk = np.where(yhat, 1.0 - quant, quant)
     return risk, m, sigma
