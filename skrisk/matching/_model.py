@@ -122,6 +122,37 @@ def _versions() -> dict[str, str]:
     return out
 
 
+#: The array-API backends of scikit-learn's vendored ``array_api_compat`` whose import loads a large
+#: library (torch, dask, cupy) and holds no estimator.
+_HEAVY_BACKENDS = tuple(f"sklearn.externals.array_api_compat.{b}" for b in ("torch", "dask", "cupy"))
+
+
+def _skops_io() -> Any:
+    """:mod:`skops.io`, imported without loading torch, dask or cupy.
+
+    Importing ``skops.io`` lists scikit-learn's estimators (its default trusted types) with
+    :func:`sklearn.utils.all_estimators`, whose package walk imports every subpackage of
+    scikit-learn, the array-API backends in ``sklearn.externals.array_api_compat`` included, and
+    so torch. Those backends define no estimator: while ``skops.io`` is imported they are marked
+    unimportable (``None`` in ``sys.modules``, which the walk skips), then unmarked, so the list
+    of trusted types is the same and nothing later is kept from importing them.
+    """
+    import sys
+
+    if "skops.io" in sys.modules:
+        return sys.modules["skops.io"]
+    marked = [name for name in _HEAVY_BACKENDS if name not in sys.modules]
+    for name in marked:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        import skops.io as sio
+    finally:
+        for name in marked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+    return sio
+
+
 def _is_rnn(obj: object) -> bool:
     """Whether ``obj`` is an RNNMatcher, without importing torch when it is not loaded."""
     import sys
@@ -392,7 +423,7 @@ class MatchModel:
         pathlib.Path
             The file.
         """
-        import skops.io as sio
+        sio = _skops_io()
 
         self.check()
         parts, kind, rnn = self._split_rnn()
@@ -570,12 +601,17 @@ def _unused_entries(entries: dict[str, bytes], kind: str, file: Path) -> None:
 
 def _place_risk(risk: Any, device: str | None) -> None:
     """The risk model scores on ``device`` when given, else where it was saved when that device is
-    here, else on the CPU (its numbers are float64 on either)."""
-    import torch
-
+    here, else on the CPU (its numbers are float64 on either). The CPU needs no torch: there the
+    risk is computed in numpy."""
     inner = getattr(risk, "risk_model_", None)
     if inner is None:
         return
+    name = device if device is not None and device != "auto" else inner.device
+    if isinstance(name, str) and re.fullmatch(r"cpu(:[0-9]+)?", name):
+        inner.device = name
+        return
+    import torch
+
     want = torch.device(device if device is not None and device != "auto" else inner.device)
     if want.type == "cuda" and (not torch.cuda.is_available() or (want.index or 0) >= torch.cuda.device_count()):
         want = torch.device("cpu")
@@ -634,8 +670,7 @@ def load_model(
         Not a model file (a pickle, another zip, a damaged archive), a newer format version,
         untrusted types, or parts that disagree; the message names the file and the fix.
     """
-    import skops.io as sio
-
+    sio = _skops_io()
     extra_trusted = _trusted_names(trusted)
     file = _model_path(path)
     entries = _read_zip(file)

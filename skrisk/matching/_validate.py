@@ -44,6 +44,7 @@ nodes in all).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,8 @@ _RISK_RANGES = {
 
 #: Probability bins a LearnRisk model of a file may hold.
 MAX_RISK_BINS = 1_000_000
+#: The device names torch reads as the CPU or a CUDA device (index optional).
+_PLAIN_DEVICE = re.compile(r"(cpu|cuda)(:[0-9]+)?")
 
 
 def _check_risk_scalars(est: Any, where: str, walk: _Walk) -> None:
@@ -275,13 +278,16 @@ def _check_risk_scalars(est: Any, where: str, walk: _Walk) -> None:
     if not isinstance(wf, (tuple, list)) or len(wf) != 2 or not all(_finite_number(v) and v >= 0 for v in wf):
         raise walk.fail(f"{where}.weight_function_", f"is {wf!r}, not two numbers >= 0 (training keeps them so)")
     dev = d.get("device")
-    try:
-        import torch
+    if isinstance(dev, str) and _PLAIN_DEVICE.fullmatch(dev):  # the usual names, read without torch
+        kind = dev.split(":", 1)[0]
+    else:
+        try:
+            import torch
 
-        parsed = torch.device(dev) if isinstance(dev, (str, torch.device)) else None
-    except (RuntimeError, TypeError, ValueError):
-        parsed = None
-    if parsed is None or parsed.type not in ("cpu", "cuda"):
+            kind = torch.device(dev).type if isinstance(dev, (str, torch.device)) else None
+        except (RuntimeError, TypeError, ValueError):
+            kind = None
+    if kind not in ("cpu", "cuda"):
         raise walk.fail(f"{where}.device", f"is {dev!r}, not 'cpu' or a CUDA device (the risk model scores there)")
     if "rank_scale_" in d and not _finite_number(d["rank_scale_"]):
         raise walk.fail(f"{where}.rank_scale_", f"is {d['rank_scale_']!r}, not a finite number")

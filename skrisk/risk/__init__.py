@@ -13,7 +13,8 @@ training, on similarity features plus the matcher's probability as a column of `
 the scikit-learn estimators of this package (its ``X`` has a domain, a probability column in
 [0, 1], that sklearn's generic checks do not respect).
 
-Names are imported on first use (the risk model needs torch), so ``import skrisk.risk`` is light.
+Names are imported on first use, so ``import skrisk.risk`` is light; torch is imported only to
+train the risk model (or to score on a GPU): on the CPU its risks are computed in numpy.
 """
 
 from __future__ import annotations

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import time
 import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags
 from sklearn.metrics import roc_auc_score
@@ -25,10 +25,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._device import resolve_device
 from .._params import Interval, Options, validate_params
 from ..matchers._base import MATCH_THRESHOLD, match_labels
-from . import _model
+from . import _numpy_model
 from ._defaults import DEFAULT_EPOCHS
 from ._explain import RiskExplanation, build_reasons
 from ._rules import Rule, generate_rules, rule_activations
@@ -76,6 +75,24 @@ class RiskDistribution(NamedTuple):
 #: (name, type, lower bound, "left" closed / "neither") of the scalar hyperparameters
 
 
+class _TorchDevice:
+    """Constraint: a ``torch.device`` (checked without importing torch: an object can only be one
+    when torch is loaded)."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        torch = sys.modules.get("torch")
+        return torch is not None and isinstance(value, torch.device)
+
+    def __str__(self) -> str:
+        return "an instance of 'device'"
+
+
+def _on_cpu(device: Any) -> bool:
+    """Whether ``device`` names the CPU (a str or a ``torch.device``), without importing torch."""
+    name = device if isinstance(device, str) else getattr(device, "type", None)
+    return isinstance(name, str) and (name == "cpu" or name.startswith("cpu:"))
+
+
 #: The constraints of the risk hyperparameters that LearnRiskEstimator and LearnRisk both take.
 HYPERPARAMETER_CONSTRAINTS: dict = {
     "max_depth": [Interval(numbers.Integral, 1, None)],
@@ -95,7 +112,7 @@ HYPERPARAMETER_CONSTRAINTS: dict = {
     "n_iter_no_change": [None, Interval(numbers.Integral, 1, None)],
     "alpha_l1": [Interval(numbers.Real, 0, None)],
     "alpha_l2": [Interval(numbers.Real, 0, None)],
-    "device": [None, str, torch.device],
+    "device": [None, str, _TorchDevice()],
     "random_state": ["random_state"],
 }
 
@@ -195,7 +212,8 @@ class LearnRiskEstimator(BaseEstimator):
     fallback_train_size : float, default=0.5
         Share of ``X`` used as training pairs when ``X_train`` is not given.
     device : str or torch.device, default="cpu"
-        Torch device for training and prediction, e.g. ``"cuda"``.
+        Torch device for training and prediction, e.g. ``"cuda"``. On the CPU (``"cpu"``),
+        prediction and :meth:`explain` compute the same formulas in numpy, without torch.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the batch order and the fallback split.
 
@@ -325,7 +343,7 @@ class LearnRiskEstimator(BaseEstimator):
         alpha_l1: float = 1e-3,
         alpha_l2: float = 1e-3,
         fallback_train_size: float = 0.5,
-        device: str | torch.device = "cpu",
+        device: Any = "cpu",
         random_state: int | np.random.RandomState | None = None,
     ) -> None:
         self.train_pairs = train_pairs
@@ -353,8 +371,10 @@ class LearnRiskEstimator(BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation helpers
-    def _check_params(self) -> torch.device:
+    def _check_params(self) -> Any:
         validate_params(self)
+        from .._device import resolve_device  # torch: fitting trains the risk model in torch
+
         return resolve_device(self.device)
 
     def _resolve_proba_column(self, n_features: int) -> int:
@@ -542,6 +562,10 @@ class LearnRiskEstimator(BaseEstimator):
 
         # ---- learn the ranking on the validation pairs
         rng = check_random_state(self.random_state)
+        import torch
+
+        from . import _model
+
         gen = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         fit_idx, monitor = np.arange(z.size), None
         scores: list[float] = []
@@ -656,7 +680,12 @@ class LearnRiskEstimator(BaseEstimator):
     def _bins(self, p: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
         return np.minimum((p * self.n_bins).astype(np.intp), self.n_bins - 1)
 
-    def _inputs(self, F: npt.NDArray[np.float64], p: npt.NDArray[np.float64], device: torch.device) -> _model.RiskInputs:
+    def _inputs(self, F: npt.NDArray[np.float64], p: npt.NDArray[np.float64], device: Any) -> Any:
+        """The torch inputs (:class:`~skrisk.risk._model.RiskInputs`) of pairs, on ``device``."""
+        import torch
+
+        from . import _model
+
         A = rule_activations(self.rules_, F)
         return _model.RiskInputs(
             A=torch.as_tensor(A, dtype=torch.float64, device=device),
@@ -664,7 +693,12 @@ class LearnRiskEstimator(BaseEstimator):
             bins=torch.as_tensor(self._bins(p), dtype=torch.int64, device=device),
         )
 
-    def _params(self, device: torch.device) -> _model.RiskParams:
+    def _params(self, device: Any) -> Any:
+        """The fitted parameters as torch tensors (:class:`~skrisk.risk._model.RiskParams`)."""
+        import torch
+
+        from . import _model
+
         t = lambda v: torch.as_tensor(np.asarray(v, dtype=np.float64), device=device)  # noqa: E731
         return _model.RiskParams(
             w=t(self.rule_weights_), r=t(np.concatenate([self.rule_rsd_, self.bin_rsd_])),
@@ -693,6 +727,18 @@ class LearnRiskEstimator(BaseEstimator):
             ``std`` are those of the normal before truncation to [0, 1].
         """
         F, p = self._transform_input(X)
+        if _on_cpu(self.device):  # numpy: scoring on the CPU needs no torch
+            risk, mu, sigma = _numpy_model.predict(
+                A=rule_activations(self.rules_, F), p=p, bins=self._bins(p), w=self.rule_weights_,
+                r=np.concatenate([self.rule_rsd_, self.bin_rsd_]), a=self.weight_function_[0],
+                c=self.weight_function_[1], mu=self.rule_expectations_, mu_tilde=self.rsd_base_,
+                theta=float(self.theta),
+            )
+            return RiskDistribution(risk, mu, sigma)
+        import torch
+
+        from . import _model
+
         device = torch.device(self.device)
         x = self._inputs(F, p, device)
         risk, mu, sigma = _model.predict(self._params(device), x, float(self.theta))
@@ -777,8 +823,7 @@ class LearnRiskEstimator(BaseEstimator):
         fired = np.flatnonzero(rule_activations(self.rules_, F)[0])
         a, c = self.weight_function_
         p0 = float(p[0])
-        t = lambda v: torch.tensor(float(v), dtype=torch.float64)  # noqa: E731
-        g = float(_model.matcher_weight(t(p0), t(a), t(c)))
+        g = float(_numpy_model.matcher_weight(p0, float(a), float(c)))
         total = g + self.rule_weights_[fired].sum()
         rules = [
             {

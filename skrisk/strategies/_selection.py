@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.utils import check_random_state
 
-from .._device import resolve_device
 from .._rows import first_non_finite, num_rows, pool_kind
 from .._typing import FloatArray, IntArray, RandomStateLike
 from ..exceptions import DataError, EmptyPoolError
+
+if TYPE_CHECKING:  # torch is imported by the functions that compute with it: the checks need none
+    import torch
 
 __all__ = [
     "check_query",
@@ -326,6 +327,8 @@ def kmeanspp_seeding(
     Returns ``(positions, scores)`` in draw order: the first row's norm, then each draw's squared
     distance.
     """
+    import torch
+
     Gt = torch.as_tensor(G, device=device)
     norms = torch.linalg.vector_norm(Gt, dim=1)
     wt = None if weights is None else torch.as_tensor(np.asarray(weights, dtype=np.float64), device=Gt.device)
@@ -365,6 +368,8 @@ def kcenter_greedy(
 
     Returns ``(positions, scores)`` in draw order: each chosen row's distance (times its weight).
     """
+    import torch
+
     d = torch.as_tensor(np.asarray(dist, dtype=np.float64), device=device)
     P = torch.as_tensor(np.asarray(pool, dtype=np.float32), device=device)
     n = len(d)
@@ -403,11 +408,12 @@ def min_distances(
     *,
     block_size: int = 4096,
     device: str | torch.device | None = "cpu",
-    dtype: torch.dtype = torch.float32,
+    dtype: torch.dtype | None = None,
 ) -> np.ndarray:
     """Euclidean distance from every row of ``A`` to its nearest row of ``B``, blockwise.
 
-    Memory is O(block_size * len(B)); distances come from matrix products in ``dtype`` and are
+    Memory is O(block_size * len(B)); distances come from matrix products in ``dtype`` (None:
+    ``torch.float32``) and are
     clamped at zero before the square root, after centring on ``B``'s mean (in float32 a zero
     distance can still come out as a few 1e-3 for vectors of norm ~10: use float64 where small
     distances matter). The denominator of risk sampling's weights (:func:`lipschitz_weights`).
@@ -419,6 +425,11 @@ def min_distances(
     >>> min_distances(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[0.0, 0.0]])).round(4).tolist()
     [0.0, 5.0]
     """
+    import torch
+
+    from .._device import resolve_device
+
+    dtype = torch.float32 if dtype is None else dtype
     dev = resolve_device(device)
     if dev.type == "mps" and dtype == torch.float64:  # pragma: no cover - no float64 on MPS
         dtype = torch.float32

@@ -127,3 +127,20 @@ def test_a_progress_bar_per_stage_and_none_without_progress(dedup_model, febrl_s
         assert stage in err, err
     match(dedup_model, new.iloc[:300], chunk_size=200, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_match_of_a_forest_model_never_imports_torch(dedup_model, febrl_split, tmp_path):
+    """``skrisk match`` with a FeatureMatcher + LearnRisk model runs without torch (a fresh process)."""
+    import subprocess
+    import sys
+
+    _, new, _ = febrl_split
+    path = dedup_model.save(tmp_path / "m.skrisk")
+    new.rename_axis("id").to_csv(tmp_path / "new.csv")
+    code = ("import sys; from skrisk.cli import main; "
+            f"rc = main(['match', '--model', {str(path)!r}, '--left', {str(tmp_path / 'new.csv')!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}, '--no-progress']); "
+            "assert rc == 0, rc; assert 'torch' not in sys.modules, 'torch was imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "out" / "matches.csv").is_file()

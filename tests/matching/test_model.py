@@ -212,3 +212,22 @@ def test_model_from_another_task_names_the_missing_column(feature_model):
     table = pd.DataFrame({"title": ["a"], "price": [1]}, index=["x"])
     with pytest.raises(DataError, match=r"new\.csv has no column 'name'.*Rename"):
         feature_model.check_table(table, "new.csv")
+
+
+def test_skops_imported_without_torch_trusts_the_same_types():
+    """``_skops_io`` keeps torch out of skops' estimator walk, and skops' default trusted types
+    are still every scikit-learn estimator (a fresh process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from skrisk.matching._model import _skops_io; _skops_io(); "
+        "assert 'torch' not in sys.modules; "
+        "from skops.io._trusted_types import SKLEARN_ESTIMATOR_TYPE_NAMES as got; "
+        "from skops.io._utils import get_type_name; from sklearn.utils import all_estimators; "
+        "want = [get_type_name(c) for _, c in all_estimators() if get_type_name(c).startswith('sklearn.')]; "
+        "assert got == want, sorted(set(want) ^ set(got)); "
+        "import sklearn.externals.array_api_compat.torch"  # importable again afterwards
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
