@@ -67,6 +67,8 @@ def _add_blocking_flags(parser: argparse.ArgumentParser) -> None:
 
 def _types_option(text: str | None) -> dict[str, str] | None:
     """``--types dob=date,zip=postcode`` as a mapping; :class:`DataError` naming the bad entry and the form."""
+    from .exceptions import DataError
+
     if text is None:
         return None
     out: dict[str, str] = {}
