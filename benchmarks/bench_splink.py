@@ -711,6 +711,12 @@ memory from `os.wait4`):
 {chr(10).join(lines)}
 <!-- /table -->
 
+Read with care: the machine is shared, so the seconds move with its load (below); compare the methods
+of one record (measured one after the other) rather than records of different days. skrisk's process
+seconds include its import, the model's load and the CSV read and write beside its stages
+(`stages` in the records). skrisk's pair completeness is that of its blocking (the model's rules, with
+identical records paired), measured apart from the timed run; it bounds skrisk's recall.
+
 ## How these were made
 
 - command: {"; ".join(f"`OMP_NUM_THREADS=1 {c}`" for c in cmds)}
