@@ -151,7 +151,8 @@ def _page(summary: dict, command: str) -> str:
             lines += ["Active learning not run for this dataset (see the report).", ""]
     lines += [f"_command_: `{command}`  ", f"_machine_: {summary['machine']}  ",
               f"_load_ (`uptime` at start / end): {summary['load_start']} / {summary['load_end']}  ",
-              f"_date_: {summary['date']}, wall time {summary['wall_s']:.0f} s", ""]
+              f"_date_: {summary['date']}, wall time {summary['wall_s']:.0f} s (runs resumed from `raw/` count only "
+              f"new rounds); fit + query time summed over every round of the runs {summary.get('compute_s', 0):.0f} s", ""]
     return "\n".join(lines)
 
 
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     raw.mkdir(parents=True, exist_ok=True)
     summary_path = out.with_suffix(".json")
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {"datasets": {}}
-    load_start, t0 = _uptime(), time.perf_counter()
+    load_start, t0, compute = _uptime(), time.perf_counter(), 0.0
     for name in args.datasets:
         cmp, tasks = _features(name)
         print(name, json.dumps({k: v for k, v in cmp.items() if k != "types"}), flush=True)
@@ -196,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             for seed in seeds:
                 for variant in VARIANTS:
                     recs = _run(tasks[variant], variant, seed, args, raw, n_seed, batch, rounds)
+                    compute += sum(r.get("fit_s", 0.0) + r.get("query_s", 0.0) for r in recs)
                     f1[variant].append(float(recs[-1]["f1"]))
                     area[variant].append(float(aulc(recs).iloc[0]))
                 print(f"  seed {seed}: F1 {f1['none'][-1]:.3f} / {f1['auto'][-1]:.3f}, "
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         summary["datasets"][name] = res
     summary.update(machine=machine_line(args.threads), load_start=load_start, load_end=_uptime(),
                    date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                   wall_s=time.perf_counter() - t0)
+                   wall_s=time.perf_counter() - t0, compute_s=compute)
     summary["datasets"] = {k: summary["datasets"][k] for k in DATASETS if k in summary["datasets"]}
     summary_path.write_text(json.dumps(summary, indent=1) + "\n")
     command = f"OMP_NUM_THREADS=1 python benchmarks/bench_types_deepmatcher.py {' '.join(argv if argv is not None else sys.argv[1:])}"
