@@ -463,6 +463,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         The attributes used, in input order.
     numeric_attributes_ : list of str
         Attributes detected as numeric (they get a ``num_delta`` feature).
+    attribute_metrics_ : dict of str to tuple of str
+        The metrics of each attribute, in the order of its features (its type's typed
+        comparisons, or the generic metrics of a ``text`` or ``number`` attribute).
     column_types_ : dict of str to dict
         Each attribute's type entry (``{"type": "date", "order": "dmy", "missing": [...]}``;
         every attribute ``{"type": "text", "missing": []}`` when ``types`` is None): what the
@@ -591,10 +594,10 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
     def _typed_state(self) -> None:
         """Fill the typed state of a transformer fitted by a version without ``types`` (every
         attribute text, the generic metrics), so that its saved models keep scoring as before."""
-        if hasattr(self, "_attr_metrics"):
+        if hasattr(self, "attribute_metrics_"):
             return
         self.column_types_ = {a: {"type": "text", "missing": []} for a in self.attributes_}
-        self._attr_metrics = {a: tuple(m for m in self._metrics if m != "num_delta" or a in self.numeric_attributes_)
+        self.attribute_metrics_ = {a: tuple(m for m in self._metrics if m != "num_delta" or a in self.numeric_attributes_)
                               for a in self.attributes_}
         self._swap = None
 
@@ -643,12 +646,12 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             self.column_types_ = {a: {"type": "text", "missing": []} for a in attrs}
         else:
             self.column_types_ = resolve_types(self.types, attrs, distinct, where="SimilarityFeatures(types=...)")
-        self._attr_metrics = {}
+        self.attribute_metrics_ = {}
         for a in attrs:
             kind = self.column_types_[a]["type"]
             values = distinct[a]
             if kind in TYPED_METRICS:
-                self._attr_metrics[a] = TYPED_METRICS[kind]
+                self.attribute_metrics_[a] = TYPED_METRICS[kind]
                 continue
             if kind != "text":  # number: its missing-value tokens are not numbers
                 values = standardise(values, self.column_types_[a])
@@ -656,7 +659,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             numeric = "num_delta" in metrics and _looks_numeric(values)
             if numeric:
                 self.numeric_attributes_.append(a)
-            self._attr_metrics[a] = tuple(m for m in metrics if m != "num_delta" or numeric)
+            self.attribute_metrics_[a] = tuple(m for m in metrics if m != "num_delta" or numeric)
             if "tfidf_cosine" in metrics:
                 vec = TfidfVectorizer(
                     token_pattern=_WORD_PATTERN, lowercase=False, sublinear_tf=True, dtype=np.float32
@@ -666,7 +669,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 except ValueError:  # empty vocabulary: no token in any value
                     vec = None
                 self.tfidf_[a] = vec
-        names = [f"{a}_{m}" for a in attrs for m in self._attr_metrics[a]]
+        names = [f"{a}_{m}" for a in attrs for m in self.attribute_metrics_[a]]
         given = [a for a in attrs if self.column_types_[a]["type"] == "given_name"]
         family = [a for a in attrs if self.column_types_[a]["type"] == "family_name"]
         self._swap = (given[0], family[0]) if given and family else None
@@ -907,7 +910,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 gc.enable()
 
     def _encode_values(self, attr: str, texts: np.ndarray, counts: np.ndarray | None = None) -> "_Encoded":
-        metrics = self._attr_metrics[attr]
+        metrics = self.attribute_metrics_[attr]
         ctype = self.column_types_[attr]
         if ctype["type"] != "text":
             texts = standardise(texts, ctype)
@@ -969,7 +972,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         cols: list[np.ndarray] = []
         jw_col = None  # the texts' Jaro-Winkler, reused by Monge-Elkan for one-token values
         texts: tuple[np.ndarray, np.ndarray] | None = None  # the pairs' texts, gathered once
-        for m in self._attr_metrics[attr]:
+        for m in self.attribute_metrics_[attr]:
             if m in _TYPED_ONLY:
                 col = _typed_metric(m, L, R, li, ri)
             elif m in ("jaccard", "jaccard_3gram"):

@@ -334,20 +334,23 @@ class SessionStore:
             inputs = {"left": _file_info(left), "right": _file_info(right), "pairs": _file_info(pairs)}
         print("Reading the " + ("table" if dedup else "tables")
               + (" and candidate pairs" if pairs else " and blocking") + "...", file=out, flush=True)
-        from ..data._csv import _read_tables
+        from ..data import read_table
         from ..data._typed_blocking import describe_types, person_rules, table_types
 
-        left_t, right_t = _read_tables(Path(left), None if right is None else Path(right), id_column, encoding)
-        column_types = table_types(left_t, None if dedup else right_t, "auto" if types is None else types,
-                                   where="--types")
-        del left_t, right_t
-        print(visible(f"Column types (override with --types COL=TYPE,...): {describe_types(column_types)}."),
-              file=out, flush=True)
+        column_types = None
+        if Path(left).is_file() and (right is None or Path(right).is_file()):  # else load_csv_tables says why
+            enc_l, _, enc_r = encoding.partition(",")
+            left_t = read_table(left, id_column=id_column, encoding=enc_l)
+            right_t = None if dedup else read_table(right, id_column=id_column, encoding=enc_r or enc_l)
+            column_types = table_types(left_t, right_t, "auto" if types is None else types, where="--types")
+            del left_t, right_t
+            print(visible(f"Column types (override with --types COL=TYPE,...): {describe_types(column_types)}."),
+                  file=out, flush=True)
         match_rules = None
         if blocking is None and pairs is None:
             # a person table: the model matches with typed passes; the session's pool adds the
             # tokens rule's nearest records, so that the questions meet non-matches too
-            match_rules = person_rules(column_types)
+            match_rules = None if column_types is None else person_rules(column_types)
             if match_rules is not None:
                 blocking = match_rules + [("tokens", None, {})]
         dataset, blocked = load_csv_tables(left, right, pairs_csv=pairs, id_column=id_column, split=None,

@@ -358,7 +358,7 @@ class MatchModel:
         if not isinstance(ctypes, dict) or sorted(map(str, ctypes)) != sorted(self.attributes):
             raise DataError(f"{where}: the column types cover {sorted(map(str, ctypes))[:8] if isinstance(ctypes, dict) else ctypes!r}, "
                             f"not the attributes {list(self.attributes)}; {_RESAVE}.")
-        per_attr = getattr(self.features, "_attr_metrics", None)
+        per_attr = getattr(self.features, "attribute_metrics_", None)
         for a in self.attributes:
             entry = check_column_type(ctypes[a], a, f"{where}: column types")
             if entry != ctypes[a]:

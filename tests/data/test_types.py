@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from skrisk.data import SimilarityFeatures, block
-from skrisk.data._types import check_column_type, infer_column_type, standardise  # internal on purpose
-from skrisk.data._typed_blocking import person_rules, table_types  # internal on purpose
+from skrisk.data._types import check_column_type, infer_column_type, standardise  # internal on purpose: the types' own functions
+from skrisk.data._typed_blocking import person_rules, table_types  # internal on purpose: the types' own functions
 from skrisk.datasets import make_person_table
 from skrisk.exceptions import DataError
 
@@ -175,7 +175,7 @@ def test_fitted_before_types_still_transforms():
     X = pd.DataFrame({"left_name": ["ann lee", "bob"], "right_name": ["anne lee", "rob"]})
     sf = SimilarityFeatures().fit(X)
     expected = sf.transform(X)
-    for attr in ("column_types_", "_attr_metrics", "_swap"):  # a transformer saved by skrisk 0.2.0.dev0
+    for attr in ("column_types_", "attribute_metrics_", "_swap"):  # a transformer saved by skrisk 0.2.0.dev0
         delattr(sf, attr)
     np.testing.assert_array_equal(sf.transform(X), expected)
 
@@ -183,7 +183,7 @@ def test_fitted_before_types_still_transforms():
 # ---------------------------------------------------------------------------- typed blocking
 def _brute(table, rules):
     """Every pair a pass of ``rules`` joins, by brute force over all pairs."""
-    from skrisk.data import _typed_blocking as tb  # internal on purpose
+    from skrisk.data import _typed_blocking as tb  # internal on purpose: the types' own functions
 
     types = rules[0][2]["types"]
     cache = {}
@@ -224,7 +224,7 @@ def test_typed_blocking_links_two_tables():
 
 
 def test_typed_rule_round_trips_as_json_and_refuses_tampering():
-    from skrisk.data._blocking import blocking_rules_from_json, blocking_rules_to_json  # internal on purpose
+    from skrisk.data._blocking import blocking_rules_from_json, blocking_rules_to_json  # internal on purpose: the types' own functions
 
     table, _ = make_person_table(200, messy=True, random_state=0)
     data = blocking_rules_to_json(person_rules(table_types(table, None)))
@@ -270,7 +270,7 @@ def test_model_with_types_round_trips_and_refuses_a_tampered_entry(tmp_path):
 
 
 def test_reasons_say_typed_comparisons_in_words():
-    from skrisk.risk._explain import describe_feature  # internal on purpose
+    from skrisk.risk._explain import describe_feature  # internal on purpose: the types' own functions
 
     assert describe_feature("date_of_birth_day_month_swap", 1.0, "03/04/1990", "1990-04-03").startswith(
         "date of birth: day and month swapped")
