@@ -152,11 +152,7 @@ def _key_codes(table: pd.DataFrame, key: str, types: Mapping[str, Mapping[str, A
     name = ("codes", key)
     if name not in cache:
         values = _key(table, key, types, cache)
-        codes, uniq = pd.factorize(values)
-        codes = codes.astype(np.int64)
-        empty = np.flatnonzero(np.asarray(uniq, dtype=object) == "")
-        if len(empty):
-            codes[codes == empty[0]] = -1
+        codes = _shared_codes(values, values[:0])
         cache[name] = codes
     return cache[name]
 
@@ -248,9 +244,9 @@ def typed_pairs(cols: list[str], params: dict, left: pd.DataFrame, right: pd.Dat
     rcache: dict = lcache if dedup else {}
     out_l, out_r = [], []
     for keys in passes:
-        lcodes = [_key_codes(left, k, types, lcache) for k in keys]
         if dedup:
-            li, ri = _within(_pass_codes(lcodes), int(params["max_block"]))
+            li, ri = _within(_pass_codes([_key_codes(left, k, types, lcache) for k in keys]),
+                             int(params["max_block"]))
         else:
             rkeys = [_key(right, k, types, rcache) for k in keys]
             lkeys = [_key(left, k, types, lcache) for k in keys]
