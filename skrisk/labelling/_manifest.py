@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from ..data._blocking import blocking_rules_from_json
+from ..data._rules_json import blocking_rules_from_json
 from ..exceptions import DataError
 from ._config import SessionConfig
 

@@ -20,7 +20,7 @@ import pandas as pd
 from .. import __version__
 from .._fileio import FolderLock, atomic_write_text, check_not_link, read_csv_export, write_csv_export
 from .._safetext import visible
-from ..data._blocking import blocking_rules_from_json, blocking_rules_to_json
+from ..data._rules_json import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError, SkriskError
 from ._config import SessionConfig
 from ._journal import Journal, SessionState, _write_error, repair_journal, replay

@@ -81,7 +81,7 @@ def assignment_checksum(entities: pd.DataFrame) -> str:
 def model_fingerprint(model: Any) -> str:
     """SHA-256 of what the model is: attributes, task, threshold, blocking, and its probabilities on
     a fixed set of probe pairs (two models that score differently have different fingerprints)."""
-    from ..data._blocking import blocking_rules_to_json
+    from ..data._rules_json import blocking_rules_to_json
 
     words = ["anna smith", "anne smyth", "john", "12 main street", "1987-03-12", "2000", ""]
     attrs = list(model.attributes)

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from .._fileio import RepeatedKeyError, atomic_write_bytes, json_loads_unique, open_regular_file
-from ..data._blocking import blocking_rules_from_json, blocking_rules_to_json
+from ..data._rules_json import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
 from ..matchers._base import MATCH_THRESHOLD
 from ._validate import check_matcher_width, check_model_parts, check_rnn_pipeline

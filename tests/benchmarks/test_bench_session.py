@@ -16,7 +16,11 @@ def test_session_records_the_printed_estimate_beside_the_truth(bench_script, tmp
     rounds = first["rounds"]
     assert rounds and rounds[-1]["n_labels"] >= 40
     assert [r["n_audit"] for r in rounds] == sorted(r["n_audit"] for r in rounds)  # audits accumulate
-    est = next(r for r in rounds if r["estimate"] is not None)["estimate"]
+    # an audit that holds no match yet leaves F1 undefined and its interval the whole range
+    for r in rounds:
+        if r["estimate"] is not None and r["estimate"]["f1"] is None:
+            assert r["estimate"]["f1_interval"] == [0.0, 1.0]
+    est = next(r for r in rounds if r["estimate"] is not None and r["estimate"]["f1"] is not None)["estimate"]
     lo, hi = est["f1_interval"]
     assert 0 <= lo <= est["f1"] <= hi <= 1
     for r in rounds:

@@ -223,7 +223,7 @@ def test_typed_blocking_links_two_tables():
 
 
 def test_typed_rule_round_trips_as_json_and_refuses_tampering():
-    from skrisk.data._blocking import blocking_rules_from_json, blocking_rules_to_json  # internal on purpose: the types' own functions
+    from skrisk.data._rules_json import blocking_rules_from_json, blocking_rules_to_json  # internal on purpose: the types' own functions
 
     table, _ = make_person_table(200, messy=True, random_state=0)
     data = blocking_rules_to_json(person_rules(table_types(table, None)))
