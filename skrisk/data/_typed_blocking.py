@@ -2,7 +2,9 @@
 
 Each pass joins the records that agree on a tuple of standardised keys (a person's family name
 and date of birth, the first letters of both names with the birth year, the postcode with the
-given name, the phone number ...), as a configured Splink's blocking rules do; the passes are
+given name, the phone number, an identifier number ...), as a configured Splink's blocking rules do;
+a number column pairs with the postcode and with the date, and on its own when at least a quarter
+of its filled values are distinct (an identifier such as a social security number); the passes are
 united by :func:`skrisk.data.block`. A key value held by more than ``max_block`` records (of
 one side) pairs none of them in that pass: the cost stays linear in the tables, and the other
 passes still pair those records on rarer keys.
@@ -23,6 +25,8 @@ __all__ = ["typed_passes", "typed_pairs", "check_typed_params", "has_typed_keys"
            "person_rules", "describe_types"]
 
 _DEFAULT_MAX_BLOCK = 20
+# a number column is an identifier (a pass of its own) when this share of its filled values are distinct
+_ID_SHARE = 0.25
 _STRONG = ("given_name", "family_name", "full_name", "date", "phone", "postcode", "email")
 
 
@@ -87,6 +91,8 @@ def typed_passes(types: Mapping[str, Mapping[str, Any]], cols: list[str]) -> lis
         (n, d), (key(n, "phonetic"), d), (key(n, "phonetic"), p), (n, p), (ph,), (e,),
         (a,), (key(a, "prefix6"), c), (key(a, "prefix6"), key(p, "prefix3")),
     ]
+    for num in (col for col in cols if types[col]["type"] == "number"):  # an id or a house number
+        passes += [(key(num, "id"),), (num, p), (num, d)]
     out = [tuple(k) for k in passes if all(x is not None for x in k)]
     return list(dict.fromkeys(out))
 
@@ -137,6 +143,11 @@ def _key(table: pd.DataFrame, key: str, types: Mapping[str, Mapping[str, Any]], 
         if part.startswith("prefix"):
             k = int(part[len("prefix"):])
             derived = np.where(u.str.len().to_numpy() >= k, u.str[:k].to_numpy(dtype=object), "")
+        elif part == "id":  # a number column of mostly distinct values is a key by itself
+            filled = u.to_numpy(dtype=object) != ""
+            n_filled = int((base != "").sum())
+            derived = u.to_numpy(dtype=object) if n_filled and filled.sum() >= _ID_SHARE * n_filled \
+                else np.full(len(u), "", dtype=object)
         elif part == "year":
             derived = np.where(u.str.match(r"^\d{4}-").to_numpy(dtype=bool), u.str[:4].to_numpy(dtype=object), "")
         else:  # phonetic

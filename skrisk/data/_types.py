@@ -56,7 +56,8 @@ _ADDRESS_VALUE = re.compile(r"^(?=.*\d)(?=.*[^\W\d_]{2}).*\s")
 _STREET_WORDS = {"street": "st", "road": "rd", "avenue": "ave", "boulevard": "blvd", "drive": "dr", "lane": "ln",
                  "place": "pl", "court": "ct", "square": "sq", "terrace": "ter", "highway": "hwy", "north": "n",
                  "south": "s", "east": "e", "west": "w", "apartment": "apt", "suite": "ste"}
-_STREET_RE = re.compile(r"\b(" + "|".join(_STREET_WORDS) + r")\b")
+_ADDRESS_PUNCT = re.compile(r"[^\w ]+|_")
+_NON_DIGITS = re.compile(r"\D+")
 
 _NAME_VALUE = re.compile(r"^[^\W\d_]+(?:[ '\-.][^\W\d_]+)*\.?$")
 _EMAIL_VALUE = re.compile(r"^[^@\s]+@[^@\s]+\.[^\W\d_]{2,}$")
@@ -343,12 +344,12 @@ def standardise(values: np.ndarray, column_type: Mapping[str, Any]) -> np.ndarra
     elif kind in ("categorical", "email"):
         v = v.str.split().str.join(" ")
     elif kind == "address":
-        v = v.str.replace(r"[^\w ]+|_", " ", regex=True).str.replace(_STREET_RE, lambda m: _STREET_WORDS[m.group(1)],
-                                                                    regex=True)
-        v = v.str.split().str.join(" ")
+        words = _STREET_WORDS  # one pass per value: punctuation to spaces, street words shortened
+        v = pd.Series([" ".join([words.get(w, w) for w in _ADDRESS_PUNCT.sub(" ", x).split()]) for x in v],
+                      index=v.index, dtype=object)
     elif kind == "phone":
-        v = v.str.replace(r"\D+", "", regex=True)
-        v = v.where(~v.str.startswith("00"), v.str[2:]).str[-10:]
+        digits = [_NON_DIGITS.sub("", x) for x in v]
+        v = pd.Series([(d[2:] if d.startswith("00") else d)[-10:] for d in digits], index=v.index, dtype=object)
     elif kind == "postcode":
         v = v.str.replace(r"[\W_]+", "", regex=True)
         length = column_type.get("length")

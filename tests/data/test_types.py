@@ -222,6 +222,24 @@ def test_typed_blocking_links_two_tables():
     assert res.pair_completeness >= 0.99
 
 
+def test_an_identifier_number_is_a_pass_of_its_own_and_a_house_number_is_not():
+    # FEBRL's shape: records of one person that agree on nothing but their social security number
+    n = 40
+    table = pd.DataFrame({
+        "given_name": [f"{'bcdfghjklm'[i % 10]}{'aeiou'[i // 10]}na" for i in range(n)],
+        "surname": [f"{'prstvwxyzq'[i % 10]}{'aeiou'[i // 10]}lden" for i in range(n)],
+        "date_of_birth": [f"19{50 + i % 40:02d}-0{1 + i % 9}-1{i % 10}" for i in range(n)],
+        "soc_sec_id": [str(5_000_000 + i // 2) for i in range(n)],  # two records per id: half distinct
+        "street_number": [str(1 + i % 3) for i in range(n)],  # three house numbers for 40 records
+    }, index=[f"r{i:03d}" for i in range(n)])
+    types = table_types(table, None)
+    assert types["soc_sec_id"]["type"] == types["street_number"]["type"] == "number"
+    assert types["given_name"]["type"] == "given_name" and person_rules(types) is not None
+    got = set(zip(*block(table, None, person_rules(types)).pairs[["left_id", "right_id"]].to_numpy().T))
+    assert got == {(f"r{i:03d}", f"r{i + 1:03d}") for i in range(0, n, 2)}
+    assert got == _brute(table, person_rules(types))
+
+
 def test_typed_rule_round_trips_as_json_and_refuses_tampering():
     from skrisk.data._rules_json import blocking_rules_from_json, blocking_rules_to_json  # internal on purpose: the types' own functions
 
