@@ -6,6 +6,12 @@ Two workloads, each a fixed set of pairs between fixed tables:
     :func:`skrisk.datasets.make_person_table` (``--records``, seed 0) deduplicated; the pairs are
     the table's candidates of a ``standard`` block on ``postcode`` (the first ``--pairs`` of them):
     short person attributes (names, date, address, city, postcode), all metrics.
+``person_typed``
+    :func:`skrisk.datasets.make_person_table` with ``messy=True`` (raw exports: dates in three
+    formats, phones in several layouts, ``NA`` cities), deduplicated with the column types inferred
+    (``SimilarityFeatures(types="auto")``: standardised values, the typed comparisons); the pairs
+    are the table's candidates of the ``typed`` blocking rule of those types, the default path of
+    a person table (the first ``--pairs`` of them).
 ``dblp``
     DBLP-Scholar's two tables; the pairs are its labelled pairs plus random pairs between the
     tables (seeded) up to ``--pairs``, as in ``bench_scale.py``: titles, authors, venue, year, all
@@ -21,6 +27,7 @@ chunk's pair frame, and reports it as ``comparisons`` with ``encode`` 0.
 Usage (from the repository root; ``SKRISK_DATA`` names the data folder)::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_features.py --workers 1,2
+    OMP_NUM_THREADS=1 python benchmarks/bench_features.py --workloads person_typed --workers 1,2
 
 Appends one JSON line per workload and thread count to
 ``benchmarks/results/speed/features.jsonl`` (``--out``) with the command, machine and load.
@@ -63,6 +70,21 @@ def _person(n_records: int, n_pairs: int):
     return table, None, pairs
 
 
+def _person_typed(n_records: int, n_pairs: int):
+    """The messy person table, its inferred column types and its typed-blocking candidates."""
+    from skrisk.data import SimilarityFeatures, block
+    from skrisk.datasets import make_person_table
+
+    table, _ = make_person_table(n_records, messy=True, random_state=0)
+    table.index = table.index.astype(str)
+    sample = table.iloc[:20000]
+    frame = pd.DataFrame({**{f"left_{a}": sample[a].to_numpy(dtype=object) for a in table.columns},
+                          **{f"right_{a}": sample[a].to_numpy(dtype=object)[::-1] for a in table.columns}})
+    types = SimilarityFeatures(types="auto").fit(frame).column_types_
+    pairs = block(table, None, [("typed", None, {"types": types})]).pairs.iloc[:n_pairs]
+    return table, None, pairs[["left_id", "right_id"]], types
+
+
 def _dblp(n_pairs: int):
     from skrisk.datasets import load_deepmatcher
 
@@ -79,7 +101,8 @@ def _dblp(n_pairs: int):
     return ds.left, ds.right, pairs.iloc[:n_pairs]
 
 
-def _run(left: pd.DataFrame, right: pd.DataFrame, pairs: pd.DataFrame, workers: int, chunk: int) -> dict:
+def _run(left: pd.DataFrame, right: pd.DataFrame, pairs: pd.DataFrame, types: object = None, *, workers: int,
+         chunk: int) -> dict:
     from skrisk.data import SimilarityFeatures
 
     left = left.copy()
@@ -94,7 +117,8 @@ def _run(left: pd.DataFrame, right: pd.DataFrame, pairs: pd.DataFrame, workers: 
         return pd.DataFrame({**{f"left_{a}": left[a].to_numpy(dtype=object)[lp] for a in attrs},
                              **{f"right_{a}": right[a].to_numpy(dtype=object)[rp] for a in attrs}})
 
-    sf = SimilarityFeatures(n_jobs=workers).fit(frame(lpos[:20000], rpos[:20000]))
+    sf = SimilarityFeatures(n_jobs=workers, **({} if types is None else {"types": types}))
+    sf.fit(frame(lpos[:20000], rpos[:20000]))
     t0 = time.perf_counter()
     fast = hasattr(sf, "encode")
     if fast:
@@ -120,7 +144,7 @@ def _run(left: pd.DataFrame, right: pd.DataFrame, pairs: pd.DataFrame, workers: 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--workloads", default="person,dblp")
+    p.add_argument("--workloads", default="person,dblp", help="person, person_typed and/or dblp")
     p.add_argument("--workers", default="1,2")
     p.add_argument("--records", type=int, default=200_000, help="person table size (default 200,000)")
     p.add_argument("--pairs", type=int, default=1_000_000, help="pairs per workload (default 1,000,000)")
@@ -130,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.workloads.split(","):
-        data = _person(args.records, args.pairs) if name == "person" else _dblp(args.pairs)
+        data = {"person": lambda: _person(args.records, args.pairs),
+                "person_typed": lambda: _person_typed(args.records, args.pairs),
+                "dblp": lambda: _dblp(args.pairs)}[name]()
         for w in (int(x) for x in args.workers.split(",")):
             load0 = os.getloadavg()[0]
             append_record(out, {"workload": name, **_run(*data, workers=w, chunk=args.chunk_size)}, load0)

@@ -34,7 +34,8 @@ from ._text import normalise_text
 from ._token_sets import _char3, _chunked_sets, _groups_by, _set_overlap, _Sets
 from ._types import NAME_TYPES, parse_dates, phonetic_codes, resolve_types, standardise
 from ._value_metrics import (
-    _TYPED_ONLY, MISSING, _looks_numeric, _name_swap, _num_delta, _number_tokens, _parse_numbers, _typed_metric,
+    _PART_METRICS, _TYPED_ONLY, MISSING, _looks_numeric, _name_swap, _num_delta, _number_tokens, _parse_numbers,
+    _typed_metric, _value_parts,
 )
 
 __all__ = ["SimilarityFeatures", "SIMILARITY_METRICS", "EncodedRecords"]
@@ -209,6 +210,7 @@ class _Encoded:
     phonetic: np.ndarray | None = None  # names: Soundex codes of the standardised value
     ymd: np.ndarray | None = None  # dates: (year, month, day), -1 where unreadable
     rarity: np.ndarray | None = None  # -log10 of the share of the records holding the standardised value
+    parts: dict[str, np.ndarray] = field(default_factory=dict)  # the part each of _PART_METRICS compares
 
 
 def _pair_positions(ds: PairDataset) -> tuple[np.ndarray, np.ndarray] | None:
@@ -795,6 +797,9 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         enc = _Encoded(text=texts, missing=texts == "")
         if "phonetic" in metrics:
             enc.phonetic = phonetic_codes(texts)
+        for m in _PART_METRICS:
+            if m in metrics:
+                enc.parts[m] = _value_parts(m, texts)
         if {"date_fields", "day_month_swap", "years_apart"} & set(metrics):
             enc.ymd = parse_dates(texts, "ymd")  # standardised: ISO where readable
         if "exact_tf" in metrics:

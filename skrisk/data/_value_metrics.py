@@ -119,15 +119,22 @@ def _typed_metric(m: str, L: Any, R: Any, li: np.ndarray, ri: np.ndarray) -> np.
             return (ok & swap).astype(np.float64)
         years = np.minimum(np.abs(a[:, 0] - b[:, 0]), _MAX_YEARS) / _MAX_YEARS
         return np.where(ok, years, 1.0)
-    if m in ("last_digits", "prefix"):
-        k, last = (_LAST_DIGITS, True) if m == "last_digits" else (_PREFIX, False)
-        lt, rt = _ends(L.text, k, last)[li], _ends(R.text, k, last)[ri]
-        return ((lt == rt) & (lt != "")).astype(np.float64)
-    # domain
-    ld = pd.Series(L.text, dtype=object).str.partition("@")[2].to_numpy(dtype=object)
-    rd = pd.Series(R.text, dtype=object).str.partition("@")[2].to_numpy(dtype=object)
-    lt, rt = ld[li], rd[ri]
+    # last_digits, prefix, domain: the parts were taken of each distinct value at encoding
+    lt, rt = L.parts[m][li], R.parts[m][ri]
     return ((lt == rt) & (lt != "")).astype(np.float64)
+
+
+#: The typed metrics that compare a part of each value (see :func:`_value_parts`).
+_PART_METRICS = ("last_digits", "prefix", "domain")
+
+
+def _value_parts(m: str, texts: np.ndarray) -> np.ndarray:
+    """The part of each distinct standardised value that the metric ``m`` compares (``""``: none):
+    the last 7 digits of a phone, the first 3 characters of a postcode, an e-mail's domain."""
+    if m == "domain":
+        return pd.Series(texts, dtype=object).str.partition("@")[2].to_numpy(dtype=object)
+    k, last = (_LAST_DIGITS, True) if m == "last_digits" else (_PREFIX, False)
+    return _ends(texts, k, last)
 
 
 def _name_swap(gl: Any, gr: Any, fl: Any, fr: Any, gli: np.ndarray, gri: np.ndarray,
