@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skrisk._fileio import atomic_write_text
-from skrisk.experiments._loop import RECORD_ONLY_KEYS
-from skrisk.experiments._plot import plot_learning_curves
-from skrisk.experiments._report import curve_area, per_budget
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import atomic_write_text
+from _lab import RECORD_ONLY_KEYS
+from _lab import plot_learning_curves
+from _lab import curve_area, per_budget
 
 __all__ = ["markdown_table", "write_outputs"]
 

@@ -38,15 +38,15 @@ from pathlib import Path
 
 import torch
 
-from skrisk._fileio import atomic_write_text
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import atomic_write_text
 from skrisk import LearnRisk
 from skrisk.exceptions import DataError
 from skrisk.experiments import build_task, run_active_learning
-from skrisk.experiments._tasks import load_dataset, make_matcher_factory, matcher_fit_kwargs
-from skrisk.experiments._env import machine_line
-from skrisk.experiments._loop import recorded_rounds
+from _lab import load_dataset, make_matcher_factory, matcher_fit_kwargs
+from _lab import machine_line
+from _lab import recorded_rounds
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _al_report import write_outputs  # noqa: E402  (beside this script)
 from _summaries import compress_rounds, write_runs  # noqa: E402
 from _variants import REGISTRY, make_strategy  # noqa: E402

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
 
 OUT = Path(__file__).resolve().parent / "results" / "entities"
 TASKS = ("febrl1", "febrl2", "febrl3", "febrl4", "fodors_zagats")
@@ -46,7 +47,7 @@ FODORS_BLOCKING = (("tokens", ["name"], {"top_k": 10}), ("tokens", ["addr"], {"t
 def _load(task: str):
     """(dataset of all candidates with true labels, blocking result, true links, true entity per record)."""
     from skrisk.data import block
-    from skrisk.data._febrl import febrl_entity
+    from _lab import febrl_entity
     from skrisk.datasets import load_deepmatcher, load_febrl
     from skrisk.matching import cluster_entities
 
@@ -82,7 +83,7 @@ def run_task(task: str, n_labels: int, seeds: int, max_size: int) -> list[dict]:
     from skrisk.data import SimilarityFeatures
     from skrisk.matchers import FeatureMatcher
     from skrisk.matching import cluster_entities
-    from skrisk.matching._entities import cluster_scores, pairwise_scores
+    from _lab import cluster_scores, pairwise_scores
 
     t0 = time.perf_counter()
     ds, res, true_links, truth = _load(task)

@@ -39,7 +39,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skrisk.datasets import load_deepmatcher
-from skrisk.matchers._base import match_labels
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import match_labels
 from skrisk import LearnRisk
 from skrisk.risk.research import mispredicted
 from skrisk.risk.research import LearnRiskEstimator  # the research core (given probabilities)
@@ -88,7 +90,7 @@ def rnn_probas(name: str, seed: int, model: str, log) -> dict[str, np.ndarray]:
     """
     import torch
 
-    from skrisk.data._embeddings import train_fasttext
+    from _lab import train_fasttext
     from skrisk.data import PairEncoder
     from skrisk.matchers import RNNMatcher
 

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
 
 OUT = Path(__file__).resolve().parent / "results" / "match"
 
@@ -93,7 +94,7 @@ DEDUP_BLOCKING = [
 def prepare_dedup(folder: Path, n_labels: int, seed: int, dataset: str = "febrl3") -> dict:
     from skrisk.data import PairDataset, block
     from skrisk.datasets import load_febrl
-    from skrisk.data._febrl import febrl_entity
+    from _lab import febrl_entity
     from skrisk.matching import MatchModel
 
     table = load_febrl(seed, dataset=dataset).left[DEDUP_ATTRIBUTES]
@@ -194,7 +195,7 @@ def worker(spec: dict, chunk_size: int, one_to_one: bool) -> dict:
 
 
 def evaluate(spec: dict, run: dict) -> dict:
-    from skrisk.matching._entities import cluster_scores, pairwise_scores
+    from _lab import cluster_scores, pairwise_scores
 
     truth = pd.read_csv(spec["truth"], dtype=str)
     pred_pairs = pd.DataFrame(run["matches"], columns=["left_id", "right_id"])

@@ -44,6 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "matcher" / "results.jsonl"
@@ -88,8 +89,8 @@ def _cache_file(args, *parts) -> Path | None:
 def _vectors(ds, args):
     """FastText vectors (seed 0), from the cache when ``--cache`` holds them (the reported
     fasttext_s is then the time of the run that trained them)."""
-    from skrisk.data._embeddings import WordVectors, train_fasttext
-    from skrisk.data._tokenize import Vocabulary
+    from _lab import WordVectors, train_fasttext
+    from _lab import Vocabulary
 
     f = _cache_file(args, "fasttext", ds.name, args.dim, args.ft_epochs)
     if f is not None and f.exists():
@@ -160,7 +161,7 @@ def _encode(ds, wv, args, model: str):
 
 def task_fasttext(args):
     ds = _load("dblp_scholar")
-    from skrisk.data._embeddings import train_fasttext
+    from _lab import train_fasttext
 
     for dim, ep in ((100, 5), (100, 10), (300, 10)) if not args.quick else ((100, 5),):
         t = time.perf_counter()

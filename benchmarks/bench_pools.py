@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
 
 OUT = HERE / "results" / "pools" / "pools_bench.jsonl"
 
@@ -74,7 +75,7 @@ def _current_rss_mb() -> float:
 def setup(dataset: str = "dblp_scholar", n_labelled: int = 100, seed: int = 0) -> dict[str, Any]:
     """Tables, fitted models, the labelled pairs and the scorer (timed separately)."""
     from skrisk import LearnRisk
-    from skrisk._sampling import stratified_choice
+    from _lab import stratified_choice
     from skrisk.data import SimilarityFeatures
     from skrisk.datasets import load_deepmatcher
     from skrisk.matchers import FeatureMatcher

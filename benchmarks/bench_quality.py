@@ -52,12 +52,13 @@ import pandas as pd
 
 from skrisk import LearnRisk
 from skrisk.data import PairDataset, SimilarityFeatures, block
-from skrisk.experiments._loop import ALTask
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import ALTask
 from skrisk.experiments import build_task, run_active_learning
-from skrisk.experiments._tasks import load_dataset, make_matcher_factory
-from skrisk.experiments._env import machine_line
-from skrisk.experiments._registry import make_strategy
-from skrisk.quality._stopping import RiskPlateau, StabilisingPredictions
+from _lab import load_dataset, make_matcher_factory
+from _lab import machine_line
+from _lab import make_strategy
+from _lab import RiskPlateau, StabilisingPredictions
 from skrisk.quality import audit_sample, choose_threshold, estimate_quality
 
 METHODS = ("risk", "score", "uniform")

@@ -61,7 +61,8 @@ from skrisk import LearnRisk  # noqa: E402
 from skrisk.active import ActiveLearner  # noqa: E402
 from skrisk.data import SimilarityFeatures  # noqa: E402
 from skrisk.datasets import load_deepmatcher  # noqa: E402
-from skrisk.matchers._base import match_labels  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import match_labels  # noqa: E402
 from skrisk.strategies import KMedoidsSelector, RiskSampler  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "query" / "query_bench.jsonl"
@@ -100,7 +101,7 @@ def prepare(args: argparse.Namespace, prep: dict[str, float]) -> dict[str, Any]:
     else:
         from skorch.helper import SliceDict
 
-        from skrisk.data._embeddings import train_fasttext
+        from _lab import train_fasttext
         from skrisk.data import PairEncoder
 
         t = time.perf_counter()

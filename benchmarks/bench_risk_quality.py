@@ -36,12 +36,12 @@ from sklearn.metrics import f1_score, roc_auc_score
 from skrisk import LearnRisk
 from skrisk.active import ActiveLearner
 from skrisk.experiments import build_task
-from skrisk.experiments._env import machine_line
-from skrisk.experiments._tasks import make_matcher_factory, matcher_fit_kwargs
-from skrisk.experiments._loop import recorded_rounds
-from skrisk.matchers._base import match_labels
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import machine_line
+from _lab import make_matcher_factory, matcher_fit_kwargs
+from _lab import recorded_rounds
+from _lab import match_labels
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _variants import make_strategy  # noqa: E402  (beside this script)
 
 

@@ -59,19 +59,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skrisk.data._loaders import DEEPMATCHER_LEAKS
-from skrisk.data._loaders import get_data_home
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import DEEPMATCHER_LEAKS
+from _lab import get_data_home
 from skrisk.datasets import load_deepmatcher
-from skrisk.data._pairs import stack_tables
-from skrisk.experiments._env import machine_line
+from _lab import stack_tables
+from _lab import machine_line
 from skrisk.labelling import LabellingSession, SessionConfig
-from skrisk.matching._model import MODEL_FILE
+from _lab import MODEL_FILE
 from skrisk.matching import load_model
-from skrisk.quality._stopping import RiskPlateau, StabilisingPredictions, cohen_kappa
-from skrisk.quality._estimate import audit_aim, audit_design, more_answers
+from _lab import RiskPlateau, StabilisingPredictions, cohen_kappa
+from _lab import audit_aim, audit_design, more_answers
 from skrisk.quality import choose_threshold, compare_f1, confirm_stop, estimate_quality
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summaries import add_session_records, read_session_summary, write_gzip  # noqa: E402  (beside this script)
 
 MEASURES = ("precision", "recall", "f1")

@@ -247,8 +247,8 @@ def run_splink(name: str, ds, test: pd.DataFrame, recall_guess: float | None = N
 
 def run_skrisk(task, seed: int, raw: Path) -> list[dict]:
     """skrisk's default risk sampling with the forest matcher: the rounds at 200 and 500 labels."""
-    from skrisk.experiments._tasks import make_matcher_factory, matcher_fit_kwargs
-    from skrisk.experiments._registry import make_strategy
+    from _lab import make_matcher_factory, matcher_fit_kwargs
+    from _lab import make_strategy
     from skrisk.experiments import run_active_learning
 
     wanted = [n for n in LABELS if n <= len(task.pool)]
@@ -360,8 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from skrisk.experiments import build_task
-        from skrisk.experiments._tasks import load_dataset
-        from skrisk.experiments._env import machine_line
+        from _lab import load_dataset
+        from _lab import machine_line
 
         torch.set_num_threads(1)
         raw = out / "raw"

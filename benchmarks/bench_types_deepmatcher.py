@@ -37,8 +37,9 @@ import torch
 from skrisk import LearnRisk
 from skrisk.data import SimilarityFeatures
 from skrisk.experiments import STRATEGIES, aulc, build_task, run_active_learning
-from skrisk.experiments._env import machine_line
-from skrisk.experiments._tasks import load_dataset, make_matcher_factory
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import machine_line
+from _lab import load_dataset, make_matcher_factory
 
 DATASETS = ["abt_buy", "dblp_scholar", "beer", "fodors_zagats"]
 VARIANTS = {"none": None, "auto": "auto"}

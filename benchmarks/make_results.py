@@ -48,9 +48,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from skrisk._fileio import atomic_write_text
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own modules (_lab)
+from _lab import atomic_write_text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summaries import RUNS, read_runs  # noqa: E402  (beside this script)
 
 ROOT = Path(__file__).resolve().parent.parent

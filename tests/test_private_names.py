@@ -134,6 +134,62 @@ def test_the_check_sees_a_cross_package_private_name():
     ], found
 
 
+# --------------------------------------------------------------------------- benchmarks/
+BENCHMARKS = ROOT / "benchmarks"
+SEAM = BENCHMARKS / "_lab.py"
+
+
+def _private_skrisk_imports(source: str) -> list[str]:
+    """The private skrisk modules and names a file imports (``skrisk._x``, ``skrisk.pkg._y``,
+    ``from skrisk.pkg import _z``), read with ``ast``; code inside strings is not imported."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for m in mods:
+            parts = m.split(".")
+            if parts[0] == "skrisk" and any(_private(x) for x in parts[1:]):
+                out.append(f"line {node.lineno}: {m}")
+    return out
+
+
+def test_benchmarks_reach_internals_only_through_the_seam():
+    """``benchmarks/_lab.py`` is the one benchmark file that imports skrisk's internals."""
+    found = {str(p.relative_to(ROOT)): hits for p in sorted(BENCHMARKS.rglob("*.py")) if p != SEAM
+             for hits in [_private_skrisk_imports(p.read_text(encoding="utf-8"))] if hits}
+    assert not found, f"Import these through benchmarks/_lab.py (with why a benchmark needs them): {found}"
+    # the checker sees the imports the benchmarks used to write
+    assert _private_skrisk_imports("from skrisk.experiments._env import machine_line\n"
+                                   "import skrisk.matching._match as _m\nfrom skrisk._fileio import x\n"
+                                   "from skrisk.data import _typed_blocking\nfrom skrisk.data import block\n") == [
+        "line 1: skrisk.experiments._env", "line 1: skrisk.experiments._env.machine_line",
+        "line 2: skrisk.matching._match", "line 3: skrisk._fileio", "line 3: skrisk._fileio.x",
+        "line 4: skrisk.data._typed_blocking"]
+
+
+def test_every_entry_of_the_seam_is_used_and_resolves():
+    import importlib
+
+    seam = {}
+    exec(compile(SEAM.read_text(encoding="utf-8"), str(SEAM), "exec"), seam)  # the repository's own file
+    used: set[str] = set()
+    for p in BENCHMARKS.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "_lab":
+                used |= {a.name for a in node.names}
+    unused = sorted(set(seam["INTERNALS"]) - used)
+    assert not unused, f"benchmarks/_lab.py exports names no benchmark uses: {unused}"
+    assert used <= set(seam["INTERNALS"]), sorted(used - set(seam["INTERNALS"]))
+    for name, (module, attribute, why) in seam["INTERNALS"].items():
+        assert why, name
+        mod = importlib.import_module(module)
+        assert attribute is None or hasattr(mod, attribute), f"_lab.{name}: {module} has no {attribute}"
+
+
 # --------------------------------------------------------------------------- tests/
 #: The tests that import a private module on purpose (they test an internal: a kernel, a limit
 #: made small, a wording, the shared row helpers); every other test goes through the public API.

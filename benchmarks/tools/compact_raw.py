@@ -37,8 +37,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from skrisk._fileio import atomic_write_text
-from skrisk.experiments._loop import format_record, read_results, recorded_rounds
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks' own modules (_lab)
+from _lab import atomic_write_text
+from _lab import format_record, read_results, recorded_rounds
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the tables say the runs ran on: 2026-11-23 tables name only the cores and threads

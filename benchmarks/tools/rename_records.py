@@ -45,7 +45,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from skrisk._fileio import atomic_write_text
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks' own modules (_lab)
+from _lab import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 #: old record name -> registry name

@@ -26,7 +26,9 @@ import torch
 from sklearn.metrics import f1_score
 
 from skrisk.data import PairEncoder, SimilarityFeatures
-from skrisk.data._embeddings import train_fasttext
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks' own modules (_lab)
+from _lab import train_fasttext
 from skrisk.datasets import load_deepmatcher
 from skrisk.matchers import RNNMatcher
 

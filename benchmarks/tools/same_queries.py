@@ -22,7 +22,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from skrisk.experiments._loop import read_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks' own modules (_lab)
+from _lab import read_results
 
 
 def compare(before: Path, after: Path) -> tuple[list[str], bool]:
