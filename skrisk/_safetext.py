@@ -213,6 +213,12 @@ def spreadsheet_safe(value: object) -> object:
     return value
 
 
+def _holds_nul(texts: np.ndarray) -> bool:
+    """Whether a text among ``texts`` (str or missing) holds a NUL: pandas' factorize merges texts
+    that differ after one (``"a"`` and ``"a\\x00b"``), so such a column is mapped cell by cell."""
+    return "\x00" in "".join(texts[pd.notna(texts)])
+
+
 def map_text(values: pd.Series, fn: Callable[[str], object]) -> pd.Series:
     """``values.map(fn, na_action="ignore")``, ``fn`` called once per distinct text.
 
@@ -226,7 +232,7 @@ def map_text(values: pd.Series, fn: Callable[[str], object]) -> pd.Series:
     >>> map_text(pd.Series(["a", None, "a", "b"]), str.upper).tolist()
     ['A', None, 'A', 'B']
     """
-    if pd.api.types.infer_dtype(values, skipna=True) != "string":
+    if pd.api.types.infer_dtype(values, skipna=True) != "string" or _holds_nul(values.to_numpy(dtype=object)):
         return values.map(fn, na_action="ignore")
     codes, uniq = pd.factorize(values, use_na_sentinel=True)
     out = np.empty(len(uniq), dtype=object)
@@ -255,7 +261,51 @@ def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for j in range(out.shape[1]):
         col = out.iloc[:, j]
         if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
-            out.isetitem(j, map_text(col, spreadsheet_safe).astype(object))
+            texts = col.to_numpy(dtype=object)
+            if pd.api.types.infer_dtype(col, skipna=True) == "string" and not _holds_nul(texts):
+                codes, uniq = pd.factorize(col, use_na_sentinel=True)
+                safe = _safe_texts(np.asarray(uniq, dtype=object))
+                if safe is not None:  # some text changes: gather the column anew
+                    cells = safe[codes]
+                    missing = codes < 0
+                    if missing.any():
+                        cells[missing] = texts[missing]
+                    out.isetitem(j, pd.Series(cells, index=col.index, name=col.name, dtype=object))
+                elif col.dtype != object:
+                    out.isetitem(j, col.astype(object))
+            else:
+                out.isetitem(j, map_text(col, spreadsheet_safe).astype(object))
+    return out
+
+
+# a separator, then a first character that is not a letter or digit (``\W`` or ``_``): only such
+# texts can change under spreadsheet_safe (zero-width, so that an empty text's separator is seen)
+_MAYBE_UNSAFE = re.compile(r"\x00(?=\W|_)")
+
+
+def _safe_texts(texts: np.ndarray) -> np.ndarray | None:
+    """:func:`spreadsheet_safe` of distinct texts, or None when none changes.
+
+    The texts are joined by NUL characters and one regular-expression pass finds those whose
+    first character is not a letter or digit: only they are checked one by one (a NUL inside a
+    text can only add a text to check, never hide one).
+    """
+    if not len(texts):
+        return None
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    starts = np.cumsum(lengths + 1) - lengths  # where each text starts in the joined string
+    at = np.fromiter((m.start() + 1 for m in _MAYBE_UNSAFE.finditer("\x00" + "\x00".join(texts))),
+                     dtype=np.int64)
+    if not len(at):
+        return None
+    check = np.unique(np.minimum(np.searchsorted(starts, at), len(texts) - 1))
+    out = None
+    for k in check:
+        safe = spreadsheet_safe(texts[k])
+        if safe is not texts[k]:
+            if out is None:
+                out = texts.copy()
+            out[k] = safe
     return out
 
 

@@ -568,6 +568,17 @@ def _cmd_label(args: argparse.Namespace) -> int:
         session.close()
 
 
+class _NeverRaised(Exception):
+    pass
+
+
+def _session_write_error() -> type[Exception]:
+    """The labelling journal's write error, once a command imported the labelling package (only
+    then can it be raised; ``skrisk match`` never imports it)."""
+    journal = sys.modules.get("skrisk.labelling._journal")
+    return journal.SessionWriteError if journal is not None else _NeverRaised
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skrisk`` console script; returns the exit code."""
     parser = _build_parser()
@@ -577,7 +588,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _EXIT_BAD_INPUT
     from ._fileio import FolderInUseError
     from .exceptions import SkriskError
-    from .labelling._journal import SessionWriteError
 
     debug = getattr(args, "debug", False)
     try:
@@ -595,7 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print("\n" + visible(f"Interrupted.{where}"), file=sys.stderr, flush=True)
         return _EXIT_INTERRUPTED
-    except (SkriskError, FolderInUseError, SessionWriteError) as exc:
+    except (SkriskError, FolderInUseError, _session_write_error()) as exc:  # evaluated when raised
         if debug:
             raise
         return _fail(str(exc))

@@ -57,6 +57,8 @@ _RULE_PAIRS_PER_RECORD = 100
 _MIN_RULE_PAIRS = 1_000_000
 # Pairs whose codes are computed at once (bounds the temporaries of ten million pairs).
 _CODE_CHUNK = 1 << 20
+# identical records: a pair of groups stands for all the pairs of their members up to this many
+_MAX_PRODUCT = 10_000
 # Candidate pairs the token blocker scores at once (a row chunk of the inverted-index product).
 _TOKEN_CHUNK_CELLS = 2_000_000
 # A row chunk whose candidates exceed 1 / _DENSE_RATIO of all its pairs is scored densely (all
@@ -602,6 +604,7 @@ class _Groups:
     right_head: np.ndarray  # per right record (empty: one table)
     cross: tuple[np.ndarray, np.ndarray]  # (left head, right head) of the groups on both sides
     dedup: bool = False
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def left_reps(self) -> np.ndarray:
@@ -612,36 +615,58 @@ class _Groups:
         return np.flatnonzero(self.right_head == np.arange(len(self.right_head)))
 
     def identical_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every member with its head (one table); between two tables the heads of a group on the
-        two sides, and every member with the other side's head."""
-        at = np.flatnonzero(self.left_head != np.arange(len(self.left_head)))
-        if self.dedup:
-            return at, self.left_head[at]
-        hl, hr = self.cross
-        return self.spread(hl, hr)
+        """One table: every pair within a group (a group of more than ``_MAX_PRODUCT ** 0.5``
+        records: each member with its head); between two tables the pairs of :meth:`spread` of
+        the heads of each group found on both sides."""
+        if not self.dedup:
+            hl, hr = self.cross
+            return self.spread(hl, hr)
+        lo, ls, lc = self._members(True)
+        heads = self.left_reps
+        count = lc[heads]
+        small = heads[(count > 1) & (count * count <= _MAX_PRODUCT)]
+        li, ri = self._product(small, small, lo, ls, lo, ls, (lc[small], lc[small]))
+        keep = li < ri
+        big = np.isin(self.left_head, heads[count * count > _MAX_PRODUCT])
+        at = np.flatnonzero(big & (self.left_head != np.arange(len(self.left_head))))
+        return np.concatenate([li[keep], at]), np.concatenate([ri[keep], self.left_head[at]])
+
+    def _members(self, left: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(positions ordered by group, start and size of each head's group) of one side; cached."""
+        key = "left" if left or self.dedup else "right"
+        if key not in self._cache:
+            head = self.left_head if key == "left" else self.right_head
+            order = np.argsort(head, kind="stable")
+            count = np.bincount(head, minlength=len(head)).astype(np.int64)
+            self._cache[key] = (order, np.cumsum(count) - count, count)
+        return self._cache[key]
+
+    @staticmethod
+    def _product(li: np.ndarray, ri: np.ndarray, lo: np.ndarray, ls: np.ndarray, ro: np.ndarray, rs: np.ndarray,
+                 count: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """For each pair of heads, the first ``count[0]`` members of ``li``'s group with the first
+        ``count[1]`` of ``ri``'s (vectorised; the head is its group's first member)."""
+        cl, cr = count
+        n = cl * cr
+        k = np.repeat(np.arange(len(li)), n)
+        off = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+        return lo[ls[li][k] + off // cr[k]], ro[rs[ri][k] + off % cr[k]]
 
     def spread(self, li: np.ndarray, ri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Pairs of heads ``(li, ri)`` and, for each, every other member of ``li``'s group with
-        ``ri`` and ``li`` with every other member of ``ri``'s group (vectorised, linear in the
-        pairs and the group sizes)."""
-        out_l, out_r = [li], [ri]
-        for head, mine, other in ((self.left_head, li, ri), (self.right_head, ri, li)):
-            members = np.flatnonzero(head != np.arange(len(head)))
-            if not len(members):
-                continue
-            order = np.argsort(head[members], kind="stable")
-            members = members[order]
-            start = np.searchsorted(head[members], mine, side="left")
-            count = np.searchsorted(head[members], mine, side="right") - start
-            total = int(count.sum())
-            if not total:
-                continue
-            offset = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
-            got = members[np.repeat(start, count) + offset]
-            rep = np.repeat(other, count)
-            out_l.append(got if head is self.left_head else rep)
-            out_r.append(rep if head is self.left_head else got)
-        return np.concatenate(out_l), np.concatenate(out_r)
+        """Every member of ``li``'s group (``li`` included) with every member of ``ri``'s: the
+        pairs the rules give the records the heads stand for. A pair of groups whose product
+        exceeds ``_MAX_PRODUCT`` pairs gives each head with the other group's members only."""
+        lo, ls, lc = self._members(True)
+        ro, rs, rc = self._members(False)
+        cl, cr = lc[li], rc[ri]
+        big = cl * cr > _MAX_PRODUCT
+        if not big.any():
+            return self._product(li, ri, lo, ls, ro, rs, (cl, cr))
+        one = np.ones(int(big.sum()), dtype=np.int64)
+        parts = [self._product(li[~big], ri[~big], lo, ls, ro, rs, (cl[~big], cr[~big])),
+                 self._product(li[big], ri[big], lo, ls, ro, rs, (one, cr[big])),
+                 self._product(li[big], ri[big], lo, ls, ro, rs, (cl[big], one))]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _identical_groups(left: pd.DataFrame, right: pd.DataFrame, cols: list[str]) -> _Groups:
@@ -795,14 +820,15 @@ def block(
         CPUs). The pairs do not depend on it.
     identical : bool, default=False
         Make records that are identical in every shared attribute (after normalisation; a record
-        with no value at all is never identical to another) candidates whatever the rules say,
-        at a cost linear in their number: the records of such a group are blocked as one (its
-        first record in table order, the group's head), and on one table every other member is
-        paired with the head (``n - 1`` pairs for a group of ``n``, not ``n (n - 1) / 2``: the
-        pairs between two members are implied, and connected components hold the group
-        together). Between two tables the heads of a group on the two sides are paired, every
-        member with the other side's head, and each pair a rule finds between heads stands for
-        the pairs of each member with the other head. :func:`skrisk.matching.match` sets it.
+        with no value at all is never identical to another) candidates whatever the rules say.
+        The records of such a group are blocked as one (its first record in table order, the
+        group's head: copies of a record do not crowd out its neighbours), and each pair of
+        heads a rule finds stands for every pair of their members. On one table every two
+        members of a group are paired; between two tables every member of a group on one side
+        with every member of it on the other. A pair of groups (or a group with itself) that
+        would give more than 10,000 pairs gives each head with the other group's members only
+        (connected components still hold the group together). :func:`skrisk.matching.match`
+        sets it.
     one_way : bool, default=False
         Two tables: ``tokens`` rules pair each left record with its ``top_k`` nearest right
         records only, not also each right record with its nearest left ones, and the pair
@@ -877,7 +903,7 @@ def block(
             li, ri = _recordlinkage_pairs(method, cols, params, sub_l, sub_r,
                                           len(sub_l) + (0 if dedup else len(sub_r)))
         li, ri = lpos[li], rpos[ri]
-        if groups is not None and not dedup:  # each pair of group heads stands for their groups
+        if groups is not None:  # each pair of group heads stands for their groups
             li, ri = groups.spread(li, ri)
         c = _pair_codes(li, ri, rank, n_right)
         del li, ri

@@ -1,7 +1,7 @@
 """Incremental matching: new records against the entities of an earlier run, their ids kept.
 
 A run of :func:`~skrisk.matching.match` on one table (dedup) leaves, beside ``entities.csv``,
-a *blocking index*: ``index_records.csv`` (every record's id and model attributes, the values
+a *blocking index*: ``index_records.npz`` (every record's id and model attributes, the values
 blocking and the scorer read) and ``index.json`` (the manifest: the model's fingerprint, a
 checksum of the records and one of the entity assignment of ``entities.csv``, and the next free
 entity id). An incremental run loads and checks them, blocks the new records against the new
@@ -33,14 +33,14 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
+from ._index_file import INDEX_RECORDS, read_records, records_bytes
 from ._steps import _model_rules
 
 INDEX_MANIFEST = "index.json"
-INDEX_RECORDS = "index_records.csv"
 ENTITIES_FILE = "entities.csv"
 CHANGES_FILE = "changes.csv"
 _FORMAT = "skrisk-match-index"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
 _MERGE_RULES = ("report", "apply")
 _CHANGE_COLUMNS = ["change", "record_id", "entities", "into", "probability", "risk", "reasons", "applied",
                    "detail"]
@@ -56,6 +56,18 @@ def _digest(lines: Any) -> str:
     return h.hexdigest()
 
 
+def _digest_columns(columns: Any) -> str:
+    """SHA-256 of columns of texts: per column, the length of every text then their concatenation
+    (unambiguous whatever the texts hold; one pass in C per column)."""
+    h = hashlib.sha256()
+    for values in columns:
+        texts = list(values) if pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty") \
+            else [str(v) for v in values]
+        h.update(np.fromiter(map(len, texts), dtype="<i8", count=len(texts)).tobytes())
+        h.update("".join(texts).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
 def _canon(table: pd.DataFrame) -> pd.DataFrame:
     """The table's values as the index writes them: str, a missing value (None, NaN) as ``""``;
     ids as str."""
@@ -64,18 +76,20 @@ def _canon(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def records_checksum(records: pd.DataFrame) -> str:
-    """SHA-256 of the records' ids and values, in id order."""
-    c = _canon(records).sort_index(kind="stable")
-    return _digest("\t".join([i, *row]) for i, row in zip(c.index, c.itertuples(index=False, name=None)))
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def assignment_checksum(entities: pd.DataFrame) -> str:
     """SHA-256 of the (record id, entity id) assignment of an entities frame, in record order."""
-    rec = entities["record_id"].astype(str).to_numpy()
-    ent = entities["entity_id"].astype(str).to_numpy()
+    rec = entities["record_id"].astype(str).to_numpy(dtype=object)
+    ent = entities["entity_id"].astype(str).to_numpy(dtype=object)
     order = np.argsort(rec, kind="stable")
-    return _digest(f"{rec[i]}\t{ent[i]}" for i in order)
+    return _digest_columns([rec[order], ent[order]])
 
 
 def model_fingerprint(model: Any) -> str:
@@ -137,7 +151,7 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
 
     folder = _index_folder(path)
     man_path, rec_path, ent_path = folder / INDEX_MANIFEST, folder / INDEX_RECORDS, folder / ENTITIES_FILE
-    missing = [p for p in (man_path, rec_path, ent_path) if not p.is_file()]
+    missing = [p for p in (man_path, ent_path) if not p.is_file()]
     if missing:
         raise DataError(f"{missing[0]} is missing: {folder} holds no blocking index of an earlier run; {_FULL_RUN}.")
     man = _json_or_error(man_path)
@@ -147,20 +161,23 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if man.get("format_version") != _FORMAT_VERSION:
         raise DataError(f"{man_path} has format_version {man.get('format_version')!r}, this skrisk reads "
                         f"{_FORMAT_VERSION}; {_FULL_RUN}.")
+    if not rec_path.is_file():
+        raise DataError(f"{rec_path} is missing: {folder} holds no blocking index of an earlier run; {_FULL_RUN}.")
     fp = fingerprint or model_fingerprint(model)
     if man["model"] != fp:
         raise DataError(f"{man_path}: the index was built with another model (or another threshold or "
                         "blocking) than the one given: match with the model of that run, or " + _FULL_RUN + ".")
-    rec = read_csv_export(rec_path)
     attrs = list(model.attributes)
-    if list(rec.columns) != ["record_id", *attrs]:
-        raise DataError(f"{rec_path} has the columns {list(rec.columns)[:8]}, not record_id and the model's "
-                        f"attributes {attrs}: the file was changed; {_FULL_RUN}.")
-    rec = rec.set_index("record_id")
-    rec.index.name = None
-    if len(rec) != man["n_records"] or records_checksum(rec) != man["records"]:
+    if man.get("attributes") != attrs:
+        raise DataError(f"{man_path} lists the attributes {man.get('attributes')!r}, not the model's {attrs}: "
+                        f"the file was changed; {_FULL_RUN}.")
+    if _file_digest(rec_path) != man["records"]:
         raise DataError(f"{rec_path} does not match its checksum in {man_path}: the index was changed "
                         f"(tampered or truncated); restore the files of that run, or {_FULL_RUN}.")
+    rec = read_records(rec_path, attrs, _FULL_RUN)
+    if len(rec) != man["n_records"]:
+        raise DataError(f"{rec_path} holds {len(rec)} records, its manifest {man_path} says {man['n_records']!r}: "
+                        f"restore the files of that run, or {_FULL_RUN}.")
     ent = read_csv_export(ent_path)
     need = ["entity_id", "side", "record_id"]
     if not set(need) <= set(ent.columns):
@@ -175,31 +192,31 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if not isinstance(man["next_entity_id"], int) or (len(ent) and man["next_entity_id"] <= ent["entity_id"].max()):
         raise DataError(f"{man_path}: next_entity_id {man['next_entity_id']!r} is not above every entity id; "
                         f"{_FULL_RUN}.")
-    rec = rec.where(rec != "", None)
     return KnownRecords(records=rec, entities=ent, next_id=int(man["next_entity_id"]), folder=folder)
 
 
 def index_writers(model: Any, records: pd.DataFrame, entities: pd.DataFrame, next_id: int,
                   fingerprint: str | None = None) -> dict:
-    """Writers of ``index_records.csv`` and ``index.json`` for :func:`skrisk._fileio.write_files_together`.
+    """Writers of ``index_records.npz`` and ``index.json`` for :func:`skrisk._fileio.write_files_together`.
 
     ``records`` holds the model's attributes indexed by record id; ``entities`` is the frame
     written as ``entities.csv`` (``entity_id``, ``record_id`` ...).
     """
-    from .._fileio import atomic_write_bytes, write_csv_export
+    from .._fileio import atomic_write_bytes
 
     attrs = list(model.attributes)
-    rec = _canon(records[attrs]).sort_index(kind="stable")
+    rec = records[attrs]
+    rec = rec.set_axis(rec.index.astype(str)).sort_index(kind="stable")
+    data = records_bytes(rec, attrs)
     manifest = {
         "format": _FORMAT, "format_version": _FORMAT_VERSION,
         "model": fingerprint or model_fingerprint(model),
-        "records": records_checksum(rec), "n_records": int(len(rec)),
+        "records": hashlib.sha256(data).hexdigest(), "n_records": int(len(rec)),
         "entities": assignment_checksum(entities), "next_entity_id": int(next_id),
         "attributes": attrs,
     }
-    frame = rec.reset_index(names="record_id")
     return {
-        INDEX_RECORDS: lambda p: write_csv_export(p, frame),
+        INDEX_RECORDS: lambda p: atomic_write_bytes(p, data),
         INDEX_MANIFEST: lambda p: atomic_write_bytes(p, (json.dumps(manifest, indent=1) + "\n").encode("utf-8")),
     }
 

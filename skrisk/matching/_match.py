@@ -97,10 +97,9 @@ def match(
         threshold are dropped), and every entity is one such pair or one record.
     blocking : rule or list of rules, default=None
         Blocking rules for :func:`skrisk.data.block`; None: the model's own. Records identical
-        in every attribute (after normalisation) are candidates whatever the rules: on one
-        table each is paired with the first of them (``matches`` then lists that pair only, and
-        the entities hold the whole group), between two tables the first of each side with the
-        other side's (``block(..., identical=True)``).
+        in every attribute (after normalisation) are candidates whatever the rules, and are
+        blocked as one record whose pairs stand for those of every copy
+        (``block(..., identical=True)``).
     names : (str, str)
         How messages name the two tables (e.g. their file paths).
     client : distributed.Client or None, default=None

@@ -40,6 +40,7 @@ def _prepare_tables(
                 "must be unique; deduplicate the ids (or give each record its own id)."
             )
         model.check_table(table, source)
+        _refuse_nul(table[list(model.attributes)], source)
     attrs = list(model.attributes)
     left = left[attrs].copy()
     left.index = left.index.astype(str)
@@ -63,6 +64,22 @@ def _prepare_tables(
             "(--right), or use a model trained to deduplicate one table."
         )
     return left, right
+
+
+def _refuse_nul(table: pd.DataFrame, source: str) -> None:
+    """A DataError naming the record and column of a text that holds a NUL character: pandas'
+    hashing merges texts that differ only after one ("a" and "a\\x00b"), so neither blocking nor
+    the features could tell them apart (no CSV file read by skrisk holds one)."""
+    for j, col in enumerate(table.columns):
+        v = table.iloc[:, j].to_numpy(dtype=object)
+        texts = v[pd.notna(v)] if pd.api.types.infer_dtype(v, skipna=True) == "string" \
+            else [x for x in v if type(x) is str]
+        if "\x00" in "".join(texts):
+            row = next(i for i, x in enumerate(v) if type(x) is str and "\x00" in x)
+            raise DataError(f"{source}: the {col!r} value of the record {table.index[row]!r} holds a NUL character "
+                            "(\\x00), which skrisk cannot tell apart from the text before it: remove the NUL "
+                            f"characters first (e.g. table[{col!r}].str.replace('\\x00', ''))."
+                            )
 
 
 def _model_rules(model: MatchModel) -> Any:

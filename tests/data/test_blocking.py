@@ -239,3 +239,39 @@ def test_threads_give_the_same_pairs(task, monkeypatch):
         pd.testing.assert_frame_equal(block(left, right, n_jobs=n_jobs).pairs, one.pairs)
     with pytest.raises(ValueError, match="n_jobs"):
         block(left, right, n_jobs=0)
+
+
+@pytest.mark.parametrize("task", ["dedup", "link"])
+def test_copies_of_a_record_get_every_pair_the_rules_give_it(task):
+    """Identical records are blocked as one, and each pair of them a rule finds stands for every
+    pair of their copies: the candidates hold all the pairs of blocking without the groups, and
+    (one table) every two copies of a record."""
+    import numpy as np
+
+    from skrisk.datasets import make_person_table
+
+    table, _ = make_person_table(400, random_state=0)
+    table = table[["given_name", "surname", "postcode"]]
+    rng = np.random.default_rng(0)
+    copies = table.iloc[rng.choice(len(table), 60)]
+    copies = pd.concat([copies, copies.iloc[:20]])  # groups of two and three copies
+    copies.index = [f"copy{i}" for i in range(len(copies))]
+    rules = [("standard", "postcode"), ("standard", ["given_name", "surname"])]
+    if task == "dedup":
+        left, right = pd.concat([table, copies]), None
+    else:
+        left, right = pd.concat([table.iloc[:200], copies.iloc[:30]]), pd.concat([table.iloc[150:], copies.iloc[30:]])
+
+    def pairs(res):
+        got = set(zip(res.pairs["left_id"], res.pairs["right_id"]))
+        return got | {(b, a) for a, b in got} if right is None else got
+
+    grouped = block(left, right, rules, identical=True)
+    plain = pairs(block(left, right, rules))
+    assert plain <= pairs(grouped)
+    assert grouped.rule_sizes["identical records"] > 0
+    if right is None:
+        rows = left.apply(lambda r: "|".join(r.fillna("").str.strip().str.lower()), axis=1)
+        twins = [(a, b) for key, ids in rows.groupby(rows).groups.items() if key.strip("|")
+                 for a in ids for b in ids if a != b]
+        assert twins and set(twins) <= pairs(grouped)

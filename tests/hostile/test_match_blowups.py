@@ -317,7 +317,7 @@ def test_a_full_disk_between_the_two_files_keeps_the_previous_run(saved_model, f
     assert code == 2 and "No space left" in err and str(out / "entities.csv") in err and "as they were" in err
     assert _files(out) == before
     assert any(".matches.csv." in c for c in calls)  # matches.csv was written first, then held back
-    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "index.json", "index_records.csv",
+    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "index.json", "index_records.npz",
                                                    "matches.csv"]  # a dedup run writes its index too
 
 
@@ -343,7 +343,7 @@ def test_a_run_killed_while_moving_its_outputs_is_completed_by_the_next(saved_mo
     assert after["matches.csv"] == half["matches.csv"] and after["entities.csv"] != before["entities.csv"]
     ids = set(pd.read_csv(other, dtype=str)["id"])
     assert set(pd.read_csv(out / "entities.csv", dtype=str)["record_id"]) == ids  # both of the second run
-    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "index.json", "index_records.csv",
+    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "index.json", "index_records.npz",
                                                    "matches.csv"]  # a dedup run writes its index too
 
 

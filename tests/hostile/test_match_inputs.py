@@ -94,7 +94,7 @@ def test_a_killed_run_leaves_the_old_matches(saved, febrl_split, tmp_path, capsy
     monkeypatch.setattr(os, "replace", real_replace)
     assert (out / "matches.csv").read_bytes() == before
     # the folder's lock stays (as in a session folder); no staging folder or temporary file is left
-    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "index.json", "index_records.csv",
+    assert sorted(p.name for p in out.iterdir()) == [".skrisk.lock", "entities.csv", "index.json", "index_records.npz",
                                                    "matches.csv"]  # a dedup run writes its index too
 
 
@@ -125,3 +125,13 @@ def test_missing_model(tmp_path, capsys):
     (tmp_path / "sess").mkdir()
     code, err = _run(capsys, "--model", tmp_path / "sess", "--left", tmp_path / "a.csv", "--out", tmp_path / "o")
     assert code == 2 and "holds no model.skrisk" in err and "after at least one training round" in err
+
+
+def test_a_value_holding_a_nul_is_refused_naming_record_and_column(dedup_model, febrl_split):
+    """pandas' hashing merges "a" and "a\\x00b": a NUL in a value (only the Python API can give
+    one) is refused before any work, naming the record, the column and the fix."""
+    _, new, _ = febrl_split
+    bad = new.copy()
+    bad.loc[bad.index[3], "surname"] = "smi\x00th"
+    with pytest.raises(DataError, match=rf"new\.csv: the 'surname' value of the record '{bad.index[3]}' holds a NUL"):
+        match(dedup_model, bad, progress=False, names=("new.csv", ""))

@@ -390,3 +390,51 @@ def test_any_table_written_by_a_csv_writer_reads_back_as_written(tmp_path, data,
     assert t.index.tolist() == ids and list(t.columns) == names
     for n in names:
         assert [None if pd.isna(v) else v for v in t[n]] == [v if v != "" else None for v in cols[n]]
+
+
+_PLAIN_CELLS = st.lists(st.sampled_from(["a", "B", "0", " ", ",", "é", "\t", "'", "=", "NA", "\r\n", "\n", "\r"]),
+                        max_size=5).map("".join)
+
+
+@given(st.lists(st.lists(_PLAIN_CELLS, min_size=1, max_size=4), min_size=1, max_size=8),
+       st.sampled_from(["\n", "\r\n"]), st.booleans())
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_fast_reader_reads_what_the_csv_module_reads(tmp_path, rows, end, final):
+    """Files without quotes go through pandas' C parser: on any such text (blank lines, lines of
+    commas only, ragged lines, trailing commas, CRLF or LF, spaces, tabs) the frame, the lines of
+    the records and the errors are those of the csv module's reader."""
+    # internal on purpose: the two readers compared
+    from skrisk.data._loaders import _fit_header, _parse, _read_plain
+
+    text = "id,x,y\n".replace("\n", end) + end.join(",".join(r) for r in rows) + (end if final else "")
+    path = tmp_path / "t.csv"
+
+    def slow():
+        got, lines = _parse(path, text)
+        while got and not any(f.strip() for f in got[0]):
+            got, lines = got[1:], lines[1:]
+        names, body, body_lines = _fit_header(path, got, lines)
+        return pd.DataFrame(body or None, columns=names, dtype=object), np.asarray(body_lines, dtype=np.int64)
+
+    try:
+        want = slow()
+    except DataError as exc:
+        want = exc
+    fast = _read_plain(path, text)
+    if fast is None:
+        return  # the csv module's path reads it
+    assert not isinstance(want, DataError), f"the fast reader read a file the csv module refuses: {want}"
+    assert fast[0].equals(want[0]) and fast[1].tolist() == want[1].tolist()
+
+
+def test_the_fast_reader_takes_plain_files_and_leaves_the_rest(tmp_path):
+    # internal on purpose: which files the C parser reads
+    from skrisk.data._loaders import _read_plain
+
+    path = tmp_path / "t.csv"
+    frame, lines = _read_plain(path, "id,x\r\n007,NA\r\n\r\n,,\r\nb, y \r\n")
+    assert frame.to_dict("list") == {"id": ["007", "b"], "x": ["NA", " y "]} and lines.tolist() == [2, 5]
+    for text in ('id,x\n1,"a,b"\n', "id,x,\n1,a,\n", "id,x\n1,a,b\n", "\nid,x\n1,a\n", "id,x\r1,a\r", "id\n1\n"):
+        assert _read_plain(path, text) is None, text
+    with pytest.raises(DataError, match="differ only in case"):
+        _read_plain(path, "id,x,X\n1,a,b\n")

@@ -17,6 +17,9 @@ from skrisk.exceptions import DataError
 from skrisk.matchers import FeatureMatcher
 from skrisk.matching import MatchModel, load_model, match
 
+# internal on purpose: the index file's reader and its checks
+from skrisk.matching._index_file import read_records
+
 RULES = [("standard", "postcode"), ("standard", "date_of_birth"), ("standard", ["given_name", "surname"])]
 N_KNOWN, N_A = 1000, 250
 
@@ -81,14 +84,17 @@ def changes(folder) -> pd.DataFrame:
 
 
 def test_a_full_run_writes_a_checked_index(world):
-    d, _, _ = world
+    d, table, _ = world
     man = json.loads((d / "known" / "index.json").read_text())
     ent = entities(d / "known")
     assert man["n_records"] == N_KNOWN == len(ent)
     assert man["next_entity_id"] == ent.max() + 1
-    rec = read_csv_export(d / "known" / "index_records.csv")
-    assert list(rec.columns) == ["record_id", "given_name", "surname", "date_of_birth", "address", "city",
-                                 "postcode"]
+    attrs = ["given_name", "surname", "date_of_birth", "address", "city", "postcode"]
+    assert man["attributes"] == attrs
+    rec = read_records(d / "known" / "index_records.npz", attrs, "run again")
+    table = table.iloc[:N_KNOWN]
+    assert sorted(rec.index) == sorted(table.index)
+    assert rec.reindex(table.index).fillna("").equals(table[attrs].fillna("").astype(object))
 
 
 def test_new_records_join_known_entities_whose_ids_stay(world):
@@ -113,7 +119,7 @@ def test_the_same_new_file_twice_changes_nothing(world):
     d, _, _ = world
     run(d, "--left", "a.csv", "--entities", "known", "--out", "o_a1")
     run(d, "--left", "a.csv", "--entities", "o_a1", "--out", "o_a2")
-    for name in ("entities.csv", "index_records.csv", "index.json"):
+    for name in ("entities.csv", "index_records.npz", "index.json"):
         assert (d / "o_a1" / name).read_bytes() == (d / "o_a2" / name).read_bytes(), name
     assert len(read_csv_export(d / "o_a2" / "matches.csv")) == 0
 
@@ -121,7 +127,7 @@ def test_the_same_new_file_twice_changes_nothing(world):
 def test_an_empty_new_file_changes_nothing(world):
     d, _, _ = world
     run(d, "--left", "empty.csv", "--entities", "known", "--out", "o_empty")
-    for name in ("entities.csv", "index_records.csv", "index.json"):
+    for name in ("entities.csv", "index_records.npz", "index.json"):
         assert (d / "known" / name).read_bytes() == (d / "o_empty" / name).read_bytes(), name
 
 
@@ -214,8 +220,8 @@ def test_an_id_seen_again_with_other_values_is_an_update(world):
     after = entities(d / "o_upd")
     assert after[rid] == after[target] == known[target]
     assert (after[mates] == known[rid]).all()  # the old entity keeps its id
-    rec = read_csv_export(d / "o_upd" / "index_records.csv").set_index("record_id")
-    assert rec.loc[rid, "surname"] == (table.loc[target, "surname"] or "")
+    rec = read_records(d / "o_upd" / "index_records.npz", list(load_model(d / "model.skrisk").attributes), "x")
+    assert (rec.loc[rid, "surname"] or "") == (table.loc[target, "surname"] or "")
 
 
 def test_the_python_api_matches_against_a_folder(world):
@@ -248,11 +254,12 @@ def test_an_index_of_another_model_is_refused(world):
 def test_a_tampered_index_is_refused(world):
     d, table, _ = world
     folder = _copy(d, "tampered")
-    lines = (folder / "index_records.csv").read_bytes().split(b"\r\n")
-    lines[2] = lines[2].replace(b",", b",x", 1)  # one value of one record changed
-    (folder / "index_records.csv").write_bytes(b"\r\n".join(lines))
+    data = bytearray((folder / "index_records.npz").read_bytes())
+    at = data.rindex(b"smith") if b"smith" in data else len(data) // 2
+    data[at] ^= 1  # one byte of one value changed
+    (folder / "index_records.npz").write_bytes(bytes(data))
     model = load_model(d / "model.skrisk")
-    with pytest.raises(DataError, match=r"index_records\.csv.*checksum.*tampered"):
+    with pytest.raises(DataError, match=r"index_records\.npz.*checksum.*tampered"):
         match(model, table.iloc[N_KNOWN:], entities=folder, progress=False)
     (folder / "index.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError, match=r"index\.json.*not a readable manifest"):
@@ -316,3 +323,59 @@ def test_incremental_matching_is_not_combined_with_a_cluster(world, tmp_path, ca
                "--workers", "2", "--out", str(tmp_path / "out")])
     assert rc == 2 and "--entities runs on one machine" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_hostile_index_file_is_refused_naming_it(tmp_path):
+    """The records' archive is read only after its structure is checked: a pickled (object) array,
+    a compressed member, a missing or extra member, a wrong dtype, codes outside the values, and
+    lengths that do not add up are each a DataError naming the file; nothing is unpickled."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    # internal on purpose: the writer of the index file, to build hostile variants of it
+    from skrisk.matching._index_file import records_bytes
+
+    rec = pd.DataFrame({"a": ["x", None, "ü", ""], "b": ["1", "2", "2", "'=3"]}, index=["NA", "007", "b", "c"])
+    good = records_bytes(rec, ["a", "b"])
+    path = tmp_path / "index_records.npz"
+    path.write_bytes(good)
+    back = read_records(path, ["a", "b"], "run again")
+    assert back.index.tolist() == ["NA", "007", "b", "c"]
+    assert back["a"].tolist() == ["x", None, "ü", None] and back["b"].tolist() == ["1", "2", "2", "'=3"]
+    assert records_bytes(rec, ["a", "b"]) == good  # the same records, the same bytes
+
+    def members(data):
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return {i.filename: zf.read(i.filename) for i in zf.infolist()}
+
+    def archive(arrays, compression=zipfile.ZIP_STORED, raw=None):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=compression) as zf:
+            for name, payload in (raw or {}).items():
+                zf.writestr(name, payload)
+            for name, arr in arrays.items():
+                b = io.BytesIO()
+                np.save(b, arr, allow_pickle=True)
+                zf.writestr(name + ".npy", b.getvalue())
+        return buf.getvalue()
+
+    with np.load(io.BytesIO(good)) as z:
+        arrays = {n: z[n] for n in z.files}
+    hostile = {
+        "object array (a pickle)": archive({**arrays, "a0_text": np.array(["x"], dtype=object)}),
+        "compressed": archive(arrays, zipfile.ZIP_DEFLATED),
+        "missing member": archive({k: v for k, v in arrays.items() if k != "a1_codes"}),
+        "extra member": archive(arrays, raw={"evil.py": b"print(1)"}),
+        "wrong dtype": archive({**arrays, "a0_codes": arrays["a0_codes"].astype(np.float64)}),
+        "codes outside": archive({**arrays, "a1_codes": arrays["a1_codes"] + 5}),
+        "lengths": archive({**arrays, "ids_len": arrays["ids_len"] + 1}),
+        "not a zip": b"PK\x03\x04 truncated",
+    }
+    assert set(members(good)) == {n + ".npy" for n in arrays}
+    for why, data in hostile.items():
+        path.write_bytes(data)
+        with pytest.raises(DataError, match=r"index_records\.npz is not a readable index.*run again"):
+            read_records(path, ["a", "b"], "run again")
+        assert why
