@@ -16,9 +16,12 @@ metrics), and ``"number"`` for numeric columns (the generic metrics with ``num_d
 
 from __future__ import annotations
 
+import contextvars
+import json
 import re
 import unicodedata
-from typing import Any, Mapping
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -306,8 +309,26 @@ def phonetic_codes(values: np.ndarray) -> np.ndarray:
     return out
 
 
+_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("skrisk_standardised", default=None)
+
+
+@contextmanager
+def shared_standardisation() -> Iterator[None]:
+    """Within the block, :func:`standardise` keeps what it computed, per column type, and
+    computes only values it has not seen (blocking and the encoding of the same tables
+    standardise the same values). Standardisation is value by value, so the results are the
+    same; what is kept is released when the block ends.
+    """
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def standardise(values: np.ndarray, column_type: Mapping[str, Any]) -> np.ndarray:
-    """The standardised text of each distinct normalised value (``""``: missing).
+    """The standardised text of each distinct normalised value (``""``: missing); within
+    :func:`shared_standardisation`, each value is standardised once.
 
     Names, categories and e-mail addresses lose accents, case and stray whitespace (names also
     punctuation); dates become ISO ``yyyy-mm-dd`` (a value that does not read as a date keeps its
@@ -325,6 +346,38 @@ def standardise(values: np.ndarray, column_type: Mapping[str, Any]) -> np.ndarra
     >>> standardise(np.array(["+1 (212) 555-0143"], dtype=object), {"type": "phone", "missing": []}).tolist()
     ['2125550143']
     """
+    shared = _SHARED.get()
+    if shared is None or not len(values):
+        return _standardise(values, column_type)
+    key = json.dumps(column_type, sort_keys=True, default=str)
+    seen = shared.get(key)
+    values = np.asarray(values, dtype=object)
+    if seen is None:
+        out = _standardise(values, column_type)
+        _keep(shared, key, values, out)
+        return out
+    index, known = seen
+    at = index.get_indexer(pd.Index(values, dtype=object))
+    new = at < 0
+    out = np.empty(len(values), dtype=object)
+    out[~new] = known[at[~new]]
+    if new.any():
+        out[new] = _standardise(values[new], column_type)
+        _keep(shared, key, values[new], out[new], seen)
+    return out
+
+
+def _keep(shared: dict, key: str, values: np.ndarray, out: np.ndarray, seen: tuple | None = None) -> None:
+    """Add (value, standardised value) pairs to the shared ones, each value once."""
+    idx = pd.Index(values, dtype=object)
+    first = ~idx.duplicated()
+    idx, out = idx[first], out[first]
+    if seen is not None:
+        idx, out = seen[0].append(idx), np.concatenate([seen[1], out])
+    shared[key] = (idx, out)
+
+
+def _standardise(values: np.ndarray, column_type: Mapping[str, Any]) -> np.ndarray:
     kind = column_type["type"]
     missing = list(column_type.get("missing", ()))
     v = pd.Series(values, dtype=object)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .._threads import map_in_order, n_threads
+from ..data._types import shared_standardisation
 from ._model import MatchModel
 from ._steps import (_candidates, _feature_names, _kept, _matches_and_entities, _model_rules, _prepare_tables,
                      _reasons, _stage)
@@ -162,11 +163,12 @@ def match(
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left, right = _prepare_tables(model, left, right, names)
     threads = n_threads(n_jobs)
-    with _stage("Blocking", progress, timings, "blocking"):
-        blocked = _candidates(left, right, _model_rules(model) if blocking is None else blocking, names, n_jobs)
-    with _stage("Encoding the tables", progress, timings, "encoding"):
-        # chunks on threads, each on one: no thread waits for another's rapidfuzz workers
-        scorer = model.scorer(left, right, n_jobs=1 if threads > 1 else n_jobs)  # encodes every distinct value once
+    with shared_standardisation():  # blocking and encoding standardise each typed value once
+        with _stage("Blocking", progress, timings, "blocking"):
+            blocked = _candidates(left, right, _model_rules(model) if blocking is None else blocking, names, n_jobs)
+        with _stage("Encoding the tables", progress, timings, "encoding"):
+            # chunks on threads, each on one: no thread waits for another's rapidfuzz workers
+            scorer = model.scorer(left, right, n_jobs=1 if threads > 1 else n_jobs)  # every distinct value once
     n = blocked.n_candidates
     names_f = _feature_names(model) if reasons else []
     step = int(chunk_size)

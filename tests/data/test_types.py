@@ -291,3 +291,28 @@ def test_reasons_say_typed_comparisons_in_words():
         "date of birth: day and month swapped")
     assert describe_feature("surname_name_swap", 0.97) == "given and family names look swapped (97% alike crossed)"
     assert "rare value" in describe_feature("surname_exact_tf", 2.0)
+
+
+def test_shared_standardisation_computes_each_value_once_with_the_same_results(monkeypatch):
+    """Inside shared_standardisation (match() around blocking and encoding), a value already
+    standardised for the same column type is not standardised again, and every result equals the
+    one computed alone, repeated and new values mixed."""
+    from skrisk.data import _types
+
+    date = {"type": "date", "order": "dmy", "missing": ["na"]}
+    phone = {"type": "phone", "missing": []}
+    first = np.array(["12/03/1987", "na", "1987-03-12", "31/02/2001", "0000-00-00", "12/03/1987"], dtype=object)
+    second = np.array(["1987-03-12", "01/01/2000", "na", "hello", "01/01/2000"], dtype=object)
+    alone = [_types.standardise(v, date).tolist() for v in (first, second)]
+    computed = []
+    real = _types._standardise
+    monkeypatch.setattr(_types, "_standardise", lambda v, t: computed.extend(v) or real(v, t))
+    with _types.shared_standardisation():
+        shared = [_types.standardise(v, date).tolist() for v in (first, second)]
+        assert _types.standardise(second, phone).tolist() == real(second, phone).tolist()  # another type
+    assert shared == alone
+    assert sorted(computed[:len(first)]) == sorted(first.tolist())
+    assert computed[len(first):] == ["01/01/2000", "hello", "01/01/2000"] + second.tolist()
+    computed.clear()
+    _types.standardise(first, date)  # outside the block: nothing kept
+    assert computed == first.tolist()
