@@ -28,6 +28,7 @@ Usage (from the repository root; ``SKRISK_DATA`` names the data folder)::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_features.py --workers 1,2
     OMP_NUM_THREADS=1 python benchmarks/bench_features.py --workloads person_typed --workers 1,2
+    OMP_NUM_THREADS=1 python benchmarks/bench_features.py --workloads person_typed --workers 2 --parallel chunks
 
 Appends one JSON line per workload and thread count to
 ``benchmarks/results/speed/features.jsonl`` (``--out``) with the command, machine and load.
@@ -102,7 +103,7 @@ def _dblp(n_pairs: int):
 
 
 def _run(left: pd.DataFrame, right: pd.DataFrame, pairs: pd.DataFrame, types: object = None, *, workers: int,
-         chunk: int) -> dict:
+         chunk: int, chunk_threads: bool = False) -> dict:
     from skrisk.data import SimilarityFeatures
 
     left = left.copy()
@@ -127,13 +128,26 @@ def _run(left: pd.DataFrame, right: pd.DataFrame, pairs: pd.DataFrame, types: ob
     t_encode = time.perf_counter() - t0
     checksum = 0.0
     t0, c0 = time.perf_counter(), time.process_time()
-    for s in range(0, len(pairs), chunk):
-        lp, rp = lpos[s:s + chunk], rpos[s:s + chunk]
-        F = sf.transform_encoded(enc_l, enc_r, lp, rp) if fast else sf.transform(frame(lp, rp))
-        checksum += float(np.asarray(F, dtype=np.float64).sum())
+    if chunk_threads and fast:  # as skrisk match scores: chunks side by side, each on one thread
+        from concurrent.futures import ThreadPoolExecutor
+
+        sf.set_params(n_jobs=None)
+
+        def one(s: int) -> float:
+            F = sf.transform_encoded(enc_l, enc_r, lpos[s:s + chunk], rpos[s:s + chunk])
+            return float(np.asarray(F, dtype=np.float64).sum())
+
+        with ThreadPoolExecutor(workers) as pool:
+            checksum = sum(pool.map(one, range(0, len(pairs), chunk)))
+    else:
+        for s in range(0, len(pairs), chunk):
+            lp, rp = lpos[s:s + chunk], rpos[s:s + chunk]
+            F = sf.transform_encoded(enc_l, enc_r, lp, rp) if fast else sf.transform(frame(lp, rp))
+            checksum += float(np.asarray(F, dtype=np.float64).sum())
     t_pairs, c_pairs = time.perf_counter() - t0, time.process_time() - c0
     n = len(pairs)
-    return {"path": "encode+transform_encoded" if fast else "transform(pair frame)",
+    return {"path": ("encode+transform_encoded" if fast else "transform(pair frame)")
+            + (", chunks on threads" if chunk_threads and fast else ""),
             "n_pairs": n, "n_records": len(left) + (0 if right is left else len(right)),
             "n_features": len(sf.get_feature_names_out()), "workers": workers,
             "encode_s": round(t_encode, 3), "comparisons_s": round(t_pairs, 3),
@@ -149,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=int, default=200_000, help="person table size (default 200,000)")
     p.add_argument("--pairs", type=int, default=1_000_000, help="pairs per workload (default 1,000,000)")
     p.add_argument("--chunk-size", type=int, default=100_000)
+    p.add_argument("--parallel", choices=("metrics", "chunks"), default="metrics",
+                   help="how --workers threads share the work: within each metric (SimilarityFeatures(n_jobs=)), "
+                        "or chunks of pairs side by side, each on one thread (as skrisk match scores)")
     p.add_argument("--out", default=str(DEFAULT_OUT))
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -159,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                 "dblp": lambda: _dblp(args.pairs)}[name]()
         for w in (int(x) for x in args.workers.split(",")):
             load0 = os.getloadavg()[0]
-            append_record(out, {"workload": name, **_run(*data, workers=w, chunk=args.chunk_size)}, load0)
+            append_record(out, {"workload": name, **_run(*data, workers=w, chunk=args.chunk_size,
+                                                          chunk_threads=args.parallel == "chunks")}, load0)
     return 0
 
 
