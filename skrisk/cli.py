@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import json
 import errno
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -580,7 +581,7 @@ def _session_write_error() -> type[Exception]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``skrisk`` console script; returns the exit code."""
+    """Run the ``skrisk`` command line ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -622,5 +623,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(_os_error_message(exc))
 
 
+def _console() -> None:  # pragma: no cover - the process ends here
+    """The ``skrisk`` console script: :func:`main`, then the process ends with its exit code.
+
+    ``skrisk match`` on one machine ends without the interpreter's teardown of the libraries it
+    imported (scikit-learn, SciPy, pandas: a few tenths of a second that follow no work), once
+    its output streams are flushed: its files are written, synced and closed and its lock
+    released before :func:`main` returns. Every other command, and a match on a Dask cluster
+    (whose shutdown runs at exit), ends normally.
+    """
+    argv = sys.argv[1:]
+    code = main(argv)
+    if argv[:1] == ["match"] and not any(a.split("=")[0] in ("--workers", "--scheduler") for a in argv):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    _console()
