@@ -600,7 +600,8 @@ def run_person_suite(args: argparse.Namespace) -> int:
             models = _session_models(dataset, work, stops, args.session_records, extra, cache)
             for s in models:
                 r = _run_skrisk(s["model"], inputs, folder, truth, f"s{s['answers']}")
-                row["skrisk_session"].append({**{k: v for k, v in s.items() if k != "model"}, "match": r})
+                row["skrisk_session"].append({**{k: v for k, v in s.items() if k != "model"}, "match": r,
+                                              **({"model_path": s["model"]} if args.repeat > 1 else {})})
             # the session's models share its blocking (fixed when it started): measured once, untimed
             blocking = _skrisk_blocking(models[0]["model"], inputs, truth)
             for s in row["skrisk_session"]:
@@ -621,10 +622,44 @@ def run_person_suite(args: argparse.Namespace) -> int:
             if row["splink_predict"]["rc"] == 0:
                 sp = pd.read_csv(folder / "splink_pairs.csv", dtype=str)
                 row["splink_predict"].update(_scores(_canon(sp["unique_id_l"], sp["unique_id_r"]), truth))
+        if args.repeat > 1:
+            _repeat_timed(row, args.repeat, kind, sql_clean, inputs, folder, truth)
         row["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
         append_record(out, row, load0)
     write_report(out, Path(args.page))
     return 0
+
+
+def _repeat_timed(row: dict, repeat: int, kind: str, sql: str, inputs: list[str], folder: Path,
+                  truth: pd.MultiIndex) -> None:
+    """Run the timed predict-only processes ``repeat - 1`` more times, Splink and skrisk in turn (the
+    machine's speed drifts within minutes): each result keeps ``wall_runs`` and ``wall_median_s``."""
+    timed = []
+    if "splink_configured" in row and not row["splink_configured"]["predict"].get("rc"):
+        timed.append((row["splink_configured"]["predict"], lambda: _splink_predict_wall("configured", kind, sql, inputs,
+                                                                                         folder)))
+    for s in row.get("skrisk_session", []):
+        if not s["match"].get("rc"):
+            timed.append((s["match"], lambda s=s: _run_skrisk(s["model_path"], inputs, folder, truth,
+                                                               f"s{s['answers']}")["wall_s"]))
+    for r, _ in timed:
+        r["wall_runs"] = [r["wall_s"]]
+    for _ in range(repeat - 1):
+        for r, run in timed:
+            r["wall_runs"].append(run())
+    for r, _ in timed:
+        r["wall_median_s"] = round(float(np.median(r["wall_runs"])), 2)
+    for s in row.get("skrisk_session", []):
+        s.pop("model_path", None)
+
+
+def _splink_predict_wall(name: str, kind: str, sql: str, inputs: list[str], folder: Path) -> float:
+    spec = {"folder": str(folder), "kind": kind, "mode": "predict", "name": name, "sql": sql, "inputs": inputs,
+            "candidates": True}
+    wall, _, _, rc = _child([sys.executable, "-c", SPLINK_CONFIGURED, json.dumps(spec)])
+    if rc:
+        raise RuntimeError(f"Splink predict failed on a repeat (exit {rc})")
+    return round(wall, 2)
 
 
 def _cell(r: dict | None, key: str, fmt: str = "{}") -> str:
@@ -652,7 +687,10 @@ def write_report(records: Path, page: Path) -> None:
             lines.append(f"| {d} | {n:,} | {method} | {labels} | failed (exit {p['rc']}) | | | | | | | | |")
             return
         ent = (p.get("entities") or {}).get("f1", "")
-        lines.append(f"| {d} | {n:,} | {method} | {labels} | {p.get('wall_s', '')} | "
+        wall = p.get("wall_median_s", p.get("wall_s", ""))
+        if "wall_runs" in p:  # the median of interleaved runs, then every run
+            wall = f"{wall} ({', '.join(map(str, p['wall_runs']))})"
+        lines.append(f"| {d} | {n:,} | {method} | {labels} | {wall} | "
                      f"{_cell(train, 'wall_s')} | {p.get('peak_gb', '')} | {_cell(p, 'n_candidates', '{:,}')} | "
                      f"{_cell(p, 'pair_completeness')} | {_cell(p, 'precision')} | {_cell(p, 'recall')} | "
                      f"{_cell(p, 'f1')} | {ent} |")
@@ -712,7 +750,9 @@ memory from `os.wait4`):
 <!-- /table -->
 
 Read with care: the machine is shared, so the seconds move with its load (below); compare the methods
-of one record (measured one after the other) rather than records of different days. skrisk's process
+of one record (measured one after the other) rather than records of different days. A *process s*
+with runs in brackets is the median of that many predict-only processes, Splink's and skrisk's run in
+turn (`--repeat`), and then each run. skrisk's process
 seconds include its import, the model's load and the CSV read and write beside its stages
 (`stages` in the records). skrisk's pair completeness is that of its blocking (the model's rules, with
 identical records paired), measured apart from the timed run; it bounds skrisk's recall.
@@ -751,6 +791,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--session-args", default="", help="extra skrisk label options (default: none, its defaults)")
     p.add_argument("--page", default=str(PERSON_PAGE), help="the markdown page the person suite writes")
     p.add_argument("--report-only", action="store_true", help="only write --page from the records")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="timed predict-only processes per method (Splink configured and each skrisk model, in "
+                        "turn); the page shows their median, then every run")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     if not args.legacy:
