@@ -124,10 +124,18 @@ def test_every_question_with_reasons_and_both_records_fits_in_40_lines(abt_buy_t
             tmux.send("y" if (left_id, right_id) in gold else "n", "Enter")
         assert risk_questions >= 4 and with_reasons >= 1 and audits >= 1
         tmux.send("q", "Enter")
+        end = time.monotonic() + 120  # the session reads the last answer and q, then ends: wait for it
+        while time.monotonic() < end and _answers(folder) < N_ANSWERS:
+            time.sleep(0.2)
     finally:
         tmux.close()
-    journal = (folder / "sess" / "journal.jsonl").read_text().splitlines()
-    assert sum('"event": "answer"' in ln or '"event":"answer"' in ln for ln in journal) == N_ANSWERS
+    assert _answers(folder) == N_ANSWERS
+
+
+def _answers(folder: Path) -> int:
+    journal = folder / "sess" / "journal.jsonl"
+    lines = journal.read_text().splitlines() if journal.exists() else []
+    return sum('"event": "answer"' in ln or '"event":"answer"' in ln for ln in lines)
 
 
 def _long_cell_session(tmp_path, monkeypatch, capsys, answers):
