@@ -753,7 +753,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
 
         Raises ValueError for a text holding a lone surrogate (half of a UTF-16 pair; only the
         Python API gives one, no CSV reader does): pandas' hashing of such strings can merge
-        distinct values silently (pandas GH 34550), and no tokenizer can hash it.
+        distinct values silently (pandas GH 34550), and no tokenizer can hash it; and for a text
+        holding a NUL character, which pandas' hashing cuts off (``"a"`` and ``"a\\x00b"`` merge).
         """
         try:
             try:
@@ -768,6 +769,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
                 f"{visible_short(repr(bad))}. Such text cannot be compared reliably; decode the source properly, or "
                 "replace the surrogates, e.g. text.encode('utf-8', 'replace').decode('utf-8')."
             ) from None
+        if "\x00" in joined:  # pandas' hashing stops at a NUL: "a" and "a\x00b" would be one value
+            bad = next(v for v in values if type(v) is str and "\x00" in v)
+            raise ValueError(
+                f"Attribute {attr!r} holds a text with a NUL character (\\x00): {visible_short(repr(bad))}. "
+                "Such text cannot be told apart from the text before the NUL; remove the NUL characters first, "
+                "e.g. column.str.replace('\\x00', '')."
+            )
         inv, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
         text = np.empty(len(uniq), dtype=object)
         # a value already in normal form is kept, not held twice (lower() always makes a copy)

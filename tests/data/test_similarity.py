@@ -416,6 +416,10 @@ def test_astral_characters_are_compared_and_lone_surrogates_refused_by_name():
         with pytest.raises(ValueError, match=r"Attribute '(name|a)' holds a text with a lone surrogate.*"
                                              r"encode\('utf-8', 'replace'\)"):
             call()
+    nul = _frame(["a\x00b", "a"], ["x", "y"], attr="name")  # pandas' factorize would merge the two
+    for call in (lambda: SimilarityFeatures().fit(nul), lambda: sf.encode(pd.DataFrame({"a": ["a", "a\x00b"]}))):
+        with pytest.raises(ValueError, match=r"Attribute '(name|a)' holds a text with a NUL character.*replace"):
+            call()
 
 
 def test_encode_and_transform_encoded_refuse_bad_input():
