@@ -232,11 +232,24 @@ def map_text(values: pd.Series, fn: Callable[[str], object]) -> pd.Series:
     >>> map_text(pd.Series(["a", None, "a", "b"]), str.upper).tolist()
     ['A', None, 'A', 'B']
     """
+    def each(texts: np.ndarray) -> np.ndarray:
+        out = np.empty(len(texts), dtype=object)
+        out[:] = [fn(v) for v in texts]
+        return out
+
+    return _map_distinct(values, fn, each)
+
+
+def _map_distinct(values: pd.Series, fn: Callable[[str], object],
+                  distinct: Callable[[np.ndarray], np.ndarray | None]) -> pd.Series:
+    """:func:`map_text` with the distinct texts mapped at once by ``distinct`` (None: none changes);
+    cell by cell with ``fn`` where the column is not all text, or holds a NUL."""
     if pd.api.types.infer_dtype(values, skipna=True) != "string" or _holds_nul(values.to_numpy(dtype=object)):
         return values.map(fn, na_action="ignore")
     codes, uniq = pd.factorize(values, use_na_sentinel=True)
-    out = np.empty(len(uniq), dtype=object)
-    out[:] = [fn(v) for v in uniq]
+    out = distinct(np.asarray(uniq, dtype=object))
+    if out is None:
+        return values.astype(object)
     cells = out[codes]
     missing = codes < 0
     if missing.any():
@@ -261,20 +274,7 @@ def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for j in range(out.shape[1]):
         col = out.iloc[:, j]
         if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
-            texts = col.to_numpy(dtype=object)
-            if pd.api.types.infer_dtype(col, skipna=True) == "string" and not _holds_nul(texts):
-                codes, uniq = pd.factorize(col, use_na_sentinel=True)
-                safe = _safe_texts(np.asarray(uniq, dtype=object))
-                if safe is not None:  # some text changes: gather the column anew
-                    cells = safe[codes]
-                    missing = codes < 0
-                    if missing.any():
-                        cells[missing] = texts[missing]
-                    out.isetitem(j, pd.Series(cells, index=col.index, name=col.name, dtype=object))
-                elif col.dtype != object:
-                    out.isetitem(j, col.astype(object))
-            else:
-                out.isetitem(j, map_text(col, spreadsheet_safe).astype(object))
+            out.isetitem(j, _map_distinct(col, spreadsheet_safe, _safe_texts).astype(object))
     return out
 
 

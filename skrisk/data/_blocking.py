@@ -624,10 +624,11 @@ class _Groups:
         lo, ls, lc = self._members(True)
         heads = self.left_reps
         count = lc[heads]
-        small = heads[(count > 1) & (count * count <= _MAX_PRODUCT)]
+        within = count * count  # the pairs of a group with itself
+        small = heads[(count > 1) & (within <= _MAX_PRODUCT)]
         li, ri = self._product(small, small, lo, ls, lo, ls, (lc[small], lc[small]))
         keep = li < ri
-        big = np.isin(self.left_head, heads[count * count > _MAX_PRODUCT])
+        big = np.isin(self.left_head, heads[within > _MAX_PRODUCT])
         at = np.flatnonzero(big & (self.left_head != np.arange(len(self.left_head))))
         return np.concatenate([li[keep], at]), np.concatenate([ri[keep], self.left_head[at]])
 

@@ -33,7 +33,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
-from ._index_file import INDEX_RECORDS, read_records, records_bytes
+from ._index_file import INDEX_RECORDS, read_records, records_bytes, texts_to_arrays
 from ._steps import _model_rules
 
 INDEX_MANIFEST = "index.json"
@@ -61,10 +61,11 @@ def _digest_columns(columns: Any) -> str:
     (unambiguous whatever the texts hold; one pass in C per column)."""
     h = hashlib.sha256()
     for values in columns:
-        texts = list(values) if pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty") \
+        texts = values if pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty") \
             else [str(v) for v in values]
-        h.update(np.fromiter(map(len, texts), dtype="<i8", count=len(texts)).tobytes())
-        h.update("".join(texts).encode("utf-8", "surrogatepass"))
+        blob, lengths = texts_to_arrays(texts)
+        h.update(lengths.astype("<i8").tobytes())
+        h.update(blob.tobytes())
     return h.hexdigest()
 
 

@@ -32,7 +32,8 @@ INDEX_RECORDS = "index_records.npz"
 _DATE = (1980, 1, 1, 0, 0, 0)
 
 
-def _texts_to_arrays(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+def texts_to_arrays(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of the texts one after the other, and each text's length in characters."""
     texts = list(texts)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     blob = np.frombuffer("".join(texts).encode("utf-8", "surrogatepass"), dtype=np.uint8)
@@ -53,22 +54,14 @@ def _arrays_to_texts(blob: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def records_bytes(records: pd.DataFrame, attributes: list[str]) -> bytes:
     """The archive of ``records`` (indexed by str id; text values, missing as ``""`` or NaN/None)."""
     arrays: dict[str, np.ndarray] = {}
-    arrays["ids_text"], arrays["ids_len"] = _texts_to_arrays(records.index.astype(str))
+    arrays["ids_text"], arrays["ids_len"] = texts_to_arrays(records.index.astype(str))
     for k, a in enumerate(attributes):
-        values = records[a].to_numpy(dtype=object)
-        codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+        values = pd.Series(records[a].to_numpy(dtype=object), dtype=object)
+        codes, uniq = pd.factorize(values.mask(values.eq("")), use_na_sentinel=True)  # "" is missing, as NaN is
         uniq = np.asarray(uniq, dtype=object)
         if len(uniq) and pd.api.types.infer_dtype(uniq, skipna=False) != "string":
             uniq = np.array([str(v) for v in uniq], dtype=object)
-        empty = np.flatnonzero(uniq == "")
-        if len(empty):  # "" is missing, as a NaN is
-            codes = np.where(np.isin(codes, empty), -1, codes)
-            keep = np.ones(len(uniq), dtype=bool)
-            keep[empty] = False
-            renum = np.cumsum(keep) - 1
-            codes = np.where(codes >= 0, renum[np.maximum(codes, 0)], -1)
-            uniq = uniq[keep]
-        arrays[f"a{k}_text"], arrays[f"a{k}_len"] = _texts_to_arrays(uniq)
+        arrays[f"a{k}_text"], arrays[f"a{k}_len"] = texts_to_arrays(uniq)
         arrays[f"a{k}_codes"] = codes.astype(np.int32)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
@@ -98,10 +91,11 @@ def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
             arrays = {n: z[n] for n in names}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise bad(str(exc)) from None
-    want = {"text": np.uint8, "len": np.int64, "codes": np.int32}
+    want = {"text": np.dtype(np.uint8), "len": np.dtype(np.int64), "codes": np.dtype(np.int32)}
     for n, arr in arrays.items():
-        if arr.ndim != 1 or arr.dtype != want[n.rsplit("_", 1)[1]]:
-            raise bad(f"{n} is not a one-dimensional {np.dtype(want[n.rsplit('_', 1)[1]])} array")
+        dtype = want[n.rsplit("_", 1)[1]]
+        if arr.ndim != 1 or arr.dtype != dtype:
+            raise bad(f"{n} is not a one-dimensional {dtype} array")
         if n.endswith("_len") and len(arr) and arr.min() < 0:
             raise bad(f"{n} holds a negative length")
     try:
