@@ -13,6 +13,7 @@ import json
 import errno
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -367,17 +368,27 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
     """``skrisk match`` while holding ``out``'s lock (on the Dask cluster of ``client``, if any)."""
     from ._fileio import finish_files_together, write_csv_export, write_files_together
     from .data import read_table
-    from .matching import load_model, match
+    from .matching._model import load_estimators, read_manifest
 
     finish_files_together(out)  # of a run killed while it moved its outputs into place
-    model = load_model(args.model)
-    ctypes = getattr(model.features, "column_types_", None)
-    if ctypes and any(t["type"] != "text" for t in ctypes.values()):
-        from ._safetext import visible
-        from .data._typed_blocking import describe_types
+    manifest = read_manifest(args.model)  # the estimators load once the tables are blocked
+    shown = []
 
-        print(visible(f"Column types (from the model): {describe_types(ctypes)}."), flush=True)
-    id_column = args.id_column or model.id_column
+    def show_types(ctypes: dict | None) -> None:
+        if ctypes and any(t["type"] != "text" for t in ctypes.values()) and not shown:
+            from ._safetext import visible
+            from .data._typed_blocking import describe_types
+
+            print(visible(f"Column types (from the model): {describe_types(ctypes)}."), flush=True)
+            shown.append(True)
+
+    def load() -> Any:
+        model = load_estimators(manifest)
+        show_types(getattr(model.features, "column_types_", None))
+        return model
+
+    show_types(manifest.column_types)
+    id_column = args.id_column or manifest.id_column
     enc_left, _, enc_right = args.encoding.partition(",")
     if args.entities is not None:
         from .matching._incremental import read_new as read_table  # an empty new file is allowed
@@ -386,20 +397,30 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
                                                         encoding=enc_right or enc_left)
     rules = _blocking_rules(args)
     if rules is not None:
-        cols = rules[0][1] if rules[0][1] is not None else list(model.attributes)
-        unknown = [c for c in cols if c not in model.attributes]
+        cols = rules[0][1] if rules[0][1] is not None else list(manifest.attributes)
+        unknown = [c for c in cols if c not in manifest.attributes]
         if unknown:
             from .exceptions import DataError
 
             raise DataError(
                 f"--block-on names {unknown}, not an attribute of the model: choose from "
-                f"{list(model.attributes)} (comma-separated)."
+                f"{list(manifest.attributes)} (comma-separated)."
             )
         rules = [(rules[0][0], cols, rules[0][2])]
-    result = match(model, left, right, client=client, chunk_size=args.chunk_size, reasons=args.reasons,
-                   progress=not args.no_progress, one_to_one=args.one_to_one, blocking=rules,
-                   names=(str(args.left), str(args.right)), n_jobs=args.n_jobs,
-                   entities=args.entities, merge=args.merge)
+    options = dict(chunk_size=args.chunk_size, reasons=args.reasons, progress=not args.no_progress,
+                   one_to_one=args.one_to_one, blocking=rules, names=(str(args.left), str(args.right)),
+                   n_jobs=args.n_jobs)
+    if args.entities is None and client is None:
+        from .matching._match import match_loading
+
+        started = _seconds_since_start()
+        model, result = match_loading(manifest, load, left, right, **options)
+    else:
+        from .matching import match
+
+        model = load()
+        started = _seconds_since_start()
+        result = match(model, left, right, client=client, entities=args.entities, merge=args.merge, **options)
     if args.entities is not None:
         from .matching._incremental import write_incremental
 
@@ -418,6 +439,8 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
     def rate(n: int, what: str, seconds: float) -> str:
         return f"{n:,} {what}" + (f", {n / seconds:,.0f} {what}/s" if seconds > 0 else "")
 
+    if started is not None and "checking" in t:  # the tables read, checked: blocking begins
+        print(f"Blocking began {started + t['checking']:.2f} s after skrisk match was called.", flush=True)
     print(f"Stages: blocking {t['blocking']:.2f} s ({rate(n_rec, 'records', t['blocking'])}), "
           f"encoding {t['encoding']:.2f} s, scoring {t['scoring']:.2f} s "
           f"({rate(result.n_candidates, 'pairs', t['scoring'])}), entities {t['entities']:.2f} s; "
@@ -434,6 +457,16 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
                                **full_run_index(model, left, right, entities)})
     print(visible(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}."), flush=True)
     return _EXIT_OK
+
+
+def _seconds_since_start() -> float | None:
+    """Seconds since this process started (from ``/proc/self/stat``; None where there is none)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()  # the fields after the command name
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def _fail(message: str) -> int:

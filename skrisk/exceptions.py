@@ -5,7 +5,8 @@ All of them subclass a builtin or scikit-learn exception, so ``except ValueError
 
 from __future__ import annotations
 
-from sklearn.exceptions import NotFittedError as _SkNotFittedError
+import threading
+from typing import Any
 
 __all__ = [
     "SkriskError", "DataError", "EmptyPoolError", "InvalidParameterError", "NotFittedError",
@@ -30,8 +31,26 @@ class InvalidParameterError(SkriskError, ValueError, TypeError):
     when it is used, at ``fit`` or the call, never in ``__init__``)."""
 
 
-class NotFittedError(SkriskError, _SkNotFittedError):
-    """An estimator, matcher or learner was used before it was fitted."""
+_NOT_FITTED_LOCK = threading.Lock()
+
+
+def __getattr__(name: str) -> Any:
+    # NotFittedError subclasses scikit-learn's, made on first use: importing this module (as
+    # ``skrisk match`` does before it reads any table) does not import scikit-learn
+    if name != "NotFittedError":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _NOT_FITTED_LOCK:
+        if "NotFittedError" not in globals():
+            from sklearn.exceptions import NotFittedError as sk_not_fitted
+
+            globals()["NotFittedError"] = type("NotFittedError", (SkriskError, sk_not_fitted), {
+                "__module__": __name__, "__qualname__": "NotFittedError",
+                "__doc__": "An estimator, matcher or learner was used before it was fitted."})
+    return globals()["NotFittedError"]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 class MissingCapabilityError(SkriskError, TypeError):

@@ -19,12 +19,13 @@ import gc
 import re
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Sequence, Union
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from sklearn.preprocessing import normalize
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 from .._threads import map_in_order, n_threads
 from ..exceptions import DataError
@@ -309,6 +310,9 @@ def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_m
     fitted on the records' joined key texts of all tables: ``1 + log(tf)`` times the smoothed idf,
     rows of unit length. Every distinct value of a column is normalised and tokenised once.
     """
+    import scipy.sparse as sp  # the tokens rule's only: typed blocking imports neither
+    from sklearn.preprocessing import normalize
+
     per_table = []  # per table, per column: (codes of the records, token lists of the distinct values)
     paused = gc.isenabled()
     gc.disable()  # millions of small token lists without cycles: the collector's passes cost more
@@ -452,6 +456,8 @@ def _affordable(df_a: np.ndarray, df_b: np.ndarray, budget: float) -> np.ndarray
 
 def _index_entries(present: sp.csr_matrix, rank: np.ndarray, rare: np.ndarray, prefix: int) -> sp.csr_matrix:
     """The tokens each record is indexed under: its rare tokens and its ``prefix`` rarest ones."""
+    import scipy.sparse as sp
+
     coo = present.tocoo()
     order = np.lexsort((rank[coo.col], coo.row))
     row, col = coo.row[order], coo.col[order]
@@ -494,6 +500,8 @@ def _top_k(
     never with ``n_a * n_b``. The row chunks run on ``threads`` threads (the same chunks for
     any number of threads, their pairs kept in row order: the same result).
     """
+    import scipy.sparse as sp
+
     present_a = a.astype(bool).astype(np.float32)
     present_b = present_a if dedup else b.astype(bool).astype(np.float32)
     df_a = np.asarray(present_a.sum(axis=0)).ravel()

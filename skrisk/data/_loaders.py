@@ -236,12 +236,12 @@ def _fit_header(
 def _read_csv(path: Path, encoding: str) -> tuple[pd.DataFrame, np.ndarray]:
     """Read a CSV file as strings exactly as written, and the line where each data row starts.
 
-    Every cell is a ``str`` (an empty cell is ``""``): nothing is turned into a number or a
-    missing value here. Header names are stripped of surrounding spaces; lines that are blank or
-    hold only empty fields are skipped. Raises :class:`DataError` (naming the file, the line and
-    the fix) for undecodable bytes, NUL characters, broken quoting, a line whose number of fields
-    differs from the header's (except a consistent trailing comma, see :func:`read_table`),
-    unnamed or repeated columns, and an empty file.
+    Every cell is a ``str`` (an empty cell is ``""``), equal cells of a column one object: nothing
+    is turned into a number or a missing value here. Header names are stripped of surrounding
+    spaces; lines that are blank or hold only empty fields are skipped. Raises :class:`DataError`
+    (naming the file, the line and the fix) for undecodable bytes, NUL characters, broken quoting, a
+    line whose number of fields differs from the header's (except a consistent trailing comma, see
+    :func:`read_table`), unnamed or repeated columns, and an empty file.
     """
     if path.is_dir():
         raise DataError(f"{path} is a folder, not a CSV file: pass the path of the file inside it.")
@@ -262,6 +262,9 @@ def _read_csv(path: Path, encoding: str) -> tuple[pd.DataFrame, np.ndarray]:
         raise DataError(f"{path} is empty: it needs a header row and at least one record.")
     names, body, body_lines = _fit_header(path, rows, lines)
     frame = pd.DataFrame(body or None, columns=names, dtype=object)
+    # equal cells of a column share one str object, as pandas' parser gives them (a city or a
+    # surname repeats across a million records: one object each instead of one per cell)
+    frame = pd.DataFrame({c: _shared_values(frame.iloc[:, j]) for j, c in enumerate(names)}, columns=names)
     return frame, np.asarray(body_lines, dtype=np.int64)
 
 
@@ -299,8 +302,10 @@ def _read_plain(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray] | None
         return None  # no record: the csv module's path words the error
     _fit_header(path, [names], [1])  # names unique up to case (raises naming them)
     body = "\n".join(lines[k] for k in kept) if len(kept) < len(lines) - 1 else "\n".join(lines[1:])
+    # in one chunk (low_memory=False), the parser makes each distinct text of a column one object
     frame = pd.read_csv(io.StringIO(body), header=None, names=names, dtype=str, na_filter=False,
-                        keep_default_na=False, skip_blank_lines=False, quoting=csv.QUOTE_NONE, engine="c")
+                        keep_default_na=False, skip_blank_lines=False, quoting=csv.QUOTE_NONE, engine="c",
+                        low_memory=False)
     if len(frame) != len(kept):
         return None
     frame = frame.astype(object)
@@ -382,20 +387,22 @@ def read_table(path: str | os.PathLike, *, id_column: str = "id", encoding: str 
             "entity, keep them under different ids and deduplicate with skrisk)."
         )
     df = df.drop(columns=[id_column])
-    # equal cells of a column share one str object (a city or a surname repeats across a million
-    # records: one object each instead of one per cell); an empty cell is missing (NaN)
-    df = pd.DataFrame({c: _shared_values(df[c]) for c in df.columns}, columns=df.columns, index=df.index)
+    df = pd.DataFrame({c: _missing_if_empty(df[c]) for c in df.columns}, columns=df.columns, index=df.index)
     df.index = pd.Index(ids.to_numpy(), name="id", dtype=object)
     return df
 
 
 def _shared_values(column: pd.Series) -> np.ndarray:
-    """The cells of one column (str) as an object array in which equal cells are one object, and
-    ``""`` is NaN."""
+    """The cells of one column (str) as an object array in which equal cells are one object."""
     codes, uniq = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=False)
-    uniq = np.asarray(uniq, dtype=object)
-    uniq[uniq == ""] = np.nan
-    return uniq[codes]
+    return np.asarray(uniq, dtype=object)[codes]
+
+
+def _missing_if_empty(column: pd.Series) -> np.ndarray:
+    """The cells of one column (str) as an object array, ``""`` as NaN."""
+    values = column.to_numpy(dtype=object, copy=True)
+    values[values == ""] = np.nan
+    return values
 
 
 def _parse_labels(path: Path, raw: pd.Series, lines: np.ndarray, column: str) -> pd.Series:

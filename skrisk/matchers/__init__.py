@@ -8,12 +8,12 @@ cross-encoder, and a fast feature-based classifier.
 from __future__ import annotations
 
 from .._lazy import lazy_attributes
-from ._base import MATCH_THRESHOLD
-from ._feature import FeatureMatcher
+from ._threshold import MATCH_THRESHOLD
 
 __all__ = ["FeatureMatcher", "LMMatcher", "load_matcher", "MATCH_THRESHOLD", "RNNMatcher", "save_matcher"]
 
 _LAZY = {
+    "FeatureMatcher": "._feature",
     "LMMatcher": "._lm",
     "load_matcher": "._rnn",
     "RNNMatcher": "._rnn",

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..exceptions import MissingCapabilityError, NotFittedError
+from ._threshold import MATCH_THRESHOLD
 
 __all__ = ["CAPABILITIES", "MATCH_THRESHOLD", "match_labels", "require"]
 
@@ -61,11 +62,6 @@ def expected_gradient_lengths(proba: np.ndarray, h: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(proba[:, None, :] - np.eye(2, dtype=proba.dtype)[None], axis=2)
     return (proba * norms).sum(axis=1) * np.linalg.norm(h, axis=1)
 
-#: A pair is predicted a match iff its match probability is *above* this value. A tie at exactly
-#: 0.5 is a non-match, as scikit-learn's argmax over ``predict_proba`` decides it (the first of two
-#: equal classes, 0). Every matcher, LearnRisk and the labelling exports apply it through
-#: :func:`match_labels`.
-MATCH_THRESHOLD: float = 0.5
 
 
 def match_labels(proba: npt.ArrayLike, threshold: float = MATCH_THRESHOLD) -> npt.NDArray[np.int64]:

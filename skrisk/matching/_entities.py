@@ -20,12 +20,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.optimize import linear_sum_assignment
-from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import DataError
-from ..matchers._base import MATCH_THRESHOLD
+from ..matchers._threshold import MATCH_THRESHOLD
 
 __all__ = ["Entities", "cluster_entities", "pairwise_scores", "cluster_scores"]
 
@@ -188,13 +185,21 @@ def _greedy_one_to_one(li: np.ndarray, ri: np.ndarray, p: np.ndarray) -> np.ndar
     return keep
 
 
+def _components(rows: np.ndarray, cols: np.ndarray, n_nodes: int) -> np.ndarray:
+    """The connected component of each of ``n_nodes`` nodes of the undirected graph of these edges."""
+    import scipy.sparse as sp  # SciPy loads with the model's estimators, after blocking started
+    from scipy.sparse.csgraph import connected_components
+
+    graph = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_nodes, n_nodes))
+    return connected_components(graph, directed=False)[1]
+
+
 def _one_to_one(li: np.ndarray, ri: np.ndarray, p: np.ndarray, n_left: int, n_right: int) -> np.ndarray:
     """Mask of the edges kept by a maximum-weight one-to-one matching (exact per small component)."""
     keep = np.zeros(len(p), dtype=bool)
     if len(p) == 0:
         return keep
-    graph = sp.coo_matrix((np.ones(len(p)), (li, n_left + ri)), shape=(n_left + n_right,) * 2)
-    _, comp = connected_components(graph, directed=False)
+    comp = _components(li, n_left + ri, n_left + n_right)
     edge_comp = comp[li]
     order = np.argsort(edge_comp, kind="stable")
     bounds = np.flatnonzero(np.diff(edge_comp[order])) + 1
@@ -209,6 +214,8 @@ def _one_to_one(li: np.ndarray, ri: np.ndarray, p: np.ndarray, n_left: int, n_ri
             continue
         weight = np.zeros((len(ul), len(ur)))
         weight[l_local, r_local] = p[edges]
+        from scipy.optimize import linear_sum_assignment
+
         rows, cols = linear_sum_assignment(weight, maximize=True)
         chosen = {(int(r), int(c)) for r, c in zip(rows, cols) if weight[r, c] > 0}
         keep[edges] = [(int(a), int(b)) in chosen for a, b in zip(l_local, r_local)]
@@ -342,8 +349,7 @@ def cluster_entities(
         e = np.flatnonzero(edge)
         kept[e] = _one_to_one(li[e], ri[e] - offset, p[e], offset, n_nodes - offset)
         edge = kept
-    graph = sp.coo_matrix((np.ones(int(edge.sum())), (li[edge], ri[edge])), shape=(n_nodes, n_nodes))
-    _, comp = connected_components(graph, directed=False)
+    comp = _components(li[edge], ri[edge], n_nodes)
     # entity ids in order of each entity's first node (nodes are sorted by side, then id)
     _, first = np.unique(comp, return_index=True)
     rank = np.empty(len(first), dtype=np.int64)

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from .._threads import map_in_order, n_threads
 from ..data._types import shared_standardisation
-from ._model import MatchModel
+from ._model import MatchModel, ModelManifest
 from ._steps import (_candidates, _feature_names, _kept, _matches_and_entities, _model_rules, _prepare_tables,
                      _reasons, _stage)
 
-__all__ = ["MatchResult", "match"]
+__all__ = ["MatchResult", "match", "match_loading"]
 
 
 @dataclass
@@ -38,10 +38,10 @@ class MatchResult:
     n_candidates : int
         Candidate pairs blocking produced (all of them were scored).
     timings : dict of str to float
-        Wall seconds of ``"blocking"``, ``"encoding"`` (every distinct value of the tables
-        normalised, tokenised and hashed once), ``"scoring"`` (features, matcher and risk of
-        every candidate, :class:`~skrisk.pools.ChunkScorer`), ``"reasons"``, ``"entities"`` and
-        ``"total"``.
+        Wall seconds of ``"checking"`` (the tables against the model), ``"blocking"``,
+        ``"encoding"`` (every distinct value of the tables normalised, tokenised and hashed
+        once), ``"scoring"`` (features, matcher and risk of every candidate,
+        :class:`~skrisk.pools.ChunkScorer`), ``"reasons"``, ``"entities"`` and ``"total"``.
     blocking : BlockingResult or None
         The blocking's figures (number of candidates, reduction ratio, time), without the
         candidate pairs themselves (:meth:`~skrisk.data.BlockingResult.without_pairs`: released
@@ -159,13 +159,33 @@ def match(
         return MatchResult(**match_on_dask(model, left, right, client=client, chunk_size=int(chunk_size),
                                            reasons=reasons, progress=progress, one_to_one=one_to_one,
                                            blocking=blocking, names=names, n_jobs=n_jobs))
+    return match_loading(model, lambda: model, left, right, chunk_size=int(chunk_size), reasons=reasons,
+                         progress=progress, one_to_one=one_to_one, blocking=blocking, names=names,
+                         n_jobs=n_jobs)[1]
+
+
+def match_loading(
+    plan: MatchModel | ModelManifest, load: Callable[[], MatchModel], left: pd.DataFrame,
+    right: pd.DataFrame | None, *, chunk_size: int, reasons: bool, progress: bool, one_to_one: bool,
+    blocking: Any, names: tuple[str, str], n_jobs: int | None,
+) -> tuple[MatchModel, MatchResult]:
+    """:func:`match` on one machine, the model made by ``load()`` once the tables are blocked:
+    ``plan`` (a model, or the manifest of a model file) gives the attributes, task and rules that
+    checking and blocking need, so a model file's estimators (and scikit-learn) load while, not
+    before, the work starts. ``timings["total"]`` leaves out ``load()``'s time."""
+    if blocking is None and not isinstance(plan, MatchModel) and plan.blocking is None:
+        plan = load()  # the default rules follow the features' column types
     t_start = time.perf_counter()
-    timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
-    left, right = _prepare_tables(model, left, right, names)
+    timings = dict.fromkeys(("checking", "blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
+    left, right = _prepare_tables(plan, left, right, names)
+    timings["checking"] = time.perf_counter() - t_start
     threads = n_threads(n_jobs)
     with shared_standardisation():  # blocking and encoding standardise each typed value once
         with _stage("Blocking", progress, timings, "blocking"):
-            blocked = _candidates(left, right, _model_rules(model) if blocking is None else blocking, names, n_jobs)
+            blocked = _candidates(left, right, _model_rules(plan) if blocking is None else blocking, names, n_jobs)
+        t_load = time.perf_counter()
+        model = plan if isinstance(plan, MatchModel) else load()
+        t_load = time.perf_counter() - t_load
         with _stage("Encoding the tables", progress, timings, "encoding"):
             # chunks on threads, each on one: no thread waits for another's rapidfuzz workers
             scorer = model.scorer(left, right, n_jobs=1 if threads > 1 else n_jobs)  # every distinct value once
@@ -203,6 +223,6 @@ def match(
     blocked = blocked.without_pairs()
     matches, entities = _matches_and_entities(model, left, right, kept, scorer, reasons=reasons,
                                               one_to_one=one_to_one, progress=progress, timings=timings)
-    timings["total"] = time.perf_counter() - t_start
-    return MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings,
-                       blocking=blocked)
+    timings["total"] = time.perf_counter() - t_start - t_load
+    return model, MatchResult(matches=matches, entities=entities, n_candidates=n, timings=timings,
+                              blocking=blocked)

@@ -49,10 +49,11 @@ import pandas as pd
 from .._fileio import RepeatedKeyError, atomic_write_bytes, json_loads_unique, open_regular_file
 from ..data._rules_json import blocking_rules_from_json, blocking_rules_to_json
 from ..exceptions import DataError
-from ..matchers._base import MATCH_THRESHOLD
+from ..matchers._threshold import MATCH_THRESHOLD
 from ._validate import check_matcher_width, check_model_parts, check_rnn_pipeline
 
-__all__ = ["MatchModel", "load_model", "MODEL_FILE", "TRUSTED_TYPES", "FORMAT_VERSION"]
+__all__ = ["MatchModel", "load_model", "MODEL_FILE", "TRUSTED_TYPES", "FORMAT_VERSION", "ModelManifest",
+           "read_manifest", "load_estimators"]
 
 #: File name of the model inside a labelling session folder.
 MODEL_FILE = "model.skrisk"
@@ -376,15 +377,7 @@ class MatchModel:
 
     def check_table(self, table: pd.DataFrame, source: str) -> None:
         """Raise :class:`DataError` when ``table`` (read from ``source``) lacks an attribute the model needs."""
-        missing = [a for a in self.attributes if a not in table.columns]
-        if missing:
-            raise DataError(
-                f"{source} has no column {missing[0]!r}"
-                f"{' (nor ' + ', '.join(map(repr, missing[1:])) + ')' if len(missing) > 1 else ''}, which "
-                f"the model needs: it was trained on a task with the attributes {list(self.attributes)} "
-                f"(the table has {[str(c) for c in table.columns][:12]}). Rename the table's columns to "
-                "these names, or use a model trained on this kind of table."
-            )
+        _check_table(self.attributes, table, source)
 
     # ------------------------------------------------------------------ scoring
     def scorer(self, left: pd.DataFrame, right: pd.DataFrame | None = None, *, n_jobs: int | None = -1) -> Any:
@@ -478,6 +471,45 @@ class MatchModel:
 
 
 # ---------------------------------------------------------------------------- loading
+def _check_table(attributes: Sequence[str], table: pd.DataFrame, source: str) -> None:
+    missing = [a for a in attributes if a not in table.columns]
+    if missing:
+        raise DataError(
+            f"{source} has no column {missing[0]!r}"
+            f"{' (nor ' + ', '.join(map(repr, missing[1:])) + ')' if len(missing) > 1 else ''}, which "
+            f"the model needs: it was trained on a task with the attributes {list(attributes)} "
+            f"(the table has {[str(c) for c in table.columns][:12]}). Rename the table's columns to "
+            "these names, or use a model trained on this kind of table."
+        )
+
+
+@dataclass(frozen=True)
+class ModelManifest:
+    """What a model file's ``model.json`` says, read without its estimators (:func:`read_manifest`):
+    enough to check and block tables before scikit-learn is imported; :func:`load_estimators`
+    makes the model of it."""
+
+    file: Path
+    attributes: list[str]
+    task: str
+    id_column: str
+    blocking: list | None
+    meta: dict = field(repr=False)
+    entries: dict[str, bytes] = field(repr=False)
+
+    def check_table(self, table: pd.DataFrame, source: str) -> None:
+        """:meth:`MatchModel.check_table`."""
+        _check_table(self.attributes, table, source)
+
+    @property
+    def column_types(self) -> dict | None:
+        """The column types of the model's ``typed`` blocking rule (None: it has none)."""
+        for method, _, params in self.blocking or []:
+            if method == "typed" and params.get("types"):
+                return params["types"]
+        return None
+
+
 def _bad(path: Path, what: str) -> DataError:
     return DataError(f"{path}: {what}. It is not a model saved by skrisk (MatchModel.save); {_RESAVE}.")
 
@@ -670,8 +702,13 @@ def load_model(
         Not a model file (a pickle, another zip, a damaged archive), a newer format version,
         untrusted types, or parts that disagree; the message names the file and the fix.
     """
-    sio = _skops_io()
     extra_trusted = _trusted_names(trusted)
+    return load_estimators(read_manifest(path), extra_trusted, device)
+
+
+def read_manifest(path: str | os.PathLike) -> ModelManifest:
+    """The manifest of a model file (its archive and ``model.json`` checked, the estimators not
+    loaded: nothing here imports scikit-learn)."""
     file = _model_path(path)
     entries = _read_zip(file)
     if _META not in entries or _SKOPS not in entries:
@@ -684,7 +721,18 @@ def load_model(
         raise _bad(file, f"{_META} is not valid JSON ({exc})") from exc
     meta = _check_meta(meta, file)
     blocking = _blocking_of(meta, file)  # before the estimators are read
-    allowed = list(TRUSTED_TYPES) + extra_trusted
+    return ModelManifest(file=file, attributes=list(meta["attributes"]), task=meta["task"],
+                         id_column=meta["id_column"], blocking=blocking, meta=meta, entries=entries)
+
+
+def load_estimators(
+    manifest: ModelManifest, extra_trusted: Sequence[str] = (), device: str | None = None
+) -> MatchModel:
+    """The model of a manifest: its scikit-learn parts read by skops (trusted types only), an RNN
+    or LM matcher from its weights; every part checked against the others."""
+    sio = _skops_io()
+    file, entries, meta, blocking = manifest.file, manifest.entries, manifest.meta, manifest.blocking
+    allowed = list(TRUSTED_TYPES) + list(extra_trusted)
     try:
         untrusted = sio.get_untrusted_types(data=entries[_SKOPS])
     except Exception as exc:  # skops raises assorted errors on a malformed schema

@@ -72,9 +72,12 @@ def _refuse_nul(table: pd.DataFrame, source: str) -> None:
     the features could tell them apart (no CSV file read by skrisk holds one)."""
     for j, col in enumerate(table.columns):
         v = table.iloc[:, j].to_numpy(dtype=object)
-        texts = v[pd.notna(v)] if pd.api.types.infer_dtype(v, skipna=True) == "string" \
-            else [x for x in v if type(x) is str]
-        if "\x00" in "".join(texts):
+        texts = v[~pd.isna(v)]
+        try:
+            joined = "".join(texts)
+        except TypeError:  # not only texts: look at the texts among them
+            joined = "".join(x for x in texts if type(x) is str)
+        if "\x00" in joined:
             row = next(i for i, x in enumerate(v) if type(x) is str and "\x00" in x)
             raise DataError(f"{source}: the {col!r} value of the record {table.index[row]!r} holds a NUL character "
                             "(\\x00), which skrisk cannot tell apart from the text before it: remove the NUL "

@@ -144,3 +144,65 @@ def test_match_of_a_forest_model_never_imports_torch(dedup_model, febrl_split, t
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "out" / "matches.csv").is_file()
+
+
+def test_skrisk_match_blocks_before_it_imports_scikit_learn(dedup_model, febrl_split, tmp_path):
+    """A model file with blocking rules: ``skrisk match`` reads and blocks the table before the
+    estimators (and scikit-learn, SciPy) are loaded, then scores with them (a fresh process)."""
+    import subprocess
+    import sys
+
+    _, new, _ = febrl_split
+    path = dedup_model.save(tmp_path / "m.skrisk")
+    new.rename_axis("id").to_csv(tmp_path / "new.csv")
+    code = ("import sys, skrisk.data as d; seen = []; block = d.block\n"
+            "def spy(*a, **k):\n"
+            "    seen.append(sorted(m for m in ('sklearn', 'scipy', 'skops', 'torch') if m in sys.modules))\n"
+            "    return block(*a, **k)\n"
+            "d.block = spy\n"
+            "from skrisk.cli import main\n"
+            f"rc = main(['match', '--model', {str(path)!r}, '--left', {str(tmp_path / 'new.csv')!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
+            "assert rc == 0, rc; assert seen == [[]], seen; assert 'sklearn' in sys.modules")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Blocking began" in proc.stdout or not os.path.exists("/proc/self/stat"), proc.stdout
+    matches = pd.read_csv(tmp_path / "out" / "matches.csv", dtype=str)
+    expected = match(load_model(path), new, progress=False).matches
+    assert list(matches["left_id"]) == list(expected["left_id"])
+    assert list(matches["right_id"]) == list(expected["right_id"])
+
+
+class _Untrusted:
+    def predict_proba(self, X):  # pragma: no cover - never loaded
+        return None
+
+
+def test_a_model_refused_once_the_table_is_blocked_leaves_the_earlier_output(dedup_model, febrl_split, tmp_path,
+                                                                             capsys):
+    """The estimators of a model file load after blocking: a part skrisk does not trust is still
+    refused (exit 2, naming the file and the type), and the output of an earlier run stays."""
+    import zipfile
+
+    import skops.io as sio
+    from skrisk.cli import main
+
+    _, new, _ = febrl_split
+    good = dedup_model.save(tmp_path / "m.skrisk")
+    new.rename_axis("id").to_csv(tmp_path / "new.csv")
+    out = tmp_path / "out"
+    args = ["match", "--left", str(tmp_path / "new.csv"), "--out", str(out), "--no-progress"]
+    assert main([*args, "--model", str(good)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    bad = tmp_path / "bad.skrisk"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "estimators.skops":
+                data = sio.dumps({"features": None, "matcher": _Untrusted(), "risk_model": None})
+            dst.writestr(name, data)
+    capsys.readouterr()
+    assert main([*args, "--model", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.skrisk" in err and "does not trust" in err and "_Untrusted" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
