@@ -428,7 +428,15 @@ def read_csv_export(path: str | os.PathLike) -> "pd.DataFrame":
         return v[1:] if isinstance(v, str) and v.startswith("'") else v
 
     frame.columns = [unquote(c) for c in frame.columns]
-    return frame.map(unquote) if len(frame) else frame
+    for j in range(frame.shape[1]):  # only a column that holds a quote is visited cell by cell
+        values = frame.iloc[:, j].to_numpy(dtype=object)
+        try:
+            quoted = "'" in "".join(values)
+        except TypeError:  # a missing field of a short line (NaN)
+            quoted = True
+        if quoted:
+            frame.iloc[:, j] = [unquote(v) for v in values]
+    return frame
 
 
 def append_durably(fd: int, data: bytes) -> None:

@@ -40,7 +40,7 @@ INDEX_MANIFEST = "index.json"
 ENTITIES_FILE = "entities.csv"
 CHANGES_FILE = "changes.csv"
 _FORMAT = "skrisk-match-index"
-_FORMAT_VERSION = 2
+_FORMAT_VERSION = 3
 _MERGE_RULES = ("report", "apply")
 _CHANGE_COLUMNS = ["change", "record_id", "entities", "into", "probability", "risk", "reasons", "applied",
                    "detail"]
@@ -86,11 +86,11 @@ def _file_digest(path: Path) -> str:
 
 
 def assignment_checksum(entities: pd.DataFrame) -> str:
-    """SHA-256 of the (record id, entity id) assignment of an entities frame, in record order."""
+    """SHA-256 of the (record id, entity id) assignment of an entities frame, row by row in its
+    order (``entities.csv`` is written sorted by entity, side and record)."""
     rec = entities["record_id"].astype(str).to_numpy(dtype=object)
     ent = entities["entity_id"].astype(str).to_numpy(dtype=object)
-    order = np.argsort(rec, kind="stable")
-    return _digest_columns([rec[order], ent[order]])
+    return _digest_columns([rec, ent])
 
 
 def model_fingerprint(model: Any) -> str:
@@ -266,14 +266,16 @@ def _prepare_new(model: Any, new: pd.DataFrame, right: pd.DataFrame | None, name
 
 
 def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int,
-           reasons: bool, n_jobs: Any, tools: dict) -> pd.DataFrame:
-    """The pairs above the model's threshold, with probability, risk (and reasons)."""
+           reasons: bool, n_jobs: Any, tools: dict, scorer: Any = None) -> tuple[pd.DataFrame, Any]:
+    """The pairs above the model's threshold, with probability, risk (and reasons); and the
+    scorer of ``table`` (None when there is no pair)."""
     _feature_names, _reasons = tools["feature_names"], tools["reasons"]
 
     cols = ["left_id", "right_id", "probability", "risk"] + (["reasons"] if reasons else [])
     if not len(pairs):
-        return pd.DataFrame({c: pd.Series(dtype=np.float64 if c in ("probability", "risk") else object) for c in cols})
-    scorer = model.scorer(table, None, n_jobs=n_jobs)
+        empty = pd.DataFrame({c: pd.Series(dtype=np.float64 if c in ("probability", "risk") else object) for c in cols})
+        return empty, scorer
+    scorer = model.scorer(table, None, n_jobs=n_jobs) if scorer is None else scorer
     names_f = _feature_names(model) if reasons else []
     kept = []
     for start in range(0, len(pairs), chunk_size):
@@ -287,12 +289,12 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
                 part["reasons"] = _reasons(model, scorer, part, names_f)
             kept.append(part)
     if not kept:
-        return _score(model, table, pairs.iloc[:0], chunk_size, reasons, n_jobs, tools)
+        return _score(model, table, pairs.iloc[:0], chunk_size, reasons, n_jobs, tools, scorer)
     out = pd.concat(kept, ignore_index=True)
     lo, hi = np.minimum(out["left_id"], out["right_id"]), np.maximum(out["left_id"], out["right_id"])
     out["left_id"], out["right_id"] = lo, hi
     return out.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
-                           kind="stable", ignore_index=True)
+                           kind="stable", ignore_index=True), scorer
 
 
 def _candidate_pairs(new: pd.DataFrame, known: pd.DataFrame, rules: Any, n_jobs: Any) -> pd.DataFrame:
@@ -359,7 +361,7 @@ def match_incremental(
     tick = time.perf_counter()
     involved = pd.Index(pd.unique(pairs[["left_id", "right_id"]].to_numpy().ravel())) if len(pairs) else pd.Index([])
     table = pd.concat([new, kept_known.loc[kept_known.index.intersection(involved)]])
-    matches = _score(model, table, pairs, int(chunk_size), reasons, n_jobs, tools)
+    matches, scorer = _score(model, table, pairs, int(chunk_size), reasons, n_jobs, tools)
     timings["scoring"] = time.perf_counter() - tick
     tick = time.perf_counter()
     new_ids = np.sort(new.index.to_numpy(dtype=object))
@@ -426,7 +428,7 @@ def match_incremental(
     merge_rows = [ch for ch in changes if ch["change"] == "merge"]
     if merge_rows:  # LearnRisk's reasons of each merge's weakest link, the pair a reviewer checks
         weakest_pairs = matches.iloc[[ch["reasons"] for ch in merge_rows]][["left_id", "right_id"]]
-        texts = tools["reasons"](model, model.scorer(table, None, n_jobs=n_jobs),
+        texts = tools["reasons"](model, scorer,
                                  weakest_pairs.reset_index(drop=True), tools["feature_names"](model))
         for ch, text in zip(merge_rows, texts):
             ch["reasons"] = text
