@@ -458,12 +458,18 @@ def _index_entries(present: sp.csr_matrix, rank: np.ndarray, rare: np.ndarray, p
     """The tokens each record is indexed under: its rare tokens and its ``prefix`` rarest ones."""
     import scipy.sparse as sp
 
-    coo = present.tocoo()
-    order = np.lexsort((rank[coo.col], coo.row))
-    row, col = coo.row[order], coo.col[order]
-    first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]) if len(row) else np.zeros(0, np.int64)
-    pos = np.arange(len(row)) - np.repeat(first, np.diff(np.r_[first, len(row)]))
+    n_rows = present.shape[0]
+    lengths = np.diff(present.indptr)
+    # the columns renamed by rank and sorted within each row (in C): each row's tokens rarest first
+    by_rank = sp.csr_matrix((np.ones(present.nnz, np.float32), rank[present.indices], present.indptr),
+                            shape=present.shape)
+    by_rank.sort_indices()
+    col = np.empty(len(rank), dtype=np.int64)
+    col[rank] = np.arange(len(rank))
+    col = col[by_rank.indices]
+    pos = np.arange(present.nnz) - np.repeat(present.indptr[:-1], lengths)
     sel = (pos < prefix) | rare[col]
+    row = np.repeat(np.arange(n_rows), lengths)
     return sp.csr_matrix((np.ones(int(sel.sum()), np.float32), (row[sel], col[sel])), shape=present.shape)
 
 

@@ -207,7 +207,9 @@ def index_writers(model: Any, records: pd.DataFrame, entities: pd.DataFrame, nex
 
     attrs = list(model.attributes)
     rec = records[attrs]
-    rec = rec.set_axis(rec.index.astype(str)).sort_index(kind="stable")
+    rec = rec.set_axis(rec.index.astype(str))
+    if not rec.index.is_monotonic_increasing:  # an incremental run gives them in order
+        rec = rec.sort_index(kind="stable")
     data = records_bytes(rec, attrs)
     manifest = {
         "format": _FORMAT, "format_version": _FORMAT_VERSION,
@@ -311,6 +313,23 @@ def _candidate_pairs(new: pd.DataFrame, known: pd.DataFrame, rules: Any, n_jobs:
         return pd.DataFrame({"left_id": pd.Series(dtype=object), "right_id": pd.Series(dtype=object)})
     pairs = pd.concat(parts, ignore_index=True)
     return pairs.drop_duplicates(ignore_index=True)
+
+
+def _in_id_order(known: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """The known records (in id order, as the index holds them) and the new ones, in id order:
+    the new ones sorted and slotted in (no sort of the known records)."""
+    known = known.set_axis(known.index.astype(str))
+    new = new.set_axis(new.index.astype(str)).sort_index(kind="stable")
+    ids = known.index.to_numpy(dtype=object)
+    if not known.index.is_monotonic_increasing:  # pragma: no cover - an index is written sorted
+        return pd.concat([known, new]).sort_index(kind="stable")
+    at = np.searchsorted(ids, new.index.to_numpy(dtype=object), side="right") + np.arange(len(new))
+    pos = np.ones(len(known) + len(new), dtype=bool)
+    pos[at] = False
+    order = np.empty(len(pos), dtype=np.int64)
+    order[np.flatnonzero(pos)] = np.arange(len(known))
+    order[at] = len(known) + np.arange(len(new))
+    return pd.concat([known, new]).iloc[order]
 
 
 def match_incremental(
@@ -440,7 +459,11 @@ def match_incremental(
     add = pd.DataFrame({"entity_id": np.array([assign[r] for r in new_ids], dtype=np.int64),
                         "side": "table", "record_id": new_ids})
     clusters = pd.concat([old_ent[["entity_id", "side", "record_id"]], add], ignore_index=True)
-    clusters = clusters.sort_values(["entity_id", "side", "record_id"], kind="stable", ignore_index=True)
+    records = _in_id_order(kept_known, new[list(model.attributes)])
+    # by entity, then record id (one side): an integer key of the id's place among all the records
+    place = records.index.get_indexer(clusters["record_id"].astype(str).to_numpy(dtype=object))
+    order = np.argsort(clusters["entity_id"].to_numpy(dtype=np.int64) * len(records) + place, kind="stable")
+    clusters = clusters.iloc[order].reset_index(drop=True)
     size = clusters.groupby("entity_id")["record_id"].size()
     sus = [(int(e), r, int(size[e])) for e, text in carried.items() if e in size.index
            for r in ([text] if text else [])]
@@ -455,7 +478,6 @@ def match_incremental(
     summary = {"new_records": int(len(new_ids)), "joined": joined, "started": started, "merged": merged,
                "merges": n_merges, "updated": int(len(updated)), "unchanged": unchanged,
                "new_entities": int(next_id - known.next_id)}
-    records = pd.concat([kept_known, new[list(model.attributes)]])
     return IncrementalResult(matches=matches, entities=entities, n_candidates=int(len(pairs)), timings=timings,
                              changes=change_frame, summary=summary, records=records, next_id=next_id,
                              fingerprint=fp)

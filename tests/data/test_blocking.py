@@ -275,3 +275,28 @@ def test_copies_of_a_record_get_every_pair_the_rules_give_it(task):
         twins = [(a, b) for key, ids in rows.groupby(rows).groups.items() if key.strip("|")
                  for a in ids for b in ids if a != b]
         assert twins and set(twins) <= pairs(grouped)
+
+
+def test_the_index_entries_are_each_records_rare_and_rarest_tokens():
+    """The tokens a record is indexed under (sorted in C by rank) are those of a plain sort of
+    every (record, rank) entry: its rare tokens, and its ``prefix`` tokens of lowest rank."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    # internal on purpose: the inverted index of the tokens rule, against its definition
+    from skrisk.data._blocking import _index_entries
+
+    rng = np.random.default_rng(0)
+    for seed in range(200):
+        n, v = int(rng.integers(0, 30)), int(rng.integers(1, 25))
+        present = sp.random(n, v, density=rng.uniform(0, 0.7), format="csr", random_state=seed)
+        present.data[:] = 1
+        rank, rare, prefix = rng.permutation(v), rng.random(v) < 0.3, int(rng.integers(0, 5))
+        expected = np.zeros((n, v), dtype=bool)
+        for i in range(n):
+            toks = present.indices[present.indptr[i]:present.indptr[i + 1]]
+            by_rank = toks[np.argsort(rank[toks])]
+            expected[i, by_rank[:prefix]] = True
+            expected[i, toks[rare[toks]]] = True
+        got = _index_entries(present, rank, rare, prefix)
+        assert got.shape == (n, v) and (got.toarray() > 0).tolist() == expected.tolist(), seed
