@@ -15,8 +15,6 @@ Three methods, combined by union (on one table, each unordered pair of distinct 
 
 from __future__ import annotations
 
-import gc
-import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Sequence, Union
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
 from .._threads import map_in_order, n_threads
 from ..exceptions import DataError
 from ._text import normalise_text
+from ._token_counts import tfidf_records
 from ._typed_blocking import check_typed_params, typed_pairs
 
 __all__ = ["block", "BlockingResult", "BLOCKING_METHODS"]
@@ -65,7 +64,6 @@ _TOKEN_CHUNK_CELLS = 2_000_000
 # A row chunk whose candidates exceed 1 / _DENSE_RATIO of all its pairs is scored densely (all
 # pairs, exact top-k): cheaper than scoring candidates one by one on small tables.
 _DENSE_RATIO = 30
-_WORD_RE = re.compile(r"(?u)\b\w+\b")
 
 
 @dataclass
@@ -303,65 +301,6 @@ def _check_rule_params(method: str, params: dict, cols: Sequence[str] | None = N
     return merged
 
 
-def _tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_matrix] | None:
-    """Word TF-IDF vectors of the records of each table over the key columns (None: no token).
-
-    The same vectors as a ``TfidfVectorizer(token_pattern=r"(?u)\\b\\w+\\b", sublinear_tf=True)``
-    fitted on the records' joined key texts of all tables: ``1 + log(tf)`` times the smoothed idf,
-    rows of unit length. Every distinct value of a column is normalised and tokenised once.
-    """
-    import scipy.sparse as sp  # the tokens rule's only: typed blocking imports neither
-    from sklearn.preprocessing import normalize
-
-    per_table = []  # per table, per column: (codes of the records, token lists of the distinct values)
-    paused = gc.isenabled()
-    gc.disable()  # millions of small token lists without cycles: the collector's passes cost more
-    try:
-        for table in tables:
-            cols_tokens = []
-            for c in cols:
-                codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
-                cols_tokens.append((codes, [_WORD_RE.findall(normalise_text(v)) for v in uniq]))
-            per_table.append(cols_tokens)
-    finally:
-        if paused:
-            gc.enable()
-    flat = [t for cols_tokens in per_table for _, toks in cols_tokens for ts in toks for t in ts]
-    if not flat:
-        return None
-    ids, vocab = pd.factorize(pd.Series(flat, dtype=object))
-    del flat  # the token lists of the distinct values are dropped as each column is read below
-    n_vocab, at = len(vocab), 0
-    counts = []
-    for table, cols_tokens in zip(tables, per_table):
-        m = None
-        while cols_tokens:  # one column at a time: a records x tokens matrix in CSR form directly
-            codes, toks = cols_tokens.pop(0)
-            lens = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
-            del toks
-            ptr = np.concatenate(([0], np.cumsum(lens)))
-            value_ids = ids[at:at + ptr[-1]]
-            at += int(ptr[-1])
-            cnt = lens[codes]
-            tok = value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))]
-            part = sp.csr_matrix((np.ones(len(tok), np.float32), tok.astype(np.int32), np.r_[0, np.cumsum(cnt)]),
-                                 shape=(len(table), n_vocab))
-            m = part if m is None else m + part
-        m.sum_duplicates()  # a token twice in a record counts twice; its document frequency once
-        counts.append(m)
-    n_docs = sum(m.shape[0] for m in counts)
-    df = sum(np.bincount(m.indices, minlength=n_vocab) for m in counts)
-    idf = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
-    out = []
-    for m in counts:
-        m.sum_duplicates()
-        np.log(m.data, m.data)
-        m.data += 1.0
-        m.data *= idf[m.indices]
-        out.append(normalize(m, norm="l2", copy=False))
-    return out
-
-
 def _check_rule_size(method: str, cols: list[str], params: dict, lk: pd.DataFrame, rk: pd.DataFrame,
                      dedup: bool, n_records: int) -> None:
     """Refuse a ``standard`` or ``sorted_neighbourhood`` rule that would make more than its
@@ -591,7 +530,7 @@ def _token_pairs(
     cols: list[str], params: dict, left: pd.DataFrame, right: pd.DataFrame, threads: int = 1,
     one_way: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    mats = _tfidf_records([left] if right is left else [left, right], cols)
+    mats = tfidf_records([left] if right is left else [left, right], cols)
     if mats is None:  # no token at all
         return np.empty(0, np.intp), np.empty(0, np.intp)
     k, thr = int(params["top_k"]), float(params["min_similarity"])

@@ -2,7 +2,8 @@
 
 A run of :func:`~skrisk.matching.match` on one table (dedup) leaves, beside ``entities.csv``,
 a *blocking index*: ``index_records.npz`` (every record's id and model attributes, the values
-blocking and the scorer read) and ``index.json`` (the manifest: the model's fingerprint, a
+blocking and the scorer read, and the word counts of a ``tokens`` rule, so that the known records
+are not tokenised again) and ``index.json`` (the manifest: the model's fingerprint, a
 checksum of the records and one of the entity assignment of ``entities.csv``, and the next free
 entity id). An incremental run loads and checks them, blocks the new records against the new
 and the known records only, scores only pairs that hold a new record, and assigns:
@@ -33,7 +34,8 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
-from ._index_file import INDEX_RECORDS, read_records, records_bytes, texts_to_arrays
+from ..data._token_counts import TokenCounts, combine, known_token_counts, token_counts
+from ._index_file import INDEX_RECORDS, read_records, read_tokens, records_bytes, texts_to_arrays
 from ._steps import _model_rules
 
 INDEX_MANIFEST = "index.json"
@@ -119,6 +121,22 @@ class KnownRecords:
     entities: pd.DataFrame
     next_id: int
     folder: Path
+    tokens: TokenCounts | None = None
+
+
+def tokens_columns(model: Any) -> list[str] | None:
+    """The columns of the model's first ``tokens`` blocking rule (the default rule: all the
+    attributes), whose word counts the index keeps; None without such a rule."""
+    rules = _model_rules(model)
+    if rules is None:
+        return list(model.attributes)
+    if isinstance(rules, tuple) and rules and isinstance(rules[0], str):
+        rules = [rules]
+    for rule in rules:
+        if rule[0] == "tokens":
+            cols = rule[1] if len(rule) > 1 else None
+            return list(model.attributes) if cols is None else ([cols] if isinstance(cols, str) else list(cols))
+    return None
 
 
 def _index_folder(path: Any) -> Path:
@@ -179,6 +197,11 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if len(rec) != man["n_records"]:
         raise DataError(f"{rec_path} holds {len(rec)} records, its manifest {man_path} says {man['n_records']!r}: "
                         f"restore the files of that run, or {_FULL_RUN}.")
+    cols = man.get("tokens_columns")
+    if cols != tokens_columns(model):
+        raise DataError(f"{man_path}: its tokens_columns {cols!r} are not the columns of the model's tokens rule "
+                        f"({tokens_columns(model)!r}): the file was changed; {_FULL_RUN}.")
+    tokens = None if cols is None else read_tokens(rec_path, cols, rec.index, _FULL_RUN)
     ent = read_csv_export(ent_path)
     need = ["entity_id", "side", "record_id"]
     if not set(need) <= set(ent.columns):
@@ -193,15 +216,16 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if not isinstance(man["next_entity_id"], int) or (len(ent) and man["next_entity_id"] <= ent["entity_id"].max()):
         raise DataError(f"{man_path}: next_entity_id {man['next_entity_id']!r} is not above every entity id; "
                         f"{_FULL_RUN}.")
-    return KnownRecords(records=rec, entities=ent, next_id=int(man["next_entity_id"]), folder=folder)
+    return KnownRecords(records=rec, entities=ent, next_id=int(man["next_entity_id"]), folder=folder, tokens=tokens)
 
 
 def index_writers(model: Any, records: pd.DataFrame, entities: pd.DataFrame, next_id: int,
-                  fingerprint: str | None = None) -> dict:
+                  fingerprint: str | None = None, tokens: TokenCounts | None = None) -> dict:
     """Writers of ``index_records.npz`` and ``index.json`` for :func:`skrisk._fileio.write_files_together`.
 
     ``records`` holds the model's attributes indexed by record id; ``entities`` is the frame
-    written as ``entities.csv`` (``entity_id``, ``record_id`` ...).
+    written as ``entities.csv`` (``entity_id``, ``record_id`` ...); ``tokens`` the word counts of
+    ``records`` in id order, when known (else counted here, for a model with a tokens rule).
     """
     from .._fileio import atomic_write_bytes
 
@@ -210,13 +234,16 @@ def index_writers(model: Any, records: pd.DataFrame, entities: pd.DataFrame, nex
     rec = rec.set_axis(rec.index.astype(str))
     if not rec.index.is_monotonic_increasing:  # an incremental run gives them in order
         rec = rec.sort_index(kind="stable")
-    data = records_bytes(rec, attrs)
+    cols = tokens_columns(model)
+    if cols is not None and (tokens is None or tokens.columns != cols or not tokens.ids.equals(rec.index)):
+        tokens = token_counts(rec, cols)
+    data = records_bytes(rec, attrs, tokens if cols is not None else None)
     manifest = {
         "format": _FORMAT, "format_version": _FORMAT_VERSION,
         "model": fingerprint or model_fingerprint(model),
         "records": hashlib.sha256(data).hexdigest(), "n_records": int(len(rec)),
         "entities": assignment_checksum(entities), "next_entity_id": int(next_id),
-        "attributes": attrs,
+        "attributes": attrs, "tokens_columns": cols,
     }
     return {
         INDEX_RECORDS: lambda p: atomic_write_bytes(p, data),
@@ -240,6 +267,7 @@ class IncrementalResult:
     records: pd.DataFrame | None = None
     next_id: int = 0
     fingerprint: str = ""
+    tokens: TokenCounts | None = None
 
     def writers(self, model: Any, entities_frame: pd.DataFrame) -> dict:
         """Writers of ``changes.csv`` and the updated index, for ``write_files_together``."""
@@ -249,7 +277,7 @@ class IncrementalResult:
         for col in ("probability", "risk"):
             changes[col] = changes[col].round(6)
         return {CHANGES_FILE: lambda p: write_csv_export(p, changes),
-                **index_writers(model, self.records, entities_frame, self.next_id, self.fingerprint)}
+                **index_writers(model, self.records, entities_frame, self.next_id, self.fingerprint, self.tokens)}
 
 
 def _prepare_new(model: Any, new: pd.DataFrame, right: pd.DataFrame | None, names: tuple[str, str],
@@ -315,21 +343,42 @@ def _candidate_pairs(new: pd.DataFrame, known: pd.DataFrame, rules: Any, n_jobs:
     return pairs.drop_duplicates(ignore_index=True)
 
 
-def _in_id_order(known: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """The known records (in id order, as the index holds them) and the new ones, in id order:
-    the new ones sorted and slotted in (no sort of the known records)."""
+def _in_id_order(known: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The known records (in id order, as the index holds them) and the new ones (sorted) in id
+    order, the new ones slotted in (no sort of the known records); and the rows of
+    ``[known, sorted new]`` in that order."""
     known = known.set_axis(known.index.astype(str))
     new = new.set_axis(new.index.astype(str)).sort_index(kind="stable")
-    ids = known.index.to_numpy(dtype=object)
+    both = pd.concat([known, new])
     if not known.index.is_monotonic_increasing:  # pragma: no cover - an index is written sorted
-        return pd.concat([known, new]).sort_index(kind="stable")
-    at = np.searchsorted(ids, new.index.to_numpy(dtype=object), side="right") + np.arange(len(new))
-    pos = np.ones(len(known) + len(new), dtype=bool)
+        order = np.argsort(both.index.to_numpy(dtype=object), kind="stable")
+        return both.iloc[order], order
+    at = np.searchsorted(known.index.to_numpy(dtype=object), new.index.to_numpy(dtype=object),
+                         side="right") + np.arange(len(new))
+    pos = np.ones(len(both), dtype=bool)
     pos[at] = False
-    order = np.empty(len(pos), dtype=np.int64)
+    order = np.empty(len(both), dtype=np.int64)
     order[np.flatnonzero(pos)] = np.arange(len(known))
     order[at] = len(known) + np.arange(len(new))
-    return pd.concat([known, new]).iloc[order]
+    return both.iloc[order], order
+
+
+def _index_tokens(known: TokenCounts | None, kept: pd.DataFrame, new: pd.DataFrame,
+                  order: np.ndarray) -> TokenCounts | None:
+    """The word counts of the new index's records: the kept known records' (from the old index)
+    and the new ones', in the rows of ``order`` (:func:`_in_id_order`)."""
+    import scipy.sparse as sp
+
+    if known is None:
+        return None
+    kept_counts = known.take(known.ids.get_indexer(kept.index.astype(str)))
+    new_sorted = new.set_axis(new.index.astype(str)).sort_index(kind="stable")
+    vocab, (a, b) = combine([kept_counts, token_counts(new_sorted, known.columns)])
+    counts = sp.vstack([a, b], format="csr")[order]
+    counts.sort_indices()
+    ids = pd.Index(np.concatenate([kept_counts.ids.to_numpy(dtype=object),
+                                   new_sorted.index.to_numpy(dtype=object)])[order], dtype=object)
+    return TokenCounts(list(known.columns), ids, vocab, counts)
 
 
 def match_incremental(
@@ -375,7 +424,8 @@ def match_incremental(
     entity_of = entity_of.drop(updated)
     rules = _model_rules(model) if blocking is None else blocking
     tick = time.perf_counter()
-    pairs = _candidate_pairs(new, kept_known, rules, n_jobs)
+    with known_token_counts(known.tokens):  # the known records are not tokenised again
+        pairs = _candidate_pairs(new, kept_known, rules, n_jobs)
     timings["blocking"] = time.perf_counter() - tick
     tick = time.perf_counter()
     involved = pd.Index(pd.unique(pairs[["left_id", "right_id"]].to_numpy().ravel())) if len(pairs) else pd.Index([])
@@ -459,7 +509,7 @@ def match_incremental(
     add = pd.DataFrame({"entity_id": np.array([assign[r] for r in new_ids], dtype=np.int64),
                         "side": "table", "record_id": new_ids})
     clusters = pd.concat([old_ent[["entity_id", "side", "record_id"]], add], ignore_index=True)
-    records = _in_id_order(kept_known, new[list(model.attributes)])
+    records, order = _in_id_order(kept_known, new[list(model.attributes)])
     # by entity, then record id (one side): an integer key of the id's place among all the records
     place = records.index.get_indexer(clusters["record_id"].astype(str).to_numpy(dtype=object))
     order = np.argsort(clusters["entity_id"].to_numpy(dtype=np.int64) * len(records) + place, kind="stable")
@@ -480,7 +530,7 @@ def match_incremental(
                "new_entities": int(next_id - known.next_id)}
     return IncrementalResult(matches=matches, entities=entities, n_candidates=int(len(pairs)), timings=timings,
                              changes=change_frame, summary=summary, records=records, next_id=next_id,
-                             fingerprint=fp)
+                             fingerprint=fp, tokens=_index_tokens(known.tokens, kept_known, new, order))
 
 
 # ---------------------------------------------------------------------------- the command line

@@ -7,7 +7,11 @@ arrays, nothing in it runs code) of plain arrays:
   ``ids_len`` (int64, each id's length in characters);
 - per attribute ``k`` (in the order of the manifest's ``attributes``): ``a{k}_text`` and
   ``a{k}_len`` for its distinct values, ``a{k}_codes`` (int32: each record's value, ``-1``
-  missing).
+  missing);
+- for a model whose blocking has a ``tokens`` rule, the word counts of its columns
+  (``TokenCounts``, over the columns of the manifest's ``tokens_columns``):
+  ``t_vocab_text`` and ``t_vocab_len`` (the words, sorted), and the records x words counts in
+  CSR form, ``t_indptr`` (int64), ``t_indices`` (int32) and ``t_counts`` (float32).
 
 Written and read in one pass per column (no row is visited in Python), so a full run's index
 costs a fraction of a second at 200,000 records. The members are stored with a fixed date, so
@@ -30,6 +34,7 @@ from ..exceptions import DataError
 
 INDEX_RECORDS = "index_records.npz"
 _DATE = (1980, 1, 1, 0, 0, 0)
+_TOKEN_MEMBERS = ("t_vocab_text", "t_vocab_len", "t_indptr", "t_indices", "t_counts")
 
 
 def texts_to_arrays(texts: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -51,8 +56,9 @@ def _arrays_to_texts(blob: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
-def records_bytes(records: pd.DataFrame, attributes: list[str]) -> bytes:
-    """The archive of ``records`` (indexed by str id; text values, missing as ``""`` or NaN/None)."""
+def records_bytes(records: pd.DataFrame, attributes: list[str], tokens: Any = None) -> bytes:
+    """The archive of ``records`` (indexed by str id; text values, missing as ``""`` or NaN/None)
+    and of their word counts ``tokens`` (a ``TokenCounts`` of these records in this order)."""
     arrays: dict[str, np.ndarray] = {}
     arrays["ids_text"], arrays["ids_len"] = texts_to_arrays(records.index.astype(str))
     for k, a in enumerate(attributes):
@@ -63,6 +69,11 @@ def records_bytes(records: pd.DataFrame, attributes: list[str]) -> bytes:
             uniq = np.array([str(v) for v in uniq], dtype=object)
         arrays[f"a{k}_text"], arrays[f"a{k}_len"] = texts_to_arrays(uniq)
         arrays[f"a{k}_codes"] = codes.astype(np.int32)
+    if tokens is not None:
+        m = tokens.counts
+        arrays["t_vocab_text"], arrays["t_vocab_len"] = texts_to_arrays(tokens.vocab)
+        arrays["t_indptr"], arrays["t_indices"] = m.indptr.astype(np.int64), m.indices.astype(np.int32)
+        arrays["t_counts"] = m.data.astype(np.float32)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for name, arr in arrays.items():
@@ -83,7 +94,9 @@ def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
-            if sorted(i.filename for i in infos) != sorted(n + ".npy" for n in names):
+            stored = sorted(i.filename for i in infos)
+            if stored not in (sorted(n + ".npy" for n in names),
+                              sorted(n + ".npy" for n in names | set(_TOKEN_MEMBERS))):
                 raise bad("not the members of an index of these attributes")
             if any(i.compress_type != zipfile.ZIP_STORED or i.file_size > size for i in infos):
                 raise bad("a member is compressed, or larger than the file")
@@ -114,3 +127,51 @@ def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad(str(exc)) from None
     return pd.DataFrame(columns, index=pd.Index(ids, dtype=object), columns=attributes)
+
+
+def read_tokens(path: Path, columns: list[str], ids: pd.Index, fix: str) -> Any:
+    """The word counts of an index archive's records (``ids``, in the archive's order) over
+    ``columns``, checked (a CSR matrix whose rows hold distinct words in order, words sorted and
+    distinct, counts positive), or a DataError naming ``path`` and ``fix``."""
+    import scipy.sparse as sp
+
+    from ..data._token_counts import TokenCounts
+
+    def bad(why: str) -> DataError:
+        return DataError(f"{path} holds word counts that cannot be read ({why}): the file was changed; {fix}.")
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if not set(_TOKEN_MEMBERS) <= set(z.files):
+                raise bad("the index's manifest lists token columns, the archive holds no word counts")
+            a = {n: z[n] for n in _TOKEN_MEMBERS}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise bad(str(exc)) from None
+    want = {"t_vocab_text": np.uint8, "t_vocab_len": np.int64, "t_indptr": np.int64, "t_indices": np.int32,
+            "t_counts": np.float32}
+    for n, dtype in want.items():
+        if a[n].ndim != 1 or a[n].dtype != np.dtype(dtype):
+            raise bad(f"{n} is not a one-dimensional {np.dtype(dtype)} array")
+    try:
+        vocab = _arrays_to_texts(a["t_vocab_text"], a["t_vocab_len"]) if len(a["t_vocab_len"]) == 0 or \
+            a["t_vocab_len"].min() >= 0 else None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad(str(exc)) from None
+    if vocab is None:
+        raise bad("t_vocab_len holds a negative length")
+    ptr, idx, cnt = a["t_indptr"], a["t_indices"], a["t_counts"]
+    if len(ptr) != len(ids) + 1 or ptr[0] != 0 or (np.diff(ptr) < 0).any() or ptr[-1] != len(idx) \
+            or len(cnt) != len(idx):
+        raise bad("t_indptr does not delimit one row per record")
+    if len(idx) and (idx.min() < 0 or idx.max() >= len(vocab)):
+        raise bad("a word index is outside the vocabulary")
+    first = np.zeros(len(idx), dtype=bool)
+    first[ptr[:-1][np.diff(ptr) > 0]] = True
+    if len(idx) > 1 and (np.diff(idx.astype(np.int64))[~first[1:]] <= 0).any():
+        raise bad("a row's words are not distinct and in order")
+    if len(cnt) and not (np.isfinite(cnt).all() and cnt.min() > 0):
+        raise bad("a count is not a positive number")
+    if len(vocab) > 1 and not (vocab[1:] > vocab[:-1]).all():
+        raise bad("the words are not sorted and distinct")
+    counts = sp.csr_matrix((cnt, idx, ptr), shape=(len(ids), len(vocab)))
+    return TokenCounts(list(columns), ids, vocab, counts)

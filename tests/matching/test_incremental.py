@@ -379,3 +379,87 @@ def test_a_hostile_index_file_is_refused_naming_it(tmp_path):
         with pytest.raises(DataError, match=r"index_records\.npz is not a readable index.*run again"):
             read_records(path, ["a", "b"], "run again")
         assert why
+
+
+# ---------------------------------------------------------------------------- the word counts
+TOKEN_RULES = [("tokens", ["given_name", "surname", "address"], {"top_k": 5})]
+
+
+@pytest.fixture(scope="module")
+def token_world(tmp_path_factory):
+    """A model that blocks with the tokens rule, and a full run of the known records."""
+    d = tmp_path_factory.mktemp("incremental_tokens")
+    table, links = make_person_table(1500, random_state=0)
+    _train(table.iloc[:600], links, TOKEN_RULES).save(d / "model.skrisk")
+    table.iloc[:N_KNOWN].to_csv(d / "known.csv", index_label="id")
+    table.iloc[N_KNOWN:].to_csv(d / "a.csv", index_label="id")
+    run(d, "--left", "known.csv", "--out", "known")
+    return d, table
+
+
+def _counts_equal(a, b) -> bool:
+    return (list(a.ids) == list(b.ids) and list(a.vocab) == list(b.vocab) and a.counts.shape == b.counts.shape
+            and (a.counts != b.counts).nnz == 0)
+
+
+def test_the_index_keeps_the_word_counts_of_the_tokens_rule(token_world, tmp_path):
+    """A full run's index and an incremental run's index hold the word counts of their records,
+    equal to counting them afresh."""
+    # internal on purpose: the word counts the index keeps, against counting them again
+    from skrisk.data._token_counts import token_counts
+    from skrisk.matching._index_file import read_tokens
+
+    d, table = token_world
+    cols = ["given_name", "surname", "address"]
+    attrs = list(load_model(d / "model.skrisk").attributes)
+    run(d, "--left", "a.csv", "--out", "o_tokens", "--entities", "known")
+    for folder in (d / "known", d / "o_tokens"):
+        assert json.loads((folder / "index.json").read_text())["tokens_columns"] == cols
+        rec = read_records(folder / "index_records.npz", attrs, "run again")
+        kept = read_tokens(folder / "index_records.npz", cols, rec.index, "run again")
+        assert _counts_equal(kept, token_counts(rec, cols))
+
+
+def test_the_kept_word_counts_give_the_same_candidates(token_world):
+    """Blocking new records against known ones whose counts are lent gives the pairs of counting
+    them again, also when identical records leave only some of the known ones to block."""
+    # internal on purpose: the counts lent to blocking
+    from skrisk.data._token_counts import known_token_counts, token_counts
+
+    d, table = token_world
+    known, new = table.iloc[:N_KNOWN].copy(), table.iloc[N_KNOWN:]
+    known = pd.concat([known, known.iloc[:40].set_axis([f"copy{i}" for i in range(40)])])  # twins
+    for identical in (False, True):
+        plain = block(new, known, TOKEN_RULES, identical=identical, one_way=True).pairs
+        with known_token_counts(token_counts(known, ["given_name", "surname", "address"])):
+            lent = block(new, known, TOKEN_RULES, identical=identical, one_way=True).pairs
+        assert len(plain) > 0 and plain.equals(lent)
+
+
+def test_word_counts_that_do_not_hold_together_are_refused(token_world):
+    """An index whose word counts were changed and its checksum updated is still refused,
+    naming the file (a word outside the vocabulary)."""
+    import hashlib
+    import io
+    import zipfile
+
+    import numpy as np
+
+    d, table = token_world
+    folder = _copy(d, "bad_tokens")
+    path = folder / "index_records.npz"
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {n: z[n] for n in z.files}
+    arrays["t_indices"] = arrays["t_indices"].copy()
+    arrays["t_indices"][0] = len(arrays["t_vocab_len"]) + 5
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, arr, allow_pickle=False)
+    path.write_bytes(buf.getvalue())
+    man = json.loads((folder / "index.json").read_text())
+    man["records"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    (folder / "index.json").write_text(json.dumps(man))
+    with pytest.raises(DataError, match=r"index_records\.npz holds word counts that cannot be read.*vocabulary"):
+        match(load_model(d / "model.skrisk"), table.iloc[N_KNOWN:], entities=folder, progress=False)

@@ -1,0 +1,174 @@
+"""The word counts of records that the ``tokens`` blocking rule weighs by TF-IDF.
+
+A table's :class:`TokenCounts` hold, per record, how often each word of its key columns occurs
+(normalised text, words as ``TfidfVectorizer(token_pattern=r"(?u)\\b\\w+\\b")`` finds them),
+over a vocabulary sorted by text, so that the counts of two tables combine whatever their order
+and the word ids (which break ties between equally rare words) depend on the words alone.
+
+:func:`known_token_counts` lends the counts of records already counted (an incremental run's
+known records, kept in its index) to every :func:`tfidf_records` of the block: a table whose
+records all have lent counts is not tokenised again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import gc
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._text import normalise_text
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+__all__ = ["TokenCounts", "known_token_counts", "token_counts", "tfidf_records"]
+
+_WORD_RE = re.compile(r"(?u)\b\w+\b")
+_LENT: contextvars.ContextVar = contextvars.ContextVar("skrisk_known_token_counts", default=None)
+
+
+@dataclass
+class TokenCounts:
+    """Word counts of records over key columns: ``counts[i, j]`` is how often ``vocab[j]``
+    occurs in the record ``ids[i]`` (``vocab`` sorted and distinct)."""
+
+    columns: list[str]
+    ids: pd.Index
+    vocab: np.ndarray
+    counts: sp.csr_matrix
+
+    def take(self, positions: np.ndarray) -> TokenCounts:
+        """The counts of the records at ``positions`` (the vocabulary is kept)."""
+        return TokenCounts(self.columns, self.ids[positions], self.vocab, self.counts[positions])
+
+
+def token_counts(table: pd.DataFrame, cols: Sequence[str]) -> TokenCounts:
+    """The word counts of ``table``'s records over the columns ``cols`` (every distinct value of a
+    column normalised and split into words once)."""
+    import scipy.sparse as sp
+
+    per_col = []  # (codes of the records, word lists of the distinct values)
+    paused = gc.isenabled()
+    gc.disable()  # millions of small word lists without cycles: the collector's passes cost more
+    try:
+        for c in cols:
+            codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
+            per_col.append((codes, [_WORD_RE.findall(normalise_text(v)) for v in uniq]))
+    finally:
+        if paused:
+            gc.enable()
+    flat = [t for _, toks in per_col for ts in toks for t in ts]
+    ids, vocab = pd.factorize(pd.Series(flat, dtype=object))
+    del flat
+    vocab = np.asarray(vocab, dtype=object)
+    order = np.argsort(vocab, kind="stable")  # word ids by text: the same whatever the tables
+    place = np.empty(len(vocab), dtype=np.int64)
+    place[order] = np.arange(len(vocab))
+    ids = place[ids] if len(ids) else ids.astype(np.int64)
+    m, at = None, 0
+    while per_col:  # one column at a time: a records x words matrix in CSR form directly
+        codes, toks = per_col.pop(0)
+        lens = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
+        del toks
+        ptr = np.concatenate(([0], np.cumsum(lens)))
+        value_ids = ids[at:at + ptr[-1]]
+        at += int(ptr[-1])
+        cnt = lens[codes]
+        tok = value_ids[np.repeat(ptr[codes] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))]
+        part = sp.csr_matrix((np.ones(len(tok), np.float32), tok.astype(np.int32), np.r_[0, np.cumsum(cnt)]),
+                             shape=(len(table), len(vocab)))
+        m = part if m is None else m + part
+    if m is None:
+        m = sp.csr_matrix((len(table), 0), dtype=np.float32)
+    m.sum_duplicates()  # a word twice in a record counts twice
+    return TokenCounts(list(cols), pd.Index(table.index), vocab[order], m)
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted union of two sorted vocabularies, and where each word of ``a`` and ``b`` is in it
+    (costs ``len(b) log len(a)`` comparisons: ``b`` the smaller)."""
+    pos = np.searchsorted(a, b)
+    hit = np.zeros(len(b), dtype=bool)
+    inside = pos < len(a)
+    hit[inside] = a[pos[inside]] == b[inside]
+    at = pos[~hit]
+    union = np.insert(a, at, b[~hit])
+    where_a = np.arange(len(a)) + np.searchsorted(at, np.arange(len(a)), side="right")
+    where_b = np.empty(len(b), dtype=np.int64)
+    where_b[hit] = where_a[pos[hit]]
+    where_b[~hit] = at + np.arange(len(at))
+    return union, where_a, where_b
+
+
+def combine(parts: list[TokenCounts]) -> tuple[np.ndarray, list[sp.csr_matrix]]:
+    """One vocabulary for the counts of several tables, and each table's counts over it."""
+    import scipy.sparse as sp
+
+    vocab = parts[0].vocab
+    places = [np.arange(len(vocab))]
+    for p in parts[1:]:
+        if len(p.vocab) > len(vocab):
+            vocab, where_new, where_old = _union(p.vocab, vocab)
+        else:
+            vocab, where_old, where_new = _union(vocab, p.vocab)
+        places = [where_old[w] for w in places] + [where_new]
+    out = []
+    for p, where in zip(parts, places):
+        m = p.counts
+        out.append(sp.csr_matrix((m.data, where[m.indices].astype(np.int32), m.indptr), shape=(m.shape[0], len(vocab))))
+    return vocab, out
+
+
+@contextlib.contextmanager
+def known_token_counts(counts: TokenCounts | None) -> Iterator[None]:
+    """Within the block, :func:`tfidf_records` takes the counts of a table whose records all have
+    counts in ``counts`` over the same columns from there (None: lends nothing)."""
+    token = _LENT.set(counts)
+    try:
+        yield
+    finally:
+        _LENT.reset(token)
+
+
+def _counts_of(table: pd.DataFrame, cols: list[str]) -> tuple[TokenCounts, bool]:
+    """The counts of ``table``'s records, and whether they are lent (not to be changed)."""
+    lent = _LENT.get()
+    if lent is not None and lent.columns == list(cols) and len(table) and len(lent.ids):
+        pos = lent.ids.get_indexer(table.index)
+        if (pos >= 0).all():
+            same = len(pos) == len(lent.ids) and bool((pos == np.arange(len(pos))).all())
+            return (lent if same else lent.take(pos)), same
+    return token_counts(table, cols), False
+
+
+def tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_matrix] | None:
+    """Word TF-IDF vectors of the records of each table over the key columns (None: no word).
+
+    The vectors of a ``TfidfVectorizer(token_pattern=r"(?u)\\b\\w+\\b", sublinear_tf=True)``
+    fitted on the records' joined key texts of all tables: ``1 + log(tf)`` times the smoothed
+    idf, rows of unit length; the columns are the words in text order.
+    """
+    from sklearn.preprocessing import normalize
+
+    parts = [_counts_of(t, cols) for t in tables]
+    vocab, counts = combine([p for p, _ in parts])
+    if not len(vocab):
+        return None
+    n_docs = sum(m.shape[0] for m in counts)
+    df = sum(np.bincount(m.indices, minlength=len(vocab)) for m in counts)
+    idf = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
+    out = []
+    for m, (_, lent) in zip(counts, parts):
+        if lent:  # the lent counts stay as they are
+            m.data = m.data.copy()
+        np.log(m.data, m.data)
+        m.data += 1.0
+        m.data *= idf[m.indices]
+        out.append(normalize(m, norm="l2", copy=False))
+    return out
