@@ -397,19 +397,21 @@ def _index_entries(present: sp.csr_matrix, rank: np.ndarray, rare: np.ndarray, p
     """The tokens each record is indexed under: its rare tokens and its ``prefix`` rarest ones."""
     import scipy.sparse as sp
 
-    n_rows = present.shape[0]
-    lengths = np.diff(present.indptr)
+    n_rows, nnz = present.shape[0], present.nnz
+    lengths = np.diff(present.indptr).astype(np.int32)
     # the columns renamed by rank and sorted within each row (in C): each row's tokens rarest first
-    by_rank = sp.csr_matrix((np.ones(present.nnz, np.float32), rank[present.indices], present.indptr),
+    by_rank = sp.csr_matrix((np.ones(nnz, bool), rank.astype(np.int32)[present.indices], present.indptr),
                             shape=present.shape)
     by_rank.sort_indices()
-    col = np.empty(len(rank), dtype=np.int64)
-    col[rank] = np.arange(len(rank))
-    col = col[by_rank.indices]
-    pos = np.arange(present.nnz) - np.repeat(present.indptr[:-1], lengths)
+    token_of = np.empty(len(rank), dtype=np.int32)
+    token_of[rank] = np.arange(len(rank), dtype=np.int32)
+    col = token_of[by_rank.indices]
+    del by_rank
+    pos = np.arange(nnz, dtype=np.int32) - np.repeat(present.indptr[:-1].astype(np.int32), lengths)
     sel = (pos < prefix) | rare[col]
-    row = np.repeat(np.arange(n_rows), lengths)
-    return sp.csr_matrix((np.ones(int(sel.sum()), np.float32), (row[sel], col[sel])), shape=present.shape)
+    del pos
+    row = np.repeat(np.arange(n_rows, dtype=np.int32), lengths)[sel]
+    return sp.csr_matrix((np.ones(len(row), np.float32), (row, col[sel])), shape=present.shape)
 
 
 def _best_per_row(r: np.ndarray, c: np.ndarray, score: np.ndarray, k: int, start: int) -> tuple[np.ndarray, np.ndarray]:
@@ -456,6 +458,7 @@ def _top_k(
     rank[np.lexsort((np.arange(len(df_a)), df_a + df_b))] = np.arange(len(df_a))
     ia = _index_entries(present_a, rank, rare, prefix)
     ib = ia if dedup else _index_entries(present_b, rank, rare, prefix)
+    del present_a, present_b  # each large table's copies go as soon as they are used
     dfi_a = np.asarray(ia.sum(axis=0)).ravel()
     dfi_b = dfi_a if dedup else np.asarray(ib.sum(axis=0)).ravel()
     used = sp.diags(_affordable(dfi_a, dfi_b, 2 * budget).astype(np.float32))
@@ -463,6 +466,7 @@ def _top_k(
     ia.eliminate_zeros()
     ib_t = (ib @ used).T.tocsr()
     ib_t.eliminate_zeros()
+    del ib
     per_row = np.asarray(ia @ np.diff(ib_t.indptr).astype(np.float64)).ravel()
     if per_row.sum() == 0:
         return np.empty(0, np.intp), np.empty(0, np.intp)
@@ -470,7 +474,9 @@ def _top_k(
     cuts = np.searchsorted(csum, np.arange(_TOKEN_CHUNK_CELLS, csum[-1], _TOKEN_CHUNK_CELLS), side="right")
     edges = np.unique(np.r_[0, cuts, a.shape[0]])
     wa = a.multiply(ia).tocsr()  # TF-IDF weights of the index entries: each candidate's partial cosine
+    del ia
     wb_t = (wa if dedup else b.multiply(ib_t.T)).T.tocsr()
+    del ib_t
 
     def chunk_pairs(part: tuple[int, int, bool]) -> tuple[np.ndarray, np.ndarray] | None:
         start, stop, dense = part

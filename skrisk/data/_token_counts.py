@@ -3,7 +3,8 @@
 A table's :class:`TokenCounts` hold, per record, how often each word of its key columns occurs
 (normalised text, words as ``TfidfVectorizer(token_pattern=r"(?u)\\b\\w+\\b")`` finds them),
 over a vocabulary sorted by text, so that the counts of two tables combine whatever their order
-and the word ids (which break ties between equally rare words) depend on the words alone.
+and the word ids (which break ties between equally rare words) depend on the words alone
+(:func:`combine`).
 
 :func:`known_token_counts` lends the counts of records already counted (an incremental run's
 known records, kept in its index) to every :func:`tfidf_records` of the block: a table whose
@@ -27,7 +28,7 @@ from ._text import normalise_text
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-__all__ = ["TokenCounts", "known_token_counts", "token_counts", "tfidf_records"]
+__all__ = ["TokenCounts", "combine", "concat_counts", "known_token_counts", "token_counts", "tfidf_records"]
 
 _WORD_RE = re.compile(r"(?u)\b\w+\b")
 _LENT: contextvars.ContextVar = contextvars.ContextVar("skrisk_known_token_counts", default=None)
@@ -90,46 +91,75 @@ def token_counts(table: pd.DataFrame, cols: Sequence[str]) -> TokenCounts:
     return TokenCounts(list(cols), pd.Index(table.index), vocab[order], m)
 
 
-def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The sorted union of two sorted vocabularies, and where each word of ``a`` and ``b`` is in it
-    (costs ``len(b) log len(a)`` comparisons: ``b`` the smaller)."""
-    pos = np.searchsorted(a, b)
-    hit = np.zeros(len(b), dtype=bool)
-    inside = pos < len(a)
-    hit[inside] = a[pos[inside]] == b[inside]
-    at = pos[~hit]
-    union = np.insert(a, at, b[~hit])
-    where_a = np.arange(len(a)) + np.searchsorted(at, np.arange(len(a)), side="right")
-    where_b = np.empty(len(b), dtype=np.int64)
-    where_b[hit] = where_a[pos[hit]]
-    where_b[~hit] = at + np.arange(len(at))
-    return union, where_a, where_b
-
-
 def combine(parts: list[TokenCounts]) -> tuple[np.ndarray, list[sp.csr_matrix]]:
-    """One vocabulary for the counts of several tables, and each table's counts over it."""
+    """One vocabulary for the counts of several tables, and each table's counts over it.
+
+    The vocabulary is that of the table with the most words (the first such), then the words of
+    each other table that it lacks, in text order: the largest table's counts are used as they
+    are (no copy), and the word ids depend on the tables' words alone.
+    """
     import scipy.sparse as sp
 
-    vocab = parts[0].vocab
-    places = [np.arange(len(vocab))]
-    for p in parts[1:]:
-        if len(p.vocab) > len(vocab):
-            vocab, where_new, where_old = _union(p.vocab, vocab)
-        else:
-            vocab, where_old, where_new = _union(vocab, p.vocab)
-        places = [where_old[w] for w in places] + [where_new]
+    big = max(range(len(parts)), key=lambda i: (len(parts[i].vocab), -i))
+    base = parts[big].vocab
+    added: dict[str, int] = {}
+    extra: list[np.ndarray] = []
+    places: list[np.ndarray | None] = []
+    for i, p in enumerate(parts):
+        if i == big:
+            places.append(None)
+            continue
+        pos = np.searchsorted(base, p.vocab)
+        where = np.full(len(p.vocab), -1, dtype=np.int64)
+        inside = pos < len(base)
+        hit = np.zeros(len(p.vocab), dtype=bool)
+        hit[inside] = base[pos[inside]] == p.vocab[inside]
+        where[hit] = pos[hit]
+        for j in np.flatnonzero(~hit):  # the words the largest table lacks (few)
+            w = p.vocab[j]
+            if w not in added:
+                added[w] = len(base) + len(added)
+                extra.append(w)
+            where[j] = added[w]
+        places.append(where)
+    vocab = np.concatenate([base, np.array(extra, dtype=object)]) if extra else base
     out = []
     for p, where in zip(parts, places):
         m = p.counts
-        out.append(sp.csr_matrix((m.data, where[m.indices].astype(np.int32), m.indptr), shape=(m.shape[0], len(vocab))))
+        indices = m.indices if where is None else where[m.indices].astype(np.int32)
+        out.append(sp.csr_matrix((m.data, indices, m.indptr), shape=(m.shape[0], len(vocab))))
     return vocab, out
+
+
+def concat_counts(a: TokenCounts, b: TokenCounts) -> TokenCounts:
+    """The counts of ``a``'s records then ``b``'s, over the sorted union of their words (``b`` the
+    smaller: costs ``len(b.vocab) log len(a.vocab)`` comparisons and one pass over the counts)."""
+    import scipy.sparse as sp
+
+    pos = np.searchsorted(a.vocab, b.vocab)
+    hit = np.zeros(len(b.vocab), dtype=bool)
+    inside = pos < len(a.vocab)
+    hit[inside] = a.vocab[pos[inside]] == b.vocab[inside]
+    at = pos[~hit]
+    vocab = np.insert(a.vocab, at, b.vocab[~hit])  # b's new words slotted in: still sorted
+    where_a = np.arange(len(a.vocab)) + np.searchsorted(at, np.arange(len(a.vocab)), side="right")
+    where_b = np.empty(len(b.vocab), dtype=np.int64)
+    where_b[hit] = where_a[pos[hit]]
+    where_b[~hit] = at + np.arange(len(at))
+    counts = sp.vstack([
+        sp.csr_matrix((t.counts.data, w[t.counts.indices].astype(np.int32), t.counts.indptr),
+                      shape=(t.counts.shape[0], len(vocab))) for t, w in ((a, where_a), (b, where_b))
+    ], format="csr")
+    return TokenCounts(list(a.columns), a.ids.append(b.ids), vocab, counts)
 
 
 @contextlib.contextmanager
 def known_token_counts(counts: TokenCounts | None) -> Iterator[None]:
-    """Within the block, :func:`tfidf_records` takes the counts of a table whose records all have
-    counts in ``counts`` over the same columns from there (None: lends nothing)."""
+    """Within the block, the first :func:`tfidf_records` of a table whose records all have counts
+    in ``counts`` over the same columns takes them from there (None: lends nothing). They are
+    lent once: once taken they are no longer held here, so that their memory can go."""
     token = _LENT.set(counts)
+    del counts  # held by the context variable only, until taken
     try:
         yield
     finally:
@@ -140,9 +170,10 @@ def _counts_of(table: pd.DataFrame, cols: list[str]) -> tuple[TokenCounts, bool]
     """The counts of ``table``'s records, and whether they are lent (not to be changed)."""
     lent = _LENT.get()
     if lent is not None and lent.columns == list(cols) and len(table) and len(lent.ids):
-        pos = lent.ids.get_indexer(table.index)
-        if (pos >= 0).all():
-            same = len(pos) == len(lent.ids) and bool((pos == np.arange(len(pos))).all())
+        same = table.index.equals(lent.ids)
+        pos = None if same else lent.ids.get_indexer(table.index)
+        if same or (pos >= 0).all():
+            _LENT.set(None)  # lent once
             return (lent if same else lent.take(pos)), same
     return token_counts(table, cols), False
 

@@ -34,7 +34,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
-from ..data._token_counts import TokenCounts, combine, known_token_counts, token_counts
+from ..data._token_counts import TokenCounts, concat_counts, known_token_counts, token_counts
 from ._index_file import INDEX_RECORDS, read_records, read_tokens, records_bytes, texts_to_arrays
 from ._steps import _model_rules
 
@@ -121,7 +121,14 @@ class KnownRecords:
     entities: pd.DataFrame
     next_id: int
     folder: Path
-    tokens: TokenCounts | None = None
+    tokens_columns: list[str] | None = None
+
+    def tokens(self) -> TokenCounts | None:
+        """The word counts of the records kept in the index (read, and checked, at each call:
+        not held, so that blocking can let their memory go)."""
+        if self.tokens_columns is None:
+            return None
+        return read_tokens(self.folder / INDEX_RECORDS, self.tokens_columns, self.records.index, _FULL_RUN)
 
 
 def tokens_columns(model: Any) -> list[str] | None:
@@ -201,7 +208,8 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if cols != tokens_columns(model):
         raise DataError(f"{man_path}: its tokens_columns {cols!r} are not the columns of the model's tokens rule "
                         f"({tokens_columns(model)!r}): the file was changed; {_FULL_RUN}.")
-    tokens = None if cols is None else read_tokens(rec_path, cols, rec.index, _FULL_RUN)
+    if cols is not None:
+        read_tokens(rec_path, cols, rec.index, _FULL_RUN)  # checked before any work
     ent = read_csv_export(ent_path)
     need = ["entity_id", "side", "record_id"]
     if not set(need) <= set(ent.columns):
@@ -216,7 +224,8 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if not isinstance(man["next_entity_id"], int) or (len(ent) and man["next_entity_id"] <= ent["entity_id"].max()):
         raise DataError(f"{man_path}: next_entity_id {man['next_entity_id']!r} is not above every entity id; "
                         f"{_FULL_RUN}.")
-    return KnownRecords(records=rec, entities=ent, next_id=int(man["next_entity_id"]), folder=folder, tokens=tokens)
+    return KnownRecords(records=rec, entities=ent, next_id=int(man["next_entity_id"]), folder=folder,
+                        tokens_columns=cols)
 
 
 def index_writers(model: Any, records: pd.DataFrame, entities: pd.DataFrame, next_id: int,
@@ -235,7 +244,9 @@ def index_writers(model: Any, records: pd.DataFrame, entities: pd.DataFrame, nex
     if not rec.index.is_monotonic_increasing:  # an incremental run gives them in order
         rec = rec.sort_index(kind="stable")
     cols = tokens_columns(model)
-    if cols is not None and (tokens is None or tokens.columns != cols or not tokens.ids.equals(rec.index)):
+    if tokens is not None and (tokens.columns != cols or not tokens.ids.equals(rec.index)):
+        raise ValueError("index_writers: the word counts given are not those of these records")  # a bug
+    if cols is not None and tokens is None:
         tokens = token_counts(rec, cols)
     data = records_bytes(rec, attrs, tokens if cols is not None else None)
     manifest = {
@@ -367,18 +378,14 @@ def _index_tokens(known: TokenCounts | None, kept: pd.DataFrame, new: pd.DataFra
                   order: np.ndarray) -> TokenCounts | None:
     """The word counts of the new index's records: the kept known records' (from the old index)
     and the new ones', in the rows of ``order`` (:func:`_in_id_order`)."""
-    import scipy.sparse as sp
-
     if known is None:
         return None
-    kept_counts = known.take(known.ids.get_indexer(kept.index.astype(str)))
+    if len(kept) != len(known.ids):  # updated records leave
+        known = known.take(known.ids.get_indexer(kept.index.astype(str)))
     new_sorted = new.set_axis(new.index.astype(str)).sort_index(kind="stable")
-    vocab, (a, b) = combine([kept_counts, token_counts(new_sorted, known.columns)])
-    counts = sp.vstack([a, b], format="csr")[order]
-    counts.sort_indices()
-    ids = pd.Index(np.concatenate([kept_counts.ids.to_numpy(dtype=object),
-                                   new_sorted.index.to_numpy(dtype=object)])[order], dtype=object)
-    return TokenCounts(list(known.columns), ids, vocab, counts)
+    both = concat_counts(known, token_counts(new_sorted, known.columns))
+    counts = both.counts[order]
+    return TokenCounts(list(known.columns), both.ids[order], both.vocab, counts)
 
 
 def match_incremental(
@@ -424,7 +431,7 @@ def match_incremental(
     entity_of = entity_of.drop(updated)
     rules = _model_rules(model) if blocking is None else blocking
     tick = time.perf_counter()
-    with known_token_counts(known.tokens):  # the known records are not tokenised again
+    with known_token_counts(known.tokens()):  # the known records are not tokenised again
         pairs = _candidate_pairs(new, kept_known, rules, n_jobs)
     timings["blocking"] = time.perf_counter() - tick
     tick = time.perf_counter()
@@ -512,8 +519,8 @@ def match_incremental(
     records, order = _in_id_order(kept_known, new[list(model.attributes)])
     # by entity, then record id (one side): an integer key of the id's place among all the records
     place = records.index.get_indexer(clusters["record_id"].astype(str).to_numpy(dtype=object))
-    order = np.argsort(clusters["entity_id"].to_numpy(dtype=np.int64) * len(records) + place, kind="stable")
-    clusters = clusters.iloc[order].reset_index(drop=True)
+    by_entity = np.argsort(clusters["entity_id"].to_numpy(dtype=np.int64) * len(records) + place, kind="stable")
+    clusters = clusters.iloc[by_entity].reset_index(drop=True)
     size = clusters.groupby("entity_id")["record_id"].size()
     sus = [(int(e), r, int(size[e])) for e, text in carried.items() if e in size.index
            for r in ([text] if text else [])]
@@ -530,7 +537,7 @@ def match_incremental(
                "new_entities": int(next_id - known.next_id)}
     return IncrementalResult(matches=matches, entities=entities, n_candidates=int(len(pairs)), timings=timings,
                              changes=change_frame, summary=summary, records=records, next_id=next_id,
-                             fingerprint=fp, tokens=_index_tokens(known.tokens, kept_known, new, order))
+                             fingerprint=fp, tokens=_index_tokens(known.tokens(), kept_known, new, order))
 
 
 # ---------------------------------------------------------------------------- the command line
