@@ -14,7 +14,7 @@ from skrisk.matching import load_model, match
 # internal on purpose: a name private since 0.2 (docs/api-0.2.md), tested or used as the fixture
 from skrisk.data._febrl import febrl_entity
 
-from _match_fixtures import dedup_model, febrl_split  # noqa: F401 - fixtures
+from _match_fixtures import dedup_model, febrl_split, write_zip, zip_entries  # noqa: F401 - fixtures
 
 
 def test_dedup_match_finds_the_duplicates_of_new_records(dedup_model, febrl_split, tmp_path):
@@ -182,8 +182,6 @@ def test_a_model_refused_once_the_table_is_blocked_leaves_the_earlier_output(ded
                                                                              capsys):
     """The estimators of a model file load after blocking: a part skrisk does not trust is still
     refused (exit 2, naming the file and the type), and the output of an earlier run stays."""
-    import zipfile
-
     import skops.io as sio
     from skrisk.cli import main
 
@@ -194,13 +192,9 @@ def test_a_model_refused_once_the_table_is_blocked_leaves_the_earlier_output(ded
     args = ["match", "--left", str(tmp_path / "new.csv"), "--out", str(out), "--no-progress"]
     assert main([*args, "--model", str(good)]) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
-    bad = tmp_path / "bad.skrisk"
-    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
-        for name in src.namelist():
-            data = src.read(name)
-            if name == "estimators.skops":
-                data = sio.dumps({"features": None, "matcher": _Untrusted(), "risk_model": None})
-            dst.writestr(name, data)
+    entries = zip_entries(good)
+    entries["estimators.skops"] = sio.dumps({"features": None, "matcher": _Untrusted(), "risk_model": None})
+    bad = write_zip(tmp_path / "bad.skrisk", entries)
     capsys.readouterr()
     assert main([*args, "--model", str(bad)]) == 2
     err = capsys.readouterr().err
