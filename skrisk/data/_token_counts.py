@@ -91,6 +91,15 @@ def token_counts(table: pd.DataFrame, cols: Sequence[str]) -> TokenCounts:
     return TokenCounts(list(cols), pd.Index(table.index), vocab[order], m)
 
 
+def _lookup(vocab: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each word is, or would be slotted, in the sorted ``vocab``, and whether it is there."""
+    pos = np.searchsorted(vocab, words)
+    hit = np.zeros(len(words), dtype=bool)
+    inside = pos < len(vocab)
+    hit[inside] = vocab[pos[inside]] == words[inside]
+    return pos, hit
+
+
 def combine(parts: list[TokenCounts]) -> tuple[np.ndarray, list[sp.csr_matrix]]:
     """One vocabulary for the counts of several tables, and each table's counts over it.
 
@@ -109,11 +118,8 @@ def combine(parts: list[TokenCounts]) -> tuple[np.ndarray, list[sp.csr_matrix]]:
         if i == big:
             places.append(None)
             continue
-        pos = np.searchsorted(base, p.vocab)
+        pos, hit = _lookup(base, p.vocab)
         where = np.full(len(p.vocab), -1, dtype=np.int64)
-        inside = pos < len(base)
-        hit = np.zeros(len(p.vocab), dtype=bool)
-        hit[inside] = base[pos[inside]] == p.vocab[inside]
         where[hit] = pos[hit]
         for j in np.flatnonzero(~hit):  # the words the largest table lacks (few)
             w = p.vocab[j]
@@ -136,10 +142,7 @@ def concat_counts(a: TokenCounts, b: TokenCounts) -> TokenCounts:
     smaller: costs ``len(b.vocab) log len(a.vocab)`` comparisons and one pass over the counts)."""
     import scipy.sparse as sp
 
-    pos = np.searchsorted(a.vocab, b.vocab)
-    hit = np.zeros(len(b.vocab), dtype=bool)
-    inside = pos < len(a.vocab)
-    hit[inside] = a.vocab[pos[inside]] == b.vocab[inside]
+    pos, hit = _lookup(a.vocab, b.vocab)
     at = pos[~hit]
     vocab = np.insert(a.vocab, at, b.vocab[~hit])  # b's new words slotted in: still sorted
     where_a = np.arange(len(a.vocab)) + np.searchsorted(at, np.arange(len(a.vocab)), side="right")

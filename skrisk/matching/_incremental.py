@@ -124,8 +124,8 @@ class KnownRecords:
     tokens_columns: list[str] | None = None
 
     def tokens(self) -> TokenCounts | None:
-        """The word counts of the records kept in the index (read, and checked, at each call:
-        not held, so that blocking can let their memory go)."""
+        """The word counts of the records kept in the index (read, and checked, at each call, the
+        first before blocking: not held, so that blocking can let their memory go)."""
         if self.tokens_columns is None:
             return None
         return read_tokens(self.folder / INDEX_RECORDS, self.tokens_columns, self.records.index, _FULL_RUN)
@@ -204,12 +204,10 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if len(rec) != man["n_records"]:
         raise DataError(f"{rec_path} holds {len(rec)} records, its manifest {man_path} says {man['n_records']!r}: "
                         f"restore the files of that run, or {_FULL_RUN}.")
-    cols = man.get("tokens_columns")
-    if cols != tokens_columns(model):
+    cols, expected = man.get("tokens_columns"), tokens_columns(model)
+    if cols != expected:
         raise DataError(f"{man_path}: its tokens_columns {cols!r} are not the columns of the model's tokens rule "
-                        f"({tokens_columns(model)!r}): the file was changed; {_FULL_RUN}.")
-    if cols is not None:
-        read_tokens(rec_path, cols, rec.index, _FULL_RUN)  # checked before any work
+                        f"({expected!r}): the file was changed; {_FULL_RUN}.")
     ent = read_csv_export(ent_path)
     need = ["entity_id", "side", "record_id"]
     if not set(need) <= set(ent.columns):
@@ -248,7 +246,7 @@ def index_writers(model: Any, records: pd.DataFrame, entities: pd.DataFrame, nex
         raise ValueError("index_writers: the word counts given are not those of these records")  # a bug
     if cols is not None and tokens is None:
         tokens = token_counts(rec, cols)
-    data = records_bytes(rec, attrs, tokens if cols is not None else None)
+    data = records_bytes(rec, attrs, tokens)
     manifest = {
         "format": _FORMAT, "format_version": _FORMAT_VERSION,
         "model": fingerprint or model_fingerprint(model),

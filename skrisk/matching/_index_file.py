@@ -84,6 +84,36 @@ def records_bytes(records: pd.DataFrame, attributes: list[str], tokens: Any = No
     return buf.getvalue()
 
 
+#: The dtype of each kind of member, by the end of its name.
+_DTYPES = {"text": np.uint8, "len": np.int64, "codes": np.int32, "indptr": np.int64, "indices": np.int32,
+           "counts": np.float32}
+
+
+def _check_arrays(arrays: dict[str, np.ndarray], bad: Any) -> None:
+    """Every member one-dimensional of its kind's dtype, no negative length (``bad(why)``: the error)."""
+    for n, arr in arrays.items():
+        dtype = np.dtype(_DTYPES[n.rsplit("_", 1)[1]])
+        if arr.ndim != 1 or arr.dtype != dtype:
+            raise bad(f"{n} is not a one-dimensional {dtype} array")
+        if n.endswith("_len") and len(arr) and arr.min() < 0:
+            raise bad(f"{n} holds a negative length")
+
+
+def _load_checked(path: Path, names: list[str], bad: Any, missing: str) -> dict[str, np.ndarray]:
+    """The members ``names`` of an index archive (no pickle), checked by :func:`_check_arrays`;
+    ``bad(missing)`` when one is not there."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            present = set(z.files) >= set(names)
+            arrays = {n: z[n] for n in names} if present else {}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise bad(str(exc)) from None
+    if not present:
+        raise bad(missing)
+    _check_arrays(arrays, bad)
+    return arrays
+
+
 def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
     """The records of an index archive (missing values as None), or a DataError naming ``path`` and ``fix``."""
     def bad(why: str) -> DataError:
@@ -100,17 +130,11 @@ def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
                 raise bad("not the members of an index of these attributes")
             if any(i.compress_type != zipfile.ZIP_STORED or i.file_size > size for i in infos):
                 raise bad("a member is compressed, or larger than the file")
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {n: z[n] for n in names}
+    except DataError:
+        raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise bad(str(exc)) from None
-    want = {"text": np.dtype(np.uint8), "len": np.dtype(np.int64), "codes": np.dtype(np.int32)}
-    for n, arr in arrays.items():
-        dtype = want[n.rsplit("_", 1)[1]]
-        if arr.ndim != 1 or arr.dtype != dtype:
-            raise bad(f"{n} is not a one-dimensional {dtype} array")
-        if n.endswith("_len") and len(arr) and arr.min() < 0:
-            raise bad(f"{n} holds a negative length")
+    arrays = _load_checked(path, sorted(names), bad, "a member is missing")
     try:
         ids = _arrays_to_texts(arrays["ids_text"], arrays["ids_len"])
         columns = {}
@@ -140,25 +164,12 @@ def read_tokens(path: Path, columns: list[str], ids: pd.Index, fix: str) -> Any:
     def bad(why: str) -> DataError:
         return DataError(f"{path} holds word counts that cannot be read ({why}): the file was changed; {fix}.")
 
+    a = _load_checked(path, list(_TOKEN_MEMBERS), bad,
+                      "the index's manifest lists token columns, the archive holds no word counts")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if not set(_TOKEN_MEMBERS) <= set(z.files):
-                raise bad("the index's manifest lists token columns, the archive holds no word counts")
-            a = {n: z[n] for n in _TOKEN_MEMBERS}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise bad(str(exc)) from None
-    want = {"t_vocab_text": np.uint8, "t_vocab_len": np.int64, "t_indptr": np.int64, "t_indices": np.int32,
-            "t_counts": np.float32}
-    for n, dtype in want.items():
-        if a[n].ndim != 1 or a[n].dtype != np.dtype(dtype):
-            raise bad(f"{n} is not a one-dimensional {np.dtype(dtype)} array")
-    try:
-        vocab = _arrays_to_texts(a["t_vocab_text"], a["t_vocab_len"]) if len(a["t_vocab_len"]) == 0 or \
-            a["t_vocab_len"].min() >= 0 else None
+        vocab = _arrays_to_texts(a["t_vocab_text"], a["t_vocab_len"])
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad(str(exc)) from None
-    if vocab is None:
-        raise bad("t_vocab_len holds a negative length")
     ptr, idx, cnt = a["t_indptr"], a["t_indices"], a["t_counts"]
     if len(ptr) != len(ids) + 1 or ptr[0] != 0 or (np.diff(ptr) < 0).any() or ptr[-1] != len(idx) \
             or len(cnt) != len(idx):

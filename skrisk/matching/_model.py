@@ -490,12 +490,21 @@ class ModelManifest:
     makes the model of it."""
 
     file: Path
-    attributes: list[str]
-    task: str
-    id_column: str
     blocking: list | None
     meta: dict = field(repr=False)
     entries: dict[str, bytes] = field(repr=False)
+
+    @property
+    def attributes(self) -> list[str]:
+        return list(self.meta["attributes"])
+
+    @property
+    def task(self) -> str:
+        return self.meta["task"]
+
+    @property
+    def id_column(self) -> str:
+        return self.meta["id_column"]
 
     def check_table(self, table: pd.DataFrame, source: str) -> None:
         """:meth:`MatchModel.check_table`."""
@@ -721,8 +730,7 @@ def read_manifest(path: str | os.PathLike) -> ModelManifest:
         raise _bad(file, f"{_META} is not valid JSON ({exc})") from exc
     meta = _check_meta(meta, file)
     blocking = _blocking_of(meta, file)  # before the estimators are read
-    return ModelManifest(file=file, attributes=list(meta["attributes"]), task=meta["task"],
-                         id_column=meta["id_column"], blocking=blocking, meta=meta, entries=entries)
+    return ModelManifest(file=file, blocking=blocking, meta=meta, entries=entries)
 
 
 def load_estimators(
