@@ -13,7 +13,7 @@ import gc
 import numbers
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -626,7 +626,49 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             out[:, j] = _name_swap(encs[g][0], encs[g][1], encs[f][0], encs[f][1], *codes[g], *codes[f], workers)
         return out
 
-    def encode(self, table: pd.DataFrame) -> "EncodedRecords":
+    def value_counts(self, table: pd.DataFrame) -> dict[str, pd.Series]:
+        """How many records of ``table`` hold each standardised value, per attribute compared by
+        ``exact_tf`` (missing values left out).
+
+        The counts of the parts of a table add up (``a.add(b, fill_value=0)``) to those of the
+        whole; :meth:`encode` given them weighs agreement by the whole table's frequencies, as if
+        it had read every record.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            One row per record, one column per attribute.
+
+        Returns
+        -------
+        dict of str to pandas.Series
+            Per attribute, the counts (int64) indexed by standardised value.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skrisk.data import SimilarityFeatures
+        >>> pairs = pd.DataFrame({"left_surname": ["smith", "jones"], "right_surname": ["smith", "jonas"],
+        ...                       "left_postcode": ["2000", "2600"], "right_postcode": ["2000", "2601"]})
+        >>> sf = SimilarityFeatures(types={"surname": "family_name", "postcode": "postcode"}).fit(pairs)
+        >>> sf.value_counts(pd.DataFrame({"surname": ["Smith", "smith ", "Jones", None],
+        ...                               "postcode": ["2000"] * 4}))["surname"].to_dict()
+        {'jones': 1, 'smith': 2}
+        """
+        check_is_fitted(self)
+        self._typed_state()
+        out = {}
+        for a in self.attributes_:
+            if "exact_tf" not in self.attribute_metrics_[a]:
+                continue
+            codes, uniq = self._codes(table[a].to_numpy(dtype=object), a)
+            texts = uniq if self.column_types_[a]["type"] == "text" else standardise(uniq, self.column_types_[a])
+            counts = pd.Series(np.bincount(codes, minlength=len(uniq)).astype(np.int64)).groupby(
+                pd.Series(texts, dtype=object).to_numpy(), sort=True).sum()
+            out[a] = counts[counts.index != ""].astype(np.int64)
+        return out
+
+    def encode(self, table: pd.DataFrame, value_counts: Mapping[str, pd.Series] | None = None) -> "EncodedRecords":
         """Encode the records of one table once, for :meth:`transform_encoded`.
 
         Every distinct value of each attribute is normalised, tokenised and hashed once; the
@@ -638,6 +680,10 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         table : pandas.DataFrame
             One row per record, one column per attribute (named as ``attributes_``; other
             columns are ignored).
+        value_counts : dict of str to pandas.Series, optional
+            The :meth:`value_counts` of the whole table ``table`` is part of: the ``exact_tf``
+            features then use the whole table's frequencies (a value they do not hold, its count
+            in ``table``). None: those of ``table``.
 
         Returns
         -------
@@ -657,7 +703,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         codes, values = {}, {}
         for a in self.attributes_:
             codes[a], uniq = self._codes(table[cols[a]].to_numpy(dtype=object), a)
-            values[a] = self._encode(a, uniq, np.bincount(codes[a], minlength=len(uniq)))
+            values[a] = self._encode(a, uniq, np.bincount(codes[a], minlength=len(uniq)),
+                                     None if value_counts is None else value_counts.get(a))
         return EncodedRecords(n_records=len(table), codes=codes, values=values)
 
     def transform_encoded(
@@ -783,7 +830,8 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         # int32 codes: half the memory of every record's code (a million records, six attributes)
         return inv.astype(np.int32 if len(uniq) < 2**31 else np.intp, copy=False), text
 
-    def _encode(self, attr: str, texts: np.ndarray, counts: np.ndarray | None = None) -> "_Encoded":
+    def _encode(self, attr: str, texts: np.ndarray, counts: np.ndarray | None = None,
+                whole: pd.Series | None = None) -> "_Encoded":
         """What the metrics need of each distinct text of one attribute.
 
         The cyclic garbage collector is paused meanwhile: the token lists are millions of small
@@ -792,12 +840,13 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         paused = gc.isenabled()
         gc.disable()
         try:
-            return self._encode_values(attr, texts, counts)
+            return self._encode_values(attr, texts, counts, whole)
         finally:
             if paused:
                 gc.enable()
 
-    def _encode_values(self, attr: str, texts: np.ndarray, counts: np.ndarray | None = None) -> "_Encoded":
+    def _encode_values(self, attr: str, texts: np.ndarray, counts: np.ndarray | None = None,
+                       whole: pd.Series | None = None) -> "_Encoded":
         metrics = self.attribute_metrics_[attr]
         ctype = self.column_types_[attr]
         if ctype["type"] != "text":
@@ -815,6 +864,12 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             inv, _ = pd.factorize(pd.Series(texts, dtype=object))
             per_value = np.bincount(inv, weights=counts)
             present = float(counts[~enc.missing].sum()) or 1.0
+            if whole is not None:  # the whole table's counts (a value they lack: its count here)
+                at = whole.index.get_indexer(pd.Series(texts, dtype=object))
+                per_value = per_value[inv]
+                per_value[at >= 0] = whole.to_numpy(dtype=np.float64)[at[at >= 0]]
+                inv = np.arange(len(texts))
+                present = float(whole.sum()) or 1.0
             enc.rarity = -np.log10(np.maximum(per_value[inv] / present, 1e-12))
         vec = self.tfidf_.get(attr) if "tfidf_cosine" in metrics else None
         if {"jaccard", "monge_elkan"} & set(metrics) or vec is not None:

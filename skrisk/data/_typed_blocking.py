@@ -144,10 +144,12 @@ def _key(table: pd.DataFrame, key: str, types: Mapping[str, Mapping[str, Any]], 
             k = int(part[len("prefix"):])
             derived = np.where(u.str.len().to_numpy() >= k, u.str[:k].to_numpy(dtype=object), "")
         elif part == "id":  # a number column of mostly distinct values is a key by itself
-            filled = u.to_numpy(dtype=object) != ""
-            n_filled = int((base != "").sum())
-            derived = u.to_numpy(dtype=object) if n_filled and filled.sum() >= _ID_SHARE * n_filled \
-                else np.full(len(u), "", dtype=object)
+            is_id = cache.get(("id-share", col))  # decided over all the records (blocking on a cluster)
+            if is_id is None:
+                filled = u.to_numpy(dtype=object) != ""
+                n_filled = int((base != "").sum())
+                is_id = bool(n_filled and filled.sum() >= _ID_SHARE * n_filled)
+            derived = u.to_numpy(dtype=object) if is_id else np.full(len(u), "", dtype=object)
         elif part == "year":
             derived = np.where(u.str.match(r"^\d{4}-").to_numpy(dtype=bool), u.str[:4].to_numpy(dtype=object), "")
         else:  # phonetic

@@ -42,12 +42,14 @@ def _kind(dtype: Any) -> str:
     return "text"
 
 
-def _check_partitions(parts: list[pd.DataFrame], source: str) -> None:
-    """Refuse partitions whose columns (or the kind of a column's values) differ from the first's."""
-    first = parts[0]
-    cols = [str(c) for c in first.columns]
-    for number, part in enumerate(parts[1:], start=1):
-        here = [str(c) for c in part.columns]
+def _check_summaries(summaries: list[tuple[list[str], dict, int]], source: str) -> None:
+    """Refuse partitions whose columns (or the kind of a column's values) differ from the first's;
+    ``summaries``: each partition's columns, the kind of each column's values (None: all
+    missing) and its length."""
+    if not summaries:
+        return
+    cols, kinds0, _ = summaries[0]
+    for number, (here, kinds, _) in enumerate(summaries[1:], start=1):
         absent = [c for c in cols if c not in here]
         extra = [c for c in here if c not in cols]
         if absent or extra:
@@ -59,13 +61,20 @@ def _check_partitions(parts: list[pd.DataFrame], source: str) -> None:
                 "columns: rewrite the files with one schema."
             )
         for c in cols:
-            a, b = first[c], part[c]
-            if a.notna().any() and b.notna().any() and _kind(a.dtype) != _kind(b.dtype):
+            a, b = kinds0[c], kinds[c]
+            if a is not None and b is not None and a != b:
                 raise DataError(
-                    f"{source}: the column {c!r} holds {_kind(a.dtype)} values ({a.dtype}) in partition 0 "
-                    f"but {_kind(b.dtype)} values ({b.dtype}) in partition {number}. Every partition of a "
-                    "table must have the same schema: rewrite the files with one type for that column."
+                    f"{source}: the column {c!r} holds {a} values in partition 0 but {b} values in partition "
+                    f"{number}. Every partition of a table must have the same schema: rewrite the files with "
+                    "one type for that column."
                 )
+
+
+def _check_partitions(parts: list[pd.DataFrame], source: str) -> None:
+    """Refuse partitions whose columns (or the kind of a column's values) differ from the first's."""
+    from ._shuffle import _summary
+
+    _check_summaries([_summary(p) for p in parts], source)
 
 
 def _collect(table: Any, source: str, client: Any, id_column: str) -> pd.DataFrame | None:
@@ -127,6 +136,12 @@ def match_on_dask(
     result), the scoring on the workers."""
     from distributed import as_completed
 
+    from ._shuffle import match_by_shuffle, typed_params
+
+    rule = typed_params(_model_rules(model) if blocking is None else blocking, list(model.attributes))
+    if rule is not None:  # keys shuffled on the cluster: no record gathered on the client
+        return match_by_shuffle(model, left, right, client=client, rule=rule, chunk_size=int(chunk_size),
+                                reasons=reasons, progress=progress, one_to_one=one_to_one, names=names)
     t_start = time.perf_counter()
     timings = dict.fromkeys(("blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
     left = _collect(left, names[0], client, model.id_column)

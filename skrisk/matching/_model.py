@@ -380,7 +380,8 @@ class MatchModel:
         _check_table(self.attributes, table, source)
 
     # ------------------------------------------------------------------ scoring
-    def scorer(self, left: pd.DataFrame, right: pd.DataFrame | None = None, *, n_jobs: int | None = -1) -> Any:
+    def scorer(self, left: pd.DataFrame, right: pd.DataFrame | None = None, *, n_jobs: int | None = -1,
+               value_counts: Any = None) -> Any:
         """A :class:`~skrisk.pools.ChunkScorer` of pairs of these tables with this model.
 
         Parameters
@@ -391,6 +392,9 @@ class MatchModel:
             The other table (linkage); None: pairs within ``left`` (dedup).
         n_jobs : int or None, default=-1
             Threads of the features of each chunk (:class:`~skrisk.pools.ChunkScorer`'s ``n_jobs``).
+        value_counts : dict or (dict, dict), optional
+            The value counts of the whole table(s) (:class:`~skrisk.pools.ChunkScorer`'s
+            ``value_counts``); None: those of ``left`` and ``right``.
 
         Returns
         -------
@@ -400,7 +404,8 @@ class MatchModel:
         from ..pools import ChunkScorer
 
         return ChunkScorer(left, right, features=self.features, matcher=self.matcher,
-                           risk_model=self.risk_model, threshold=float(self.threshold), n_jobs=n_jobs)
+                           risk_model=self.risk_model, threshold=float(self.threshold), n_jobs=n_jobs,
+                           value_counts=value_counts)
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike) -> Path:

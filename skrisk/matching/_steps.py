@@ -177,8 +177,7 @@ def _reasons(model: MatchModel, scorer: Any, part: pd.DataFrame, names: list[str
     # a LearnRisk fitted where the matcher made no mistake holds no risk model (risk_model_ None)
     if model.risk_model is None or getattr(model.risk_model, "risk_model_", True) is None:
         return ["no risk model (the matcher made no mistake to learn from): risk = min(p, 1 - p)"] * len(part)
-    frame = scorer.pair_frame(part)
-    F = np.asarray(model.features.transform(frame), dtype=np.float64)
+    F = scorer.feature_matrix(part)  # the features the pairs were scored by
     out = []
     for j in range(len(part)):
         exp = model.risk_model.explain(F, j)
@@ -211,8 +210,9 @@ def _kept(scored: Any, threshold: float) -> pd.DataFrame | None:
 
 def _matches_and_entities(model: MatchModel, left: pd.DataFrame, right: pd.DataFrame | None,
                           kept: list[pd.DataFrame], scorer: Any, *, reasons: bool, one_to_one: bool,
-                          progress: bool, timings: dict[str, float]) -> tuple[pd.DataFrame, Any]:
-    """The kept pairs as the sorted ``matches``, and their entities (timed as ``"entities"``)."""
+                          progress: bool, timings: dict[str, float], records: Any = None) -> tuple[pd.DataFrame, Any]:
+    """The kept pairs as the sorted ``matches``, and their entities (timed as ``"entities"``);
+    ``records``: every record id (else the tables' ids)."""
     columns = MATCH_COLUMNS + (["reasons"] if reasons else [])
     matches = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
         {c: pd.Series(dtype=object if c in ("left_id", "right_id", "reasons") else np.float64) for c in columns})
@@ -221,7 +221,8 @@ def _matches_and_entities(model: MatchModel, left: pd.DataFrame, right: pd.DataF
     with _stage("Entities", progress, timings, "entities"):
         from ._entities import cluster_entities
 
-        records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
+        if records is None:
+            records = left.index.tolist() if right is None else (left.index.tolist(), right.index.tolist())
         entities = cluster_entities(
             matches[["left_id", "right_id", "probability"]], task=model.task, one_to_one=one_to_one,
             threshold=float(model.threshold), records=records, score_fn=lambda pp: scorer.score(pp).proba,

@@ -145,6 +145,11 @@ class ChunkScorer:
         ``input_kind_`` is ``"frame"``, or an estimator / pipeline that recorded at fit time
         (``feature_names_in_``) exactly the pair-frame columns ``features`` was fitted on), else
         the features. Nothing is guessed from column-name prefixes.
+    value_counts : dict or (dict, dict), optional
+        The :meth:`~skrisk.data.SimilarityFeatures.value_counts` of the whole table(s) the two
+        tables are parts of (a pair: left's and right's), so that a scorer of some of the records
+        computes the frequency-weighted features of the whole (how matching on a cluster scores a
+        partition). None: the frequencies of ``left`` and ``right``.
 
     Attributes
     ----------
@@ -193,6 +198,7 @@ class ChunkScorer:
         threshold: float = MATCH_THRESHOLD,
         matcher_input: str = "auto",
         n_jobs: int | None = -1,
+        value_counts: Any = None,
     ) -> None:
         self.task = "dedup" if right is None or right is left else "link"
         right = left if right is None else right
@@ -249,8 +255,11 @@ class ChunkScorer:
         self._encoded: tuple[Any, Any] | None = None
         if callable(getattr(features, "encode", None)) and callable(
                 getattr(features, "transform_encoded", None)) and _input_names(features) is not None:
-            enc_left = features.encode(left)
-            self._encoded = (enc_left, enc_left if right is left else features.encode(right))
+            counts = value_counts if isinstance(value_counts, tuple) else (value_counts, value_counts)
+            enc_left = features.encode(left) if counts[0] is None else features.encode(left, counts[0])
+            enc_right = enc_left if right is left else (
+                features.encode(right) if counts[1] is None else features.encode(right, counts[1]))
+            self._encoded = (enc_left, enc_right)
 
     # ------------------------------------------------------------------ set-up
     def _frame_columns(self) -> list[str]:
@@ -367,6 +376,27 @@ class ChunkScorer:
         """
         _, lpos, rpos = self._positions(chunk, "ChunkScorer.pair_frame: the pairs")
         return self._pair_frame(lpos, rpos)
+
+    def feature_matrix(self, chunk: pd.DataFrame) -> npt.NDArray[np.float64]:
+        """The similarity features of a chunk of pairs, as :meth:`score` computes them (from the
+        encoded tables when the features encode them).
+
+        Parameters
+        ----------
+        chunk : pandas.DataFrame
+            ``left_id``, ``right_id`` of the pairs.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_pairs, n_features)
+        """
+        _, lpos, rpos = self._positions(chunk, "ChunkScorer.feature_matrix: the chunk", None, "pool row")
+        if not len(lpos):
+            return np.zeros((0, 0))
+        if self._encoded is not None:
+            return np.asarray(self.features.transform_encoded(*self._encoded, lpos, rpos, n_jobs=self.n_jobs),
+                              dtype=np.float64)
+        return np.asarray(self.features.transform(self._pair_frame(lpos, rpos)), dtype=np.float64)
 
     def score(self, chunk: pd.DataFrame, *, representation: bool = False, risk_of: str = "all") -> ScoredChunk:
         """Features, probabilities, risks (and representations) of one chunk of pairs.

@@ -443,7 +443,7 @@ def test_encode_and_transform_encoded_refuse_bad_input():
 def test_workers_give_the_same_features(monkeypatch):
     """Any n_jobs gives the very same numbers as one thread (issue #26), on person records (names,
     dates, addresses with numbers, missing values)."""
-    from skrisk.data import block
+    from skrisk.data import PairDataset, block
     from skrisk.datasets import make_person_table
 
     # threads are capped at the CPUs: 2 and 3 threads even on a small machine
@@ -460,3 +460,37 @@ def test_workers_give_the_same_features(monkeypatch):
     assert one.shape == (len(pairs), len(sf.get_feature_names_out())) and len(pairs) > 50_000
     for n_jobs in (2, 3, -1):
         np.testing.assert_array_equal(sf.transform_encoded(enc, enc, lpos, rpos, n_jobs=n_jobs), one)
+
+
+def test_a_part_scored_with_the_whole_tables_value_counts_has_the_whole_tables_features():
+    from skrisk.data import PairDataset, block
+    from skrisk.datasets import make_person_table
+    from skrisk.pools import ChunkScorer
+
+    table, links = make_person_table(3000, random_state=4)
+    pairs = block(table, None, true_links=links).pairs
+    frame = PairDataset.from_table(table, pairs.iloc[:400], split="train", name="p").to_frame()
+    sf = SimilarityFeatures(types="auto").fit(frame)
+    tf = [n for n in sf.get_feature_names_out() if n.endswith("_exact_tf")]
+    assert tf
+    parts = [table.iloc[:1000], table.iloc[1000:]]
+    counts = [sf.value_counts(p) for p in parts]
+    whole = sf.value_counts(table)
+    for a in whole:
+        pd.testing.assert_series_equal(counts[0][a].add(counts[1][a], fill_value=0).astype(np.int64), whole[a],
+                                       check_names=False)
+    inside = pairs[pairs["left_id"].isin(parts[0].index) & pairs["right_id"].isin(parts[0].index)].iloc[:300]
+    assert len(inside) > 50
+    F_whole = ChunkScorer(table, features=sf, matcher=_ProbaStub()).feature_matrix(inside)
+    F_part = ChunkScorer(parts[0], features=sf, matcher=_ProbaStub()).feature_matrix(inside)
+    F_given = ChunkScorer(parts[0], features=sf, matcher=_ProbaStub(), value_counts=whole).feature_matrix(inside)
+    np.testing.assert_array_equal(F_given, F_whole)
+    col = list(sf.get_feature_names_out()).index(tf[0])
+    assert not np.array_equal(F_part[:, col], F_whole[:, col])  # the part's own frequencies differ
+
+
+class _ProbaStub:
+    """A matcher the scorer accepts; feature_matrix never calls it."""
+
+    def predict_proba(self, X):
+        return np.tile([0.5, 0.5], (len(X), 1))
