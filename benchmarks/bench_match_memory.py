@@ -12,11 +12,14 @@ Usage (from the repository root)::
     OMP_NUM_THREADS=1 python benchmarks/bench_match_memory.py --n 200000 --work /tmp/match_mem
     OMP_NUM_THREADS=1 python benchmarks/bench_match_memory.py --n 200000 --work /tmp/match_mem --code /work/main
     OMP_NUM_THREADS=1 python benchmarks/bench_match_memory.py --n 200000 --work /tmp/match_mem --workers 2
+    OMP_NUM_THREADS=1 python benchmarks/bench_match_memory.py --n 1000000 --work /tmp/match_mem --types auto --workers 2
 
 ``--workers N`` runs ``skrisk match --workers N`` (a Dask LocalCluster of N processes): the
 peak memory is then sampled over the whole process tree (``peak_gb``: the largest sum of the
 processes' resident memory; ``peak_client_gb`` and ``peak_worker_gb``: the largest single
-client and worker process), every 0.2 s.
+client and worker process), every 0.2 s. ``--types auto`` trains the model on typed features:
+its blocking is the ``typed`` rule of person tables, which ``--workers`` runs by shuffling keys
+on the cluster (no record gathered on the client).
 
 Appends one JSON line per run to ``benchmarks/results/speed/match_memory.jsonl`` (``--out``).
 """
@@ -46,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", required=True, help="folder of the table and model (made once, then reused)")
     p.add_argument("--code", default=str(ROOT), help="repository whose skrisk is measured (default: this one)")
     p.add_argument("--workers", type=int, default=None, help="skrisk match --workers N (default: one machine)")
+    p.add_argument("--types", default=None, choices=["auto"],
+                   help="train the model on typed features (types='auto': the typed blocking of person tables)")
     p.add_argument("--out", default=str(HERE / "results" / "speed" / "match_memory.jsonl"))
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -55,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    model_path, table_path = work / "model.skrisk", work / f"table{args.n}.csv"
+    model_path = work / ("model.skrisk" if args.types is None else f"model_{args.types}.skrisk")
+    table_path = work / f"table{args.n}.csv"
     if not model_path.exists():
-        print(json.dumps(_train_model(model_path, 500)), flush=True)
+        print(json.dumps(_train_model(model_path, 500, types=args.types)), flush=True)
     table, links = make_person_table(args.n, random_state=0)
     if not table_path.exists():
         table.to_csv(table_path)
@@ -65,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     env = {"PYTHONPATH": str(Path(args.code).resolve())}
     *_, where, _ = _child([sys.executable, "-c", "import skrisk; print(skrisk.__file__)"], env, cwd=work)
     load0 = os.getloadavg()[0]
-    out_dir = work / f"out{args.n}_{Path(args.code).resolve().name}_{args.chunk_size}_{args.workers or 0}"
+    out_dir = work / f"out{args.n}_{Path(args.code).resolve().name}_{args.chunk_size}_{args.workers or 0}_{args.types}"
     cmd = [sys.executable, "-m", "skrisk.cli", "match", "--model", str(model_path), "--left", str(table_path),
            "--out", str(out_dir), "--no-progress", "--chunk-size", str(args.chunk_size)]
-    row: dict = {"n_records": args.n, "chunk_size": args.chunk_size, "measured_code": str(Path(args.code).resolve()),
+    row: dict = {"n_records": args.n, "chunk_size": args.chunk_size, "types": args.types, "measured_code": str(Path(args.code).resolve()),
                  "measured_skrisk": where.strip()}
     if args.workers is None:
         wall, peak, text, rc = _child(cmd, env, cwd=work)

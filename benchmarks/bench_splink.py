@@ -179,7 +179,7 @@ def _child(cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[f
     return wall, res["maxrss_kb"] / 1024 / 1024, text, rc
 
 
-def _train_model(path: Path, n_labels: int) -> dict:
+def _train_model(path: Path, n_labels: int, types: str | None = None) -> dict:
     from skrisk import LearnRisk
     from skrisk.data import block, SimilarityFeatures, PairDataset
     from skrisk.datasets import make_person_table
@@ -195,7 +195,7 @@ def _train_model(path: Path, n_labels: int) -> dict:
                            rng.choice(neg, n_labels - n_labels // 2, replace=False)])
     ds = PairDataset.from_table(table, cand.iloc[np.sort(take)], split="train", name="persons-train")
     frame = ds.to_frame()
-    sf = SimilarityFeatures().fit(frame)
+    sf = SimilarityFeatures(types=types).fit(frame)
     F = sf.transform(frame)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -209,6 +209,7 @@ TESTS_ALLOWED = {
     "cli/test_label_widget.py": {"skrisk._fileio", "skrisk.labelling._journal"},
     "cli/test_match_job.py": {"skrisk.data._febrl", "skrisk.matching._entities"},
     "data/test_blocking.py": {"skrisk.data._blocking"},
+    "data/test_key_shuffle.py": {"skrisk.data._key_shuffle", "skrisk.data._typed_blocking"},
     "data/test_csv.py": {"skrisk._safetext"},
     "data/test_dedup.py": {"skrisk.data._febrl", "skrisk.data._pairs"},
     "data/test_embeddings.py": {"skrisk.data._embeddings", "skrisk.data._tokenize"},

@@ -107,14 +107,17 @@ def match(
         Score on this Dask cluster (needs ``skrisk[dask]``): ``left`` and ``right`` may then also
         be Dask DataFrames or Parquet folders (read into the client, a folder's
         ``model.id_column`` as the index when it is a column; partitions whose columns or column
-        types differ are refused). Blocking, which needs every record (the ``tokens`` rule's
-        nearest neighbours by TF-IDF, the groups of identical records), runs on the client with
-        the single-machine code, so the candidates are the same pairs; the model and the tables,
-        encoded on the client as on one machine, are sent to every worker once, each partition of
-        candidate pairs is scored on a worker and only its matches come back; entities are
-        computed on the client. The result is the same as without a client; ``n_jobs`` is the
-        blocking's, ``timings["reasons"]`` sums the workers' seconds and ``timings["scoring"]``
-        is the wall time of the scoring on the cluster.
+        types differ are refused). With the ``typed`` rule (the default of a model on person
+        columns) the records stay on the workers: each record's keys are hashed where it is
+        and shuffled by hash, the pairs are made where the keys meet, joined to their records'
+        partitions and scored there; only the matches and the record ids come to the client,
+        and ``timings["scoring"]`` is the wall time of blocking and scoring on the cluster.
+        With other rules (the ``tokens`` rule's nearest neighbours need every record), the
+        tables are read into the client and blocked there with the single-machine code, and
+        each partition of candidate pairs is scored on a worker. Either way the candidates,
+        matches (probabilities within 1e-9) and entities are those without a client, entities
+        are computed on the client, a worker lost mid-run has its work computed again, and
+        ``timings["reasons"]`` sums the workers' seconds.
     n_jobs : int or None, default=-1
         Threads for blocking's row chunks and for scoring (chunks of pairs scored side by side;
         -1: every CPU, None: 1; never more threads than CPUs). The matches and entities do not

@@ -10,6 +10,7 @@ from skrisk.data import block
 # internal on purpose: the per-partition steps of blocking on a cluster, checked without Dask
 from skrisk.data._key_shuffle import (Groups, group_members, id_key_columns, id_key_hashes, identical_keys,
                                       key_pairs, pass_keys)
+# internal on purpose: the default rules of a person table, which the cluster path must reproduce
 from skrisk.data._typed_blocking import person_rules, table_types
 from skrisk.datasets import make_person_table
 
