@@ -27,53 +27,13 @@ from ..exceptions import DataError, MissingCapabilityError
 from ._steps import (_candidates, _feature_names, _kept, _matches_and_entities, _model_rules, _prepare_tables,
                      _reasons, _stage)
 from ._model import MatchModel
+from ._shuffle import _check_summaries, _summary, match_by_shuffle, typed_params
 
 __all__ = ["cluster_client", "match_on_dask"]
 
 
-def _kind(dtype: Any) -> str:
-    """The kind of values a column holds, as the schema check compares them."""
-    if pd.api.types.is_bool_dtype(dtype):
-        return "bool"
-    if pd.api.types.is_numeric_dtype(dtype):
-        return "number"
-    if pd.api.types.is_datetime64_any_dtype(dtype):
-        return "datetime"
-    return "text"
-
-
-def _check_summaries(summaries: list[tuple[list[str], dict, int]], source: str) -> None:
-    """Refuse partitions whose columns (or the kind of a column's values) differ from the first's;
-    ``summaries``: each partition's columns, the kind of each column's values (None: all
-    missing) and its length."""
-    if not summaries:
-        return
-    cols, kinds0, _ = summaries[0]
-    for number, (here, kinds, _) in enumerate(summaries[1:], start=1):
-        absent = [c for c in cols if c not in here]
-        extra = [c for c in here if c not in cols]
-        if absent or extra:
-            col, has, lacks = (absent[0], 0, number) if absent else (extra[0], number, 0)
-            raise DataError(
-                f"{source}: partition {number} does not have the columns of partition 0: the column "
-                f"{col!r} is in partition {has} but not in partition {lacks} (partition 0: {cols[:10]}; "
-                f"partition {number}: {here[:10]}). Every partition of a table must have the same "
-                "columns: rewrite the files with one schema."
-            )
-        for c in cols:
-            a, b = kinds0[c], kinds[c]
-            if a is not None and b is not None and a != b:
-                raise DataError(
-                    f"{source}: the column {c!r} holds {a} values in partition 0 but {b} values in partition "
-                    f"{number}. Every partition of a table must have the same schema: rewrite the files with "
-                    "one type for that column."
-                )
-
-
 def _check_partitions(parts: list[pd.DataFrame], source: str) -> None:
     """Refuse partitions whose columns (or the kind of a column's values) differ from the first's."""
-    from ._shuffle import _summary
-
     _check_summaries([_summary(p) for p in parts], source)
 
 
@@ -135,8 +95,6 @@ def match_on_dask(
     """:func:`~skrisk.matching.match` with ``client``: the fields of its ``MatchResult`` (the same
     result), the scoring on the workers."""
     from distributed import as_completed
-
-    from ._shuffle import match_by_shuffle, typed_params
 
     rule = typed_params(_model_rules(model) if blocking is None else blocking, list(model.attributes))
     if rule is not None:  # keys shuffled on the cluster: no record gathered on the client

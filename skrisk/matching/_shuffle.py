@@ -50,11 +50,48 @@ def typed_params(rules: Any, attributes: list[str]) -> tuple[list[str], dict] | 
     return cols, check_typed_params(dict(rule[2]) if len(rule) == 3 else {}, cols)
 
 
+def _kind(dtype: Any) -> str:
+    """The kind of values a column holds, as the schema check compares them."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "number"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "datetime"
+    return "text"
+
+
+def _check_summaries(summaries: list[tuple[list[str], dict, int]], source: str) -> None:
+    """Refuse partitions whose columns (or the kind of a column's values) differ from the first's;
+    ``summaries``: each partition's columns, the kind of each column's values (None: all
+    missing) and its length."""
+    if not summaries:
+        return
+    cols, kinds0, _ = summaries[0]
+    for number, (here, kinds, _) in enumerate(summaries[1:], start=1):
+        absent = [c for c in cols if c not in here]
+        extra = [c for c in here if c not in cols]
+        if absent or extra:
+            col, has, lacks = (absent[0], 0, number) if absent else (extra[0], number, 0)
+            raise DataError(
+                f"{source}: partition {number} does not have the columns of partition 0: the column "
+                f"{col!r} is in partition {has} but not in partition {lacks} (partition 0: {cols[:10]}; "
+                f"partition {number}: {here[:10]}). Every partition of a table must have the same "
+                "columns: rewrite the files with one schema."
+            )
+        for c in cols:
+            a, b = kinds0[c], kinds[c]
+            if a is not None and b is not None and a != b:
+                raise DataError(
+                    f"{source}: the column {c!r} holds {a} values in partition 0 but {b} values in partition "
+                    f"{number}. Every partition of a table must have the same schema: rewrite the files with "
+                    "one type for that column."
+                )
+
+
 # ---------------------------------------------------------------------------- tasks (on workers)
 def _summary(part: pd.DataFrame) -> tuple[list[str], dict[str, str | None], int]:
     """The columns of a partition, the kind of each column's values (None: all missing), its length."""
-    from ._distributed import _kind
-
     kinds = {str(c): (_kind(part[c].dtype) if part[c].notna().any() else None) for c in part.columns}
     return [str(c) for c in part.columns], kinds, len(part)
 
@@ -296,8 +333,6 @@ def match_by_shuffle(
     ``MatchResult``, every record kept on the workers."""
     from dask import delayed
     from distributed import as_completed
-
-    from ._distributed import _check_summaries
 
     t_start = time.perf_counter()
     timings = dict.fromkeys(("checking", "blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
