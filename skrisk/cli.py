@@ -284,7 +284,8 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     m.add_argument("--model", required=True, help="model file (model.skrisk) or labelling session folder")
     m.add_argument("--left", required=True,
-                   help="table CSV of new records (a dedup model deduplicates it; a linkage model needs --right)")
+                   help="table CSV of new records (a dedup model deduplicates it; a linkage model needs --right); "
+                        "with --workers or --scheduler also a Parquet folder or file, read on the cluster")
     m.add_argument("--right", help="the other table CSV (linkage; for a dedup model, matched together with --left)")
     m.add_argument("--out", required=True,
                    help="output folder (created when missing; a link to a folder is followed, links inside are refused)")
@@ -306,6 +307,9 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                       help="score on a local Dask cluster of N processes, one thread each (needs skrisk[dask])")
     dist.add_argument("--scheduler", default=None, metavar="ADDRESS",
                       help="score on the running Dask cluster of this scheduler (tcp://HOST:PORT)")
+    m.add_argument("--output-format", choices=("csv", "parquet"), default="csv",
+                   help="matches and entities as CSV files (the default) or as Parquet files "
+                        "(matches.parquet, entities.parquet: large results, typed columns)")
     m.add_argument("--no-progress", action="store_true", help="no progress bars")
     m.add_argument("--entities", metavar="PREVIOUS", default=None,
                    help="incremental run (dedup models): the --out folder of an earlier run; --left holds the "
@@ -392,9 +396,19 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
     enc_left, _, enc_right = args.encoding.partition(",")
     if args.entities is not None:
         from .matching._incremental import read_new as read_table  # an empty new file is allowed
-    left = read_table(args.left, id_column=id_column, encoding=enc_left)
-    right = None if args.right is None else read_table(args.right, id_column=id_column,
-                                                        encoding=enc_right or enc_left)
+
+    def table(path: str, encoding: str) -> Any:
+        if not _is_parquet(path):
+            return read_table(path, id_column=id_column, encoding=encoding)
+        if client is None or args.entities is not None:
+            from .exceptions import DataError
+
+            raise DataError(f"{path} is a Parquet {'folder' if Path(path).is_dir() else 'file'}: Parquet tables "
+                            "are read on a Dask cluster; add --workers N (or --scheduler ADDRESS), or give a CSV file.")
+        return path  # read by the workers, the model's id column as the index
+
+    left = table(args.left, enc_left)
+    right = None if args.right is None else table(args.right, enc_right or enc_left)
     rules = _blocking_rules(args)
     if rules is not None:
         cols = rules[0][1] if rules[0][1] is not None else list(manifest.attributes)
@@ -452,11 +466,28 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
     # written after all the work, together: both files of this run replace the old ones, or neither
     from .matching._incremental import full_run_index
 
-    write_files_together(out, {"matches.csv": lambda p: write_csv_export(p, matches),
-                               "entities.csv": lambda p: write_csv_export(p, entities),
-                               **full_run_index(model, left, right, entities)})
-    print(visible(f"Wrote {out / 'matches.csv'} and {out / 'entities.csv'}."), flush=True)
+    if args.output_format == "parquet":
+        names = ("matches.parquet", "entities.parquet")
+        writers = {names[0]: lambda p: matches.to_parquet(p, index=False),
+                   names[1]: lambda p: entities.to_parquet(p, index=False)}
+    else:
+        names = ("matches.csv", "entities.csv")
+        writers = {names[0]: lambda p: write_csv_export(p, matches), names[1]: lambda p: write_csv_export(p, entities)}
+    on_cluster = isinstance(left, str) or isinstance(right, str)
+    if not on_cluster:  # the index of later incremental runs needs the records, which a cluster keeps
+        writers.update(full_run_index(model, left, right, entities))
+    write_files_together(out, writers)
+    print(visible(f"Wrote {out / names[0]} and {out / names[1]}."), flush=True)
+    if on_cluster and model.task == "dedup":
+        print("No blocking index written (the records were read on the cluster): an incremental run "
+              "(--entities) needs a run from CSV files.", flush=True)
     return _EXIT_OK
+
+
+def _is_parquet(path: str) -> bool:
+    """Whether ``path`` names a Parquet file or a folder of them."""
+    p = Path(path)
+    return p.is_dir() or p.suffix.lower() in (".parquet", ".pq")
 
 
 def _seconds_since_start() -> float | None:

@@ -35,6 +35,8 @@ __all__ = ["typed_params", "match_by_shuffle"]
 
 # the client holds every record id (for the entities) up to this many records
 MAX_CLIENT_RECORDS = 200_000_000
+# records of a piece of a partition that one task blocks and scores
+_PIECE = 250_000
 
 
 def typed_params(rules: Any, attributes: list[str]) -> tuple[list[str], dict] | None:
@@ -96,8 +98,12 @@ def _summary(part: pd.DataFrame) -> tuple[list[str], dict[str, str | None], int]
     return [str(c) for c in part.columns], kinds, len(part)
 
 
-def _prepare(part: pd.DataFrame, model: MatchModel, source: str, id_column: str | None) -> pd.DataFrame:
-    """A partition checked against the model: its attribute columns, indexed by id (as text)."""
+def _prepare(part: pd.DataFrame, model: MatchModel, source: str, id_column: str | None,
+             rows: tuple[int, int] | None = None) -> pd.DataFrame:
+    """A partition (its ``rows``, when given) checked against the model: its attribute columns,
+    indexed by id (as text)."""
+    if rows is not None:
+        part = part.iloc[rows[0]:rows[1]]
     if id_column is not None and id_column in part.columns:
         part = part.set_index(id_column)
     model.check_table(part, source)
@@ -275,9 +281,13 @@ class _RemoteRecords:
 def _held(client: Any, obj: Any) -> Any:
     """A future of ``obj`` whose recipe (the object itself) the scheduler keeps: a worker lost with
     it is given it again (scattered data, of which the scheduler keeps one copy, would be lost)."""
+    import warnings
+
     from dask import delayed
 
-    return client.compute(delayed(obj, traverse=False))
+    with warnings.catch_warnings():  # a recipe of tens of MB (the value counts) is meant to be one
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        return client.compute(delayed(obj, traverse=False))
 
 
 def _partitions(table: Any, source: str, client: Any, n_workers: int) -> tuple[list[Any], bool]:
@@ -344,16 +354,21 @@ def match_by_shuffle(
                         "(--right), or use a model trained to deduplicate one table.")
     dedup = model.task == "dedup"
     model_f = _held(client, model)
-    raw, sources = [], []
+    parts = []
     for table, name in zip((left, right), names):
         if table is None:
             continue
         futures, from_files = _partitions(table, name, client, n_workers)
-        _check_summaries(client.gather([client.submit(_summary, f, pure=False) for f in futures]), name)
-        raw.append(futures)
-        sources.append((name, model.id_column if from_files else None))
-    parts = [[client.submit(_prepare, f, model_f, f"{name} (partition {i})", idc, pure=False)
-              for i, f in enumerate(fs)] for fs, (name, idc) in zip(raw, sources)]
+        summaries = client.gather([client.submit(_summary, f, pure=False) for f in futures])
+        _check_summaries(summaries, name)
+        # pieces of at most _PIECE records, at least two per worker: every step has work for each
+        lengths = [s[2] for s in summaries]
+        target = max(1, min(_PIECE, -(-sum(lengths) // (2 * n_workers))))
+        idc = model.id_column if from_files else None
+        parts.append([client.submit(_prepare, f, model_f, f"{name} (partition {i})", idc, (lo, min(lo + target, n)),
+                                    pure=False)
+                      for i, (f, n) in enumerate(zip(futures, lengths)) for lo in range(0, max(n, 1), target)])
+        del futures  # the read partitions are released once checked (the scheduler keeps their recipe)
     ids = [client.gather([client.submit(_ids, f, pure=False) for f in fs]) for fs in parts]
     if sum(len(i) for side in ids for i in side) > MAX_CLIENT_RECORDS:
         raise DataError(f"More than {MAX_CLIENT_RECORDS:,} records: the entities are computed on the client, "

@@ -193,3 +193,35 @@ def test_a_worker_killed_while_scoring_is_recomputed(person_model, persons, sing
         worker.join(300)
         assert "error" not in done, done.get("error")
     _same_result(done["result"], single)
+
+
+def test_the_command_reads_a_parquet_folder_on_the_cluster_and_writes_parquet(client, person_model, persons,
+                                                                               tmp_path, capsys):
+    from skrisk.cli import main
+
+    model = person_model.save(tmp_path / "m.skrisk")
+    small = persons.iloc[:1_000].rename_axis(person_model.id_column)
+    small.to_csv(tmp_path / "t.csv")
+    (tmp_path / "folder").mkdir()
+    for k, lo in enumerate(range(0, len(small), 400)):  # three files, the ids in the model's id column
+        small.iloc[lo:lo + 400].reset_index().to_parquet(tmp_path / "folder" / f"part.{k}.parquet", index=False)
+    base = ["match", "--model", str(model), "--no-progress"]
+    assert main(base + ["--left", str(tmp_path / "t.csv"), "--out", str(tmp_path / "one")]) == 0
+    assert main(base + ["--left", str(tmp_path / "folder"), "--out", str(tmp_path / "two"), "--scheduler",
+                        client.scheduler.address, "--output-format", "parquet"]) == 0
+    out = capsys.readouterr().out
+    assert "matches.parquet" in out and "No blocking index written" in out
+    one = pd.read_csv(tmp_path / "one" / "matches.csv", dtype={"left_id": str, "right_id": str})
+    two = pd.read_parquet(tmp_path / "two" / "matches.parquet")
+    assert len(one) > 10
+    pd.testing.assert_frame_equal(one[["left_id", "right_id"]], two[["left_id", "right_id"]])
+    np.testing.assert_allclose(one["probability"], two["probability"], atol=1e-6, rtol=0)
+    ents_one = pd.read_csv(tmp_path / "one" / "entities.csv", dtype={"record_id": str})
+    ents_two = pd.read_parquet(tmp_path / "two" / "entities.parquet")
+    assert ents_one["record_id"].tolist() == ents_two["record_id"].astype(str).tolist()
+    assert ents_one["entity_id"].tolist() == ents_two["entity_id"].tolist()
+    # without a cluster a Parquet folder is refused, with the fix
+    assert main(base + ["--left", str(tmp_path / "folder"), "--out", str(tmp_path / "three")]) == 2
+    err = capsys.readouterr().err
+    assert "Parquet folder" in err and "--workers N" in err
+    assert not (tmp_path / "three").exists()
