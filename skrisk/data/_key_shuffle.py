@@ -109,8 +109,8 @@ class Groups:
         """From the rows of :func:`group_members` of all the shuffle buckets (their ``group``
         numbers made unique across buckets by a ``bucket`` column, when there is one)."""
         g = members["group"].to_numpy(np.int64)
-        if "bucket" in members:
-            g = pd.factorize(pd.MultiIndex.from_arrays([members["bucket"].to_numpy(), g]))[0].astype(np.int64)
+        if "bucket" in members and len(g):  # (bucket, group) as one number
+            g = members["bucket"].to_numpy(np.int64) * (int(g.max()) + 1) + g
         pos, side = members["pos"].to_numpy(np.int64), members["side"].to_numpy(np.int8)
         heads, start, count, mem, others, first = [], [], [], [], [], []
         for s in ((0,) if dedup else (0, 1)):

@@ -113,10 +113,6 @@ def _prepare(part: pd.DataFrame, model: MatchModel, source: str, id_column: str 
     return out
 
 
-def _id_hashes(part: pd.DataFrame) -> np.ndarray:
-    return pd.util.hash_array(part.index.to_numpy(dtype=object))
-
-
 def _buckets(frame: pd.DataFrame, n: int) -> list[pd.DataFrame]:
     """``frame`` split into ``n`` shuffle buckets by its first hash."""
     b = (frame["h1"].to_numpy() % np.uint64(n)).astype(np.int64)
@@ -126,6 +122,7 @@ def _buckets(frame: pd.DataFrame, n: int) -> list[pd.DataFrame]:
 
 
 def _identical_buckets(part: pd.DataFrame, offset: int, side: int, n: int) -> list[pd.DataFrame]:
+    """The keys of the groups of identical records of a partition, in ``n`` shuffle buckets."""
     return _buckets(identical_keys(part, offset, side), n)
 
 
@@ -133,14 +130,16 @@ def _members(pieces: list[pd.DataFrame], bucket: int) -> pd.DataFrame:
     return group_members(pieces).assign(bucket=bucket)
 
 
-def _id_hashes_of(part: pd.DataFrame, offset: int, side: int, groups: Groups, types: dict,
+def _id_key_hashes(part: pd.DataFrame, offset: int, side: int, groups: Groups, types: dict,
                   cols: list[str]) -> dict[str, tuple[int, np.ndarray]]:
+    """Per ``:id`` column, the filled count and distinct value hashes of a partition's blocked records."""
     blocked = ~groups.not_heads(offset + np.arange(len(part)), side)
     return {c: id_key_hashes(part, types, c, blocked) for c in cols}
 
 
 def _key_buckets(part: pd.DataFrame, offset: int, side: int, groups: Groups, types: dict, cols: list[str],
                  id_keys: dict[str, bool], n: int) -> list[pd.DataFrame]:
+    """The typed passes' keys of a partition's blocked records (group heads), in ``n`` shuffle buckets."""
     blocked = ~groups.not_heads(offset + np.arange(len(part)), side)
     return _buckets(pass_keys(part, offset, types, cols, blocked, id_keys, side), n)
 
@@ -174,18 +173,19 @@ def _join_first(part: pd.DataFrame, offset: int, keyed: list[tuple[np.ndarray, n
                 identical: tuple[np.ndarray, np.ndarray], offsets_b: np.ndarray) -> list[dict[str, Any]]:
     """The pairs whose first record is in this partition, each once, split by the partition of
     the second record, each bucket with the first records it needs (their positions and rows);
-    last, the number of pairs the keys and the identical records gave (repeats counted)."""
-    pieces = keyed + [identical]
-    a = np.concatenate([p[0] for p in pieces]).astype(np.int64)
-    b = np.concatenate([p[1] for p in pieces]).astype(np.int64)
-    if len(a):
-        frame = pd.DataFrame({"a": a, "b": b}).drop_duplicates(ignore_index=True)
-        a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
+    last, the number of distinct pairs the keys and the identical records each gave."""
+    def distinct(pieces: list[tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+        return pd.DataFrame({"a": np.concatenate([p[0] for p in pieces]).astype(np.int64),
+                             "b": np.concatenate([p[1] for p in pieces]).astype(np.int64)}).drop_duplicates()
+
+    by_keys, same = distinct(keyed), distinct([identical])
+    frame = pd.concat([by_keys, same], ignore_index=True).drop_duplicates() if len(same) else by_keys
+    a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
     out = []
     for b_q, a_q in _by_partition(b, a, offsets_b):  # by the second record's partition
         rows = np.unique(a_q - offset)
         out.append({"a": a_q, "b": b_q, "first_pos": rows + offset, "first": part.iloc[rows]})
-    out.append({"keys": int(sum(len(p[0]) for p in keyed)), "identical": len(identical[0])})
+    out.append({"keys": len(by_keys), "identical": len(same)})
     return out
 
 
@@ -402,7 +402,7 @@ def match_by_shuffle(
     id_keys: dict[int, dict[str, bool]] = {s: {} for s in sides}
     if id_cols:
         for s in sides:
-            got = client.gather([client.submit(_id_hashes_of, parts[s][k], int(offsets[s][k]), s, groups_f, types,
+            got = client.gather([client.submit(_id_key_hashes, parts[s][k], int(offsets[s][k]), s, groups_f, types,
                                                id_cols, pure=False) for k in range(len(parts[s]))])
             for c in id_cols:
                 filled = sum(g[c][0] for g in got)

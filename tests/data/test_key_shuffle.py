@@ -102,3 +102,14 @@ def test_records_without_values_are_never_grouped():
     groups = Groups.from_members(group_members([keys]), dedup=True)
     a, b = groups.identical_pairs()
     assert list(zip(a, b)) == [(2, 3)]
+
+
+def test_a_table_without_identical_records_has_no_group():
+    table = pd.DataFrame({"a": ["x", "y", "z"], "b": ["1", "2", "3"]}, index=list("pqr"))
+    members = pd.concat([group_members([identical_keys(table, 0)]).assign(bucket=b) for b in range(2)],
+                        ignore_index=True)
+    groups = Groups.from_members(members, dedup=True)
+    assert [len(x) for x in groups.identical_pairs()] == [0, 0]
+    assert not groups.not_heads(np.arange(3)).any()
+    a, b = groups.spread(np.array([0]), np.array([2]))
+    assert (a.tolist(), b.tolist()) == ([0], [2])

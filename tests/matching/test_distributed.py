@@ -81,6 +81,7 @@ def test_a_parquet_folder_with_an_empty_partition_gives_the_result_of_one_machin
     res = match(person_model, str(tmp_path / "persons"), client=client, progress=False)
     _same_result(res, single)
     assert res.blocking.report() == single.blocking.report()
+    assert res.blocking.rule_sizes == single.blocking.rule_sizes and "identical records" in res.blocking.rule_sizes
     assert set(res.timings) >= {"blocking", "encoding", "scoring", "entities", "total"}
 
 
@@ -225,3 +226,22 @@ def test_the_command_reads_a_parquet_folder_on_the_cluster_and_writes_parquet(cl
     err = capsys.readouterr().err
     assert "Parquet folder" in err and "--workers N" in err
     assert not (tmp_path / "three").exists()
+
+
+def test_a_number_identifier_column_is_decided_over_every_partition(client):
+    """The typed rule's ``:id`` pass (a number column of mostly distinct values) is decided over
+    all the records, not per partition: the partitions below hold few distinct values each, the
+    whole table many."""
+    table, links = make_person_table(3_000, random_state=5)
+    table["member_no"] = [str(500_000 + i // 2) for i in range(len(table))]  # pairs of records share one
+    cand = block(table, None, true_links=links).pairs
+    train = PairDataset.from_table(table, cand.iloc[::10], split="train", name="members").to_frame()
+    sf = SimilarityFeatures(types="auto").fit(train)
+    assert sf.column_types_["member_no"]["type"] == "number"
+    matcher = FeatureMatcher(random_state=0).fit(sf.transform(train), cand["label"].iloc[::10])
+    model = MatchModel(list(table.columns), sf, matcher, task="dedup")
+    one = match(model, table, progress=False)
+    assert one.blocking.rule_sizes
+    dist = match(model, dd.from_pandas(table, npartitions=7, sort=False), client=client, progress=False)
+    _same_result(dist, one)
+    assert dist.blocking.rule_sizes == one.blocking.rule_sizes
