@@ -172,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_sum_gb": round(memory.total, 3),
         "dask": distributed.__version__,
     }
-    truth = links.rename(columns={"left_id": "left_id", "right_id": "right_id"})
-    row.update(_quality(matches[["left_id", "right_id"]].astype(str), "left_id", "right_id", truth))
+    row.update(_quality(matches[["left_id", "right_id"]].astype(str), "left_id", "right_id", links))
     append_record(Path(args.out), row, load0)
     print(json.dumps(row), flush=True)
     return 0

@@ -864,13 +864,12 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
             inv, _ = pd.factorize(pd.Series(texts, dtype=object))
             per_value = np.bincount(inv, weights=counts)
             present = float(counts[~enc.missing].sum()) or 1.0
+            per_text = per_value[inv]
             if whole is not None:  # the whole table's counts (a value they lack: its count here)
                 at = whole.index.get_indexer(pd.Series(texts, dtype=object))
-                per_value = per_value[inv]
-                per_value[at >= 0] = whole.to_numpy(dtype=np.float64)[at[at >= 0]]
-                inv = np.arange(len(texts))
+                per_text[at >= 0] = whole.to_numpy(dtype=np.float64)[at[at >= 0]]
                 present = float(whole.sum()) or 1.0
-            enc.rarity = -np.log10(np.maximum(per_value[inv] / present, 1e-12))
+            enc.rarity = -np.log10(np.maximum(per_text / present, 1e-12))
         vec = self.tfidf_.get(attr) if "tfidf_cosine" in metrics else None
         if {"jaccard", "monge_elkan"} & set(metrics) or vec is not None:
             words = [_WORD_RE.findall(t) for t in texts]

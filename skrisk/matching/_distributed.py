@@ -27,7 +27,7 @@ from ..exceptions import DataError, MissingCapabilityError
 from ._steps import (_candidates, _feature_names, _kept, _matches_and_entities, _model_rules, _prepare_tables,
                      _reasons, _stage)
 from ._model import MatchModel
-from ._shuffle import _check_summaries, _summary, match_by_shuffle, typed_params
+from ._shuffle import _check_summaries, _results, _summary, match_by_shuffle, typed_params
 
 __all__ = ["cluster_client", "match_on_dask"]
 
@@ -94,8 +94,6 @@ def match_on_dask(
 ) -> dict[str, Any]:
     """:func:`~skrisk.matching.match` with ``client``: the fields of its ``MatchResult`` (the same
     result), the scoring on the workers."""
-    from distributed import as_completed
-
     rule = typed_params(_model_rules(model) if blocking is None else blocking, list(model.attributes))
     if rule is not None:  # keys shuffled on the cluster: no record gathered on the client
         return match_by_shuffle(model, left, right, client=client, rule=rule, chunk_size=int(chunk_size),
@@ -115,33 +113,15 @@ def match_on_dask(
     # a few partitions per worker (a slow one is not waited for alone), none below chunk_size pairs
     per_part = max(int(chunk_size), math.ceil(n / (4 * n_workers)))
     tick = time.perf_counter()
-    futures: list[Any] = []
     kept: list[pd.DataFrame] = []
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n, unit="pair", desc="Scoring candidate pairs")
-    try:
-        scorer_f = client.scatter(scorer, broadcast=True, hash=False)  # the model and the encoded tables
-        model_f = client.scatter(model, broadcast=True, hash=False) if reasons else None
-        pairs = blocked.pairs[["left_id", "right_id"]]
-        for start in range(0, n, per_part):
-            futures.append(client.submit(_score_partition, pairs.iloc[start:start + per_part].reset_index(drop=True),
-                                         scorer_f, float(model.threshold), int(chunk_size), model_f, names_f,
-                                         pure=False))
-        results = []
-        for fut in as_completed(futures):
-            r = fut.result()
-            results.append(r)
-            if bar is not None:
-                bar.update(r["n"])
-    finally:
-        if bar is not None:
-            bar.close()
-        pending = [f for f in futures if not f.done()]
-        if pending:
-            client.cancel(pending)
+    scorer_f = client.scatter(scorer, broadcast=True, hash=False)  # the model and the encoded tables
+    model_f = client.scatter(model, broadcast=True, hash=False) if reasons else None
+    pairs = blocked.pairs[["left_id", "right_id"]]
+    futures = [client.submit(_score_partition, pairs.iloc[start:start + per_part].reset_index(drop=True), scorer_f,
+                             float(model.threshold), int(chunk_size), model_f, names_f, pure=False)
+               for start in range(0, n, per_part)]
+    results = _results(client, futures, progress, total=n, unit="pair", desc="Scoring candidate pairs",
+                       step=lambda r: r["n"])
     for r in results:
         kept.extend(r["kept"])
         timings["reasons"] += r["reasons"]

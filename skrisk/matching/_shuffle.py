@@ -29,7 +29,8 @@ from ..data._key_shuffle import (Groups, group_members, id_key_columns, id_key_h
 from ..data._typed_blocking import check_typed_params
 from ..exceptions import DataError
 from ._model import MatchModel
-from ._steps import _feature_names, _kept, _matches_and_entities, _reasons, _refuse_nul
+from ._steps import (_feature_names, _kept, _matches_and_entities, _reasons, _refuse_nul,
+                     one_table_for_linkage_error, repeated_id_error)
 
 __all__ = ["typed_params", "match_by_shuffle"]
 
@@ -252,17 +253,14 @@ class _RemoteRecords:
     """A scorer for the entities' checks (``score(pairs)``): the records the pairs name fetched
     from the workers' partitions, scored by a scorer made of them."""
 
-    def __init__(self, client: Any, model: MatchModel, parts: list[list[Any]], ids: list[np.ndarray],
-                 dedup: bool, counts: Any) -> None:
-        self.client, self.model, self.parts, self.ids, self.dedup = client, model, parts, ids, dedup
-        self.counts = counts
-        self._index: list[Any] = []
+    def __init__(self, client: Any, model: MatchModel, parts: list[list[Any]], ids: list[pd.Index],
+                 offsets: list[np.ndarray], dedup: bool, counts: Any) -> None:
+        self.client, self.model, self.parts, self.ids, self.offsets = client, model, parts, ids, offsets
+        self.dedup, self.counts = dedup, counts
 
     def _records(self, side: int, wanted: np.ndarray) -> pd.DataFrame:
-        if len(self._index) <= side:
-            self._index = [pd.Index(np.concatenate(i) if i else np.empty(0, object)) for i in self.ids]
-        pos = self._index[side].get_indexer(pd.unique(wanted))
-        offsets = np.cumsum([0] + [len(i) for i in self.ids[side]])[:-1]
+        pos = self.ids[side].get_indexer(pd.unique(wanted))
+        offsets = self.offsets[side]
         p = np.searchsorted(offsets, pos, side="right") - 1
         futures = [self.client.submit(_rows, self.parts[side][k], np.sort(pos[p == k] - offsets[k]))
                    for k in np.unique(p)]
@@ -290,6 +288,32 @@ def _held(client: Any, obj: Any) -> Any:
         return client.compute(delayed(obj, traverse=False))
 
 
+def _results(client: Any, futures: list[Any], progress: bool, *, total: int, unit: str, desc: str,
+             step: Callable[[Any], int]) -> list[Any]:
+    """The futures' results as they finish (a progress bar advanced by ``step(result)``); on an
+    error or an interrupt, the unfinished ones are cancelled."""
+    from distributed import as_completed
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, unit=unit, desc=desc)
+    results = []
+    try:
+        for fut in as_completed(futures):
+            results.append(fut.result())
+            if bar is not None:
+                bar.update(step(results[-1]))
+    finally:
+        if bar is not None:
+            bar.close()
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            client.cancel(pending)
+    return results
+
+
 def _partitions(table: Any, source: str, client: Any, n_workers: int) -> tuple[list[Any], bool]:
     """Futures of the partitions of a pandas or Dask DataFrame or a Parquet folder; whether they
     came from files (the model's id column is then the index)."""
@@ -301,7 +325,7 @@ def _partitions(table: Any, source: str, client: Any, n_workers: int) -> tuple[l
     if from_files:
         table = dd.read_parquet(os.fspath(table))
     if isinstance(table, pd.DataFrame):
-        k = max(2 * n_workers, -(-len(table) // 250_000))
+        k = max(2 * n_workers, -(-len(table) // _PIECE))
         bounds = np.linspace(0, len(table), k + 1).astype(int)
         return [_held(client, table.iloc[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])], False
     if not isinstance(table, dd.DataFrame):
@@ -310,15 +334,17 @@ def _partitions(table: Any, source: str, client: Any, n_workers: int) -> tuple[l
     return client.compute(table.to_delayed()), from_files
 
 
-def _check_ids(ids: list[list[np.ndarray]], names: tuple[str, str], dedup_two: bool) -> None:
-    """Ids unique over all the partitions (and, when one table is deduplicated from two files,
-    over both), as on one machine; a table with no record refused."""
+def _check_ids(ids: list[list[np.ndarray]], names: tuple[str, str], dedup_two: bool) -> list[pd.Index]:
+    """Every record id of each table (one table from two files: both, in order), refused unless
+    unique over all the partitions, as on one machine; a table with no record refused."""
     for side, parts in enumerate(ids):
         if not sum(len(i) for i in parts):
             raise DataError(f"{names[side]} holds no record: give a table with at least one row.")
     groups = [ids[0] + ids[1]] if dedup_two else ids
+    out = []
     for g, parts in enumerate(groups):
         every = pd.Index(np.concatenate(parts))
+        out.append(every)
         if every.is_unique:
             continue
         dup = every[every.duplicated()][0]
@@ -330,9 +356,8 @@ def _check_ids(ids: list[list[np.ndarray]], names: tuple[str, str], dedup_two: b
                 f"The id {dup!r} is in both {names[0]} and {names[1]}: the model deduplicates one table, so the "
                 "two tables are matched as one and every id must name one record. Give the records of one "
                 "table other ids (e.g. a prefix), or put them in one file.")
-        raise DataError(  # the message of one machine: the row in the partitions' order
-            f"{names[g]}: the id {dup!r} is repeated (row {int(where[1]) + 1} repeats an earlier row's id): ids "
-            "must be unique; deduplicate the ids (or give each record its own id).")
+        raise repeated_id_error(names[g], dup, int(where[1]))  # the row in the partitions' order
+    return out
 
 
 def match_by_shuffle(
@@ -342,7 +367,6 @@ def match_by_shuffle(
     """:func:`~skrisk.matching.match` with ``client`` and a ``typed`` rule: the fields of its
     ``MatchResult``, every record kept on the workers."""
     from dask import delayed
-    from distributed import as_completed
 
     t_start = time.perf_counter()
     timings = dict.fromkeys(("checking", "blocking", "encoding", "scoring", "reasons", "entities"), 0.0)
@@ -350,8 +374,7 @@ def match_by_shuffle(
     types, max_block = params["types"], int(params["max_block"])
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     if model.task == "link" and right is None:
-        raise DataError(f"The model links two tables, but only {names[0]} was given: give the other table too "
-                        "(--right), or use a model trained to deduplicate one table.")
+        raise one_table_for_linkage_error(names[0])
     dedup = model.task == "dedup"
     model_f = _held(client, model)
     parts = []
@@ -373,7 +396,7 @@ def match_by_shuffle(
     if sum(len(i) for side in ids for i in side) > MAX_CLIENT_RECORDS:
         raise DataError(f"More than {MAX_CLIENT_RECORDS:,} records: the entities are computed on the client, "
                         "which holds every record id; match the tables in parts.")
-    _check_ids(ids, names, dedup and len(parts) == 2)
+    every_id = _check_ids(ids, names, dedup and len(parts) == 2)
     if dedup and len(parts) == 2:  # one table from two: its partitions in order
         parts, ids = [parts[0] + parts[1]], [ids[0] + ids[1]]
     sides = [0] if dedup else [0, 1]
@@ -422,23 +445,8 @@ def match_by_shuffle(
                                   counts_f, int(chunk_size), dedup, reasons, names_f) for q in range(n_second)]
     futures = client.compute(scored + [j[n_second] for j in joined])
     scored, made_f = futures[:n_second], futures[n_second:]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(scored), unit="partition", desc="Blocking and scoring on the cluster")
-    results = []
-    try:
-        for fut in as_completed(scored):
-            results.append(fut.result())
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        pending = [f for f in scored if not f.done()]
-        if pending:
-            client.cancel(pending)
+    results = _results(client, scored, progress, total=len(scored), unit="partition",
+                       desc="Blocking and scoring on the cluster", step=lambda r: 1)
     made = client.gather(made_f)
     rule_sizes = {f"typed:{'+'.join(cols)}": int(sum(m["keys"] for m in made))}
     if sum(m["identical"] for m in made):
@@ -451,9 +459,8 @@ def match_by_shuffle(
         raise DataError(f"Blocking {names[0] if len(names) < 2 or right is None else names[0] + ' against ' + names[1]}"
                         " produced no candidate pair: the typed keys of no two records agree; block with 'tokens' "
                         "instead (--blocking tokens).")
-    remote = _RemoteRecords(client, model, parts, ids, dedup, counts)
-    records = np.concatenate(ids[0]).tolist() if dedup else \
-        (np.concatenate(ids[0]).tolist(), np.concatenate(ids[1]).tolist())
+    remote = _RemoteRecords(client, model, parts, every_id, offsets, dedup, counts)
+    records = every_id[0].tolist() if dedup else (every_id[0].tolist(), every_id[1].tolist())
     matches, entities = _matches_and_entities(model, None, None, kept, remote, reasons=reasons, one_to_one=one_to_one,
                                               progress=progress, timings=timings, records=records)
     n_all = sizes[0] * (sizes[0] - 1) // 2 if dedup else sizes[0] * sizes[1]

@@ -34,11 +34,7 @@ def _prepare_tables(
             raise DataError(f"{source} holds no record: give a table with at least one row.")
         if not table.index.is_unique:
             dup = table.index[table.index.duplicated()][0]
-            pos = int(np.flatnonzero(table.index == dup)[1])
-            raise DataError(
-                f"{source}: the id {dup!r} is repeated (row {pos + 1} repeats an earlier row's id): ids "
-                "must be unique; deduplicate the ids (or give each record its own id)."
-            )
+            raise repeated_id_error(source, dup, int(np.flatnonzero(table.index == dup)[1]))
         model.check_table(table, source)
         _refuse_nul(table[list(model.attributes)], source)
     attrs = list(model.attributes)
@@ -59,11 +55,20 @@ def _prepare_tables(
         left = pd.concat([left, right])
         right = None
     if model.task == "link" and right is None:
-        raise DataError(
-            f"The model links two tables, but only {names[0]} was given: give the other table too "
-            "(--right), or use a model trained to deduplicate one table."
-        )
+        raise one_table_for_linkage_error(names[0])
     return left, right
+
+
+def repeated_id_error(source: str, dup: object, row: int) -> DataError:
+    """The error of an id repeated at (0-based) ``row`` of ``source``."""
+    return DataError(f"{source}: the id {dup!r} is repeated (row {row + 1} repeats an earlier row's id): ids "
+                     "must be unique; deduplicate the ids (or give each record its own id).")
+
+
+def one_table_for_linkage_error(source: str) -> DataError:
+    """The error of a linkage model given only the table ``source``."""
+    return DataError(f"The model links two tables, but only {source} was given: give the other table too "
+                     "(--right), or use a model trained to deduplicate one table.")
 
 
 def _refuse_nul(table: pd.DataFrame, source: str) -> None:

@@ -391,12 +391,18 @@ class ChunkScorer:
         ndarray of float64, shape (n_pairs, n_features)
         """
         _, lpos, rpos = self._positions(chunk, "ChunkScorer.feature_matrix: the chunk", None, "pool row")
+        return self._features_of(lpos, rpos, None)
+
+    def _features_of(self, lpos: np.ndarray, rpos: np.ndarray, frame: pd.DataFrame | None) -> npt.NDArray[np.float64]:
+        """The features of the pairs at these positions (from the encoded tables when there are
+        some, else from ``frame``, the pair frame, made when None)."""
         if not len(lpos):
             return np.zeros((0, 0))
         if self._encoded is not None:
             return np.asarray(self.features.transform_encoded(*self._encoded, lpos, rpos, n_jobs=self.n_jobs),
                               dtype=np.float64)
-        return np.asarray(self.features.transform(self._pair_frame(lpos, rpos)), dtype=np.float64)
+        return np.asarray(self.features.transform(self._pair_frame(lpos, rpos) if frame is None else frame),
+                          dtype=np.float64)
 
     def score(self, chunk: pd.DataFrame, *, representation: bool = False, risk_of: str = "all") -> ScoredChunk:
         """Features, probabilities, risks (and representations) of one chunk of pairs.
@@ -441,13 +447,7 @@ class ChunkScorer:
         frame = None
         if self._encoded is None or self._matcher_input == "pairs":
             frame = self._pair_frame(lpos, rpos)
-        if not n:
-            F = np.zeros((0, 0))
-        elif self._encoded is not None:
-            F = np.asarray(self.features.transform_encoded(*self._encoded, lpos, rpos, n_jobs=self.n_jobs),
-                           dtype=np.float64)
-        else:
-            F = np.asarray(self.features.transform(frame), dtype=np.float64)
+        F = self._features_of(lpos, rpos, frame)
         X = frame if self._matcher_input == "pairs" else F
         rep = None
         if n == 0:
