@@ -205,6 +205,7 @@ TESTS_ALLOWED = {
     "cli/test_commands.py": {"skrisk.experiments._plot"},
     "cli/test_label.py": {"skrisk.labelling._journal"},
     "cli/test_label_audit.py": {"skrisk.labelling._journal", "skrisk.labelling._status", "skrisk.matching._model"},
+    "cli/test_label_lm.py": {"skrisk.labelling._lm_round"},
     "cli/test_label_dedup.py": {"skrisk.data._febrl", "skrisk.labelling._journal"},
     "cli/test_label_widget.py": {"skrisk._fileio", "skrisk.labelling._journal"},
     "cli/test_match_job.py": {"skrisk.data._febrl", "skrisk.matching._entities"},

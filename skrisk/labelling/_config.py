@@ -31,8 +31,9 @@ class SessionConfig:
         two pairs a round, each the most similar on one similarity feature, the features in
         turn, until a match is found.
     max_pool : int
-        Unlabelled pairs risk sampling considers per round (a seeded random subset when there
-        are more), which bounds the time per round.
+        Unlabelled pairs risk sampling considers per round, which bounds the time per round: a
+        seeded random subset when there are more; with ``matcher="lm"``, the shortlist the
+        language model scores (see ``matcher``).
     seed : int
         Seeds the matcher, LearnRisk, the pool subsets and tie-breaks.
     epochs : int
@@ -48,8 +49,15 @@ class SessionConfig:
     matcher : {"feature", "lm"}
         The matcher trained each round: a random forest on the similarity features, or
         :class:`~skrisk.matchers.LMMatcher` (a pretrained language model fine-tuned on the
-        pairs, warm-started from the last round; needs ``skrisk[lm]``, and a GPU for large
-        candidate sets: every round scores all candidates).
+        pairs; needs ``skrisk[lm]``). A language-model round scores a shortlist of ``max_pool``
+        unlabelled pairs and the labelled ones, not every candidate: three quarters the most
+        plausible (by the language model's last score of the pair, else by a random forest on
+        the similarity features trained on the same labels), a quarter a seeded sample of the
+        others; the other candidates keep their last score (or the forest's) for the estimates.
+        The next round's model trains in a background thread while the person answers (one warm
+        epoch on at most 768 labels, the newest first), so a round queries with the model of the
+        labels of the round before; training writes nothing, and a resumed session continues
+        from the model saved last.
     lm_model : str
         ``matcher="lm"``: the model folder or Hub name ("": the offline all-MiniLM-L6-v2).
     """

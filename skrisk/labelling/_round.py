@@ -127,7 +127,7 @@ class SessionRound:
             )
         self._features: np.ndarray | None = None
         self._similarity: Any = None  # the fitted SimilarityFeatures (set with the features)
-        self._lm: Any = None  # matcher "lm": the LMMatcher, warm-started round after round
+        self._lm_rounds: Any = None  # matcher "lm": LMRounds (shortlist, kept scores, background fits)
         self._lm_pool: Any = None  # matcher "lm": serialise_pairs of every candidate, with the features
 
     @property
@@ -166,19 +166,29 @@ class SessionRound:
             self._lm_pool = serialise_pairs(self.dataset.to_frame(), features=F)
         return self._lm_pool
 
-    def new_matcher(self) -> Any:
-        """The matcher of a round: a random forest, or the session's LMMatcher (warm after its first round)."""
+    def new_matcher(self, first_stage: bool = False) -> Any:
+        """The matcher of a round: a random forest, or the session's newest LMMatcher (warm after its
+        first round; a background fit is waited for); ``first_stage``: the forest, whatever the
+        session's matcher."""
         from ..matchers import FeatureMatcher
 
-        if self.config.matcher != "lm":
+        if self.config.matcher != "lm" or first_stage:
             return FeatureMatcher(random_state=self.config.seed)
-        if self._lm is None:
-            from ..matchers import LMMatcher
-            from ..matchers._lm_weights import OFFLINE_MODEL
+        return self.lm_rounds().newest()
 
-            self._lm = LMMatcher(self.config.lm_model or OFFLINE_MODEL, warm_start=True, random_state=self.config.seed,
-                                 verbose=1)
-        return self._lm
+    def lm_rounds(self) -> Any:
+        """Matcher "lm": the session's :class:`~skrisk.labelling._lm_round.LMRounds`."""
+        if self._lm_rounds is None:
+            from ._lm_round import LMRounds, new_lm, saved_lm
+
+            self._lm_rounds = LMRounds(len(self.keys), lambda: new_lm(self.config),
+                                       lambda: saved_lm(self.store.folder, self.config, self.say))
+        return self._lm_rounds
+
+    def close(self) -> None:
+        """Stop a background fit of the language model (the session closes)."""
+        if self._lm_rounds is not None:
+            self._lm_rounds.cancel()
 
     def labels(self) -> dict[tuple[str, str], int]:
         """Training labels in force: given ones, then the yes/no answers (answers win); not the answers
@@ -309,38 +319,72 @@ class SessionRound:
         y_lab = np.array(list(labels.values()), dtype=np.int64)
         rng = np.random.RandomState(_round_seed(cfg.seed, round_no, 0))
         pool = np.asarray(free, dtype=np.intp)
-        if len(pool) > cfg.max_pool:
-            pool = np.sort(rng.choice(pool, size=cfg.max_pool, replace=False))
+        n_pick = min(cfg.n_instances, len(pool))
+        lm = cfg.matcher == "lm"
+        if lm:
+            # the language model scores a shortlist; the first stage (a forest on the similarity
+            # features, fitted on the same labels) stands for it on the candidates it never scored
+            from ._lm_round import release_memory
 
-        self.say(
-            f"Training the matcher on {len(y_lab)} labels and choosing {min(cfg.n_instances, len(pool))} "
-            f"pairs among {len(pool)} by risk sampling..."
-        )
+            rounds = self.lm_rounds()
+            first = self.new_matcher(first_stage=True).fit(self.features[lab_pos], y_lab)
+            first_p = first.predict_proba(self.features)[:, 1]
+            pool = rounds.shortlist(pool, first_p, cfg.max_pool, rng)
+            if rounds.training():
+                head = "Waiting for the language model training while you answered, then s"
+            elif rounds.needs_fit():
+                head = f"Training the language model on {len(y_lab)} labels, then s"
+            else:
+                head = "S"
+            self.say(f"{head}coring {len(pool)} of {len(free)} unlabelled pairs with it and choosing {n_pick} "
+                     "by risk sampling...")
+            matcher = rounds.matcher(take_rows(F, lab_pos), y_lab, _round_seed(cfg.seed, round_no, 4))
+        else:
+            if len(pool) > cfg.max_pool:
+                pool = np.sort(rng.choice(pool, size=cfg.max_pool, replace=False))
+            self.say(
+                f"Training the matcher on {len(y_lab)} labels and choosing {n_pick} "
+                f"pairs among {len(pool)} by risk sampling..."
+            )
+            matcher = self.new_matcher()
         # LearnRisk learns its rules and ranks its weights on out-of-fold probabilities of the
         # labelled pairs (a forest is always right on the pairs it was fitted on)
-        matcher = self.new_matcher()
         sampler = RiskSampler(
             risk=LearnRisk(epochs=cfg.epochs, feature_names=self._feature_names),
             selector=RiskSampler().resolve_selector(matcher).set_params(device="cpu"),
             random_state=_round_seed(cfg.seed, round_no, 1),
         )
-        learner = ActiveLearner(matcher, sampler, X_training=take_rows(F, lab_pos), y_training=y_lab)
+        if lm:  # already trained (in the background on the labels of the round before, or just now)
+            learner = ActiveLearner(matcher, sampler)
+            learner.X_training, learner.y_training = take_rows(F, lab_pos), y_lab
+        else:
+            learner = ActiveLearner(matcher, sampler, X_training=take_rows(F, lab_pos), y_training=y_lab)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            picked, risks = sampler(learner, take_rows(F, pool), n_instances=min(cfg.n_instances, len(pool)),
+            picked, risks = sampler(learner, take_rows(F, pool), n_instances=n_pick,
                                     random_state=_round_seed(cfg.seed, round_no, 2))
         risk_model = sampler.last_query_.risk_model
         fallback = risk_model is None
-        proba_all = matcher.predict_proba(F)[:, 1]
-        risk_all = np.minimum(proba_all, 1 - proba_all) if fallback else risk_model.predict_risk(F)
+        if lm:  # the query's own scores (the matcher keeps them), then every candidate's
+            rounds.keep(pool, matcher.predict_proba(take_rows(F, pool))[:, 1])
+            rounds.keep(lab_pos, matcher.predict_proba(take_rows(F, lab_pos))[:, 1])
+            proba_all = rounds.proba(first_p)
+            release_memory()  # what scoring the shortlist freed
+        else:
+            proba_all = matcher.predict_proba(F)[:, 1]
+        risk_all = np.minimum(proba_all, 1 - proba_all) if fallback else risk_model.predict_risk(F, proba=proba_all)
         status, draws = round_status(self, proba_all, np.asarray(risk_all, dtype=np.float64),
                                      np.asarray(sampler.last_query_.risk, dtype=np.float64), len(free),
                                      round_no, _round_seed(cfg.seed, round_no, 3))
+        if lm:
+            status["lm"] = {"scored": int(len(pool)), "trained_on": int(rounds.trained_on)}
         status["lines"] = status_lines(self, status)  # kept for status_text() (the Jupyter labeller)
         self.say(*status["lines"])
         self.store.save_model(self.dataset, self._similarity, matcher, risk_model, threshold=status["threshold"])  # the round's chosen threshold
+        if lm:  # the next round's matcher trains while the person answers this batch
+            rounds.train_next(take_rows(F, lab_pos), y_lab, _round_seed(cfg.seed, round_no, 4))
         chosen = take_rows(F, pool[picked])
-        proba = matcher.predict_proba(chosen)[:, 1]
+        proba = proba_all[pool[picked]] if lm else matcher.predict_proba(chosen)[:, 1]
         items = []
         for j, (i, risk, p) in enumerate(zip(pool[picked], risks, proba)):
             left_id, right_id = self.keys[int(i)]

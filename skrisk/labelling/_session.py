@@ -398,8 +398,13 @@ class LabellingSession:
         return export_session(self)
 
     def close(self) -> None:
-        """Close the journal and release the session folder's lock."""
-        self.store.close()
+        """Stop a background fit of the language model, close the journal and release the session
+        folder's lock."""
+        try:
+            if getattr(self, "round", None) is not None:
+                self.round.close()
+        finally:
+            self.store.close()
 
 
 def export_session(session: LabellingSession) -> tuple[Path, Path]:

@@ -68,6 +68,10 @@ class _CrossEncoder(nn.Module):
         return self.head(self.dropout(h)), h
 
 
+class FitCancelled(RuntimeError):
+    """A fit stopped by its ``_batch_hook`` (a labelling session closed while it trained)."""
+
+
 def _seed(random_state: Any) -> int:
     return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
@@ -110,6 +114,13 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         Pairs per inference batch; None: 64 on the CPU, 256 on CUDA.
     warm_start : bool, default=False
         ``fit`` continues from the current weights (the last round's) instead of the pretrained ones.
+    quantise : bool, default=False
+        True: inference on the CPU runs a copy of the network whose linear layers hold int8
+        weights (PyTorch's dynamic quantisation, built once per fit; training stays in float32).
+        Faster scoring, but the probabilities of a fine-tuned model can move far from the float
+        network's and its F1 drop (see the language-model session benchmark): an option for
+        speed, not the default. Ignored on CUDA (bf16 autocast there) and where PyTorch has no
+        quantised engine.
     freeze_layers : int, default=0
         Keep the embeddings and the first ``freeze_layers`` transformer layers fixed (cheaper
         training on the CPU).
@@ -193,6 +204,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         "eval_batch_size": [None, Interval(numbers.Integral, 1, None)],
         "patience": [None, Interval(numbers.Integral, 1, None)],
         "freeze_layers": [Interval(numbers.Integral, 0, None)],
+        "quantise": ["boolean"],
         "lr": [Interval(numbers.Real, 0, float("inf"))],
         "weight_decay": [Interval(numbers.Real, 0, float("inf"))],
         "pooling": [Options(str, set(POOLINGS))],
@@ -218,6 +230,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         batch_size: int = 32,
         eval_batch_size: int | None = None,
         warm_start: bool = False,
+        quantise: bool = False,
         freeze_layers: int = 0,
         attributes: Sequence[str] | None = None,
         patience: int | None = None,
@@ -237,6 +250,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size
         self.warm_start = warm_start
+        self.quantise = quantise
         self.freeze_layers = freeze_layers
         self.attributes = attributes
         self.patience = patience
@@ -347,6 +361,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         self.seed_ = _seed(self.random_state)
         self.device_ = str(resolve_device(self.device))
         self._memo: OrderedDict = OrderedDict()
+        self._quantized = None
         devices = [self.device_] if torch.device(self.device_).type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(self.seed_)
@@ -416,6 +431,9 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
             order = torch.randperm(n, generator=gen).numpy()
             total = 0.0
             for start in range(0, n, bs):
+                hook = self.__dict__.get("_batch_hook")  # a labelling session's background fit
+                if hook is not None and hook():
+                    raise FitCancelled("the fit was cancelled")
                 idx = order[start:start + bs]
                 batch = self._collate(enc, idx)
                 with self._autocast():
@@ -430,7 +448,7 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
             rec = {"epoch": epoch + 1, "train_loss": total / n}
             if valid is not None:
                 vl, vr, yv = valid
-                P, H = self._forward_texts(vl, vr)
+                P, H = self._forward_texts(vl, vr, self.module_)
                 p = np.clip(P[:, 1], 1e-7, 1 - 1e-7)
                 pred = match_labels(P)
                 tp = int(((pred == 1) & (yv == 1)).sum())
@@ -455,12 +473,25 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
         elif best_state is not None:
             self.module_.load_state_dict(best_state)
             vl, vr, P, H = best_valid
-            self._remember(vl, vr, P, H)  # the kept weights' validation outputs, as scored
+            if self._inference_module() is not self.module_:  # scored as inference will score them
+                self.module_.eval()
+                P, H = self._forward_texts(vl, vr)
+            self._remember(vl, vr, P, H)  # the kept weights' validation outputs
         self.module_.eval()
 
     # ------------------------------------------------------------------ inference
+    def _inference_module(self) -> nn.Module:
+        """The network that scores: the int8 copy of :attr:`module_` on the CPU with ``quantise``
+        (built on first use after a fit or a load), else :attr:`module_` itself."""
+        if not self.quantise or torch.device(self.device_).type != "cpu":
+            return self.module_
+        q = self.__dict__.get("_quantized")
+        if q is None:
+            q = self._quantized = _quantized_copy(self.module_)
+        return q
+
     def _key(self, left: list[str], right: list[str]) -> str:
-        h = hashlib.sha1(str(self._length()).encode())
+        h = hashlib.sha1(f"{self._length()}:{self._inference_module() is not self.module_}".encode())
         for a, b in zip(left, right):
             h.update(a.encode("utf-8", "surrogatepass"))
             h.update(b"\x00")
@@ -486,18 +517,21 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
                 idx = order[b0:b0 + bs]
                 yield c0 + idx, self._collate(enc, idx)
 
-    def _forward_texts(self, left: list[str], right: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """``(P, H)`` in evaluation mode, no gradients, row order."""
+    def _forward_texts(self, left: list[str], right: list[str], module: nn.Module | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """``(P, H)`` of ``module`` (default :meth:`_inference_module`) in evaluation mode, no
+        gradients, row order."""
+        module = self._inference_module() if module is None else module
         n = len(left)
         hidden = int(self.module_.head.in_features)
         P = np.zeros((n, 2), dtype=np.float32)
         H = np.zeros((n, hidden), dtype=np.float32)
-        self.module_.eval()
+        module.eval()
         n_batches = sum(int(np.ceil(min(CHUNK_SIZE, n - c) / self._eval_batch())) for c in range(0, n, CHUNK_SIZE))
         with torch.inference_mode(), self._autocast():
             for pos, batch in self._progress(self._batches(left, right), total=n_batches, desc="LMMatcher score",
                                              unit="batch", leave=False):
-                logits, h = self.module_(batch)
+                logits, h = module(batch)
                 P[pos] = torch.softmax(logits.float(), dim=1).cpu().numpy()
                 H[pos] = h.float().cpu().numpy()
         return P, H
@@ -650,14 +684,31 @@ class LMMatcher(ClassifierMixin, BaseEstimator):
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_memo", None)
+        state.pop("_quantized", None)  # rebuilt from module_ on first use
+        state.pop("_batch_hook", None)
         return state
 
     def __deepcopy__(self, memo: dict) -> "LMMatcher":
         new = type(self).__new__(type(self))
         memo[id(self)] = new
         for k, v in self.__dict__.items():
-            new.__dict__[k] = OrderedDict() if k == "_memo" else copy.deepcopy(v, memo)
+            if k not in ("_quantized", "_batch_hook"):  # the int8 copy is rebuilt from module_ on first use
+                new.__dict__[k] = OrderedDict() if k == "_memo" else copy.deepcopy(v, memo)
         return new
+
+
+def _quantized_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` for CPU inference whose ``nn.Linear`` layers hold int8 weights
+    (dynamic quantisation); ``module`` itself where PyTorch has no quantised engine."""
+    import warnings
+
+    if torch.backends.quantized.engine in (None, "none") or not torch.backends.quantized.supported_engines:
+        return module
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao.quantization's notice that it moves to torchao
+        q = torch.ao.quantization.quantize_dynamic(copy.deepcopy(module).cpu().eval(), {nn.Linear},
+                                                   dtype=torch.qint8)
+    return q.eval()
 
 
 def _check_saved(state: dict, shown: Path) -> tuple[dict, float, int, str | None]:
@@ -686,7 +737,7 @@ def _check_saved(state: dict, shown: Path) -> tuple[dict, float, int, str | None
     model = state.get("model")
     if model is not None and not isinstance(model, str):
         raise refuse(shown, f"model is a JSON {type(model).__name__}, not a string", fix)
-    kinds = {"warm_start": (bool,), "local_files_only": (bool, type(None)), "verbose": (int,),
+    kinds = {"warm_start": (bool,), "quantise": (bool,), "local_files_only": (bool, type(None)), "verbose": (int,),
              "random_state": (int, type(None))}
     for key, types in kinds.items():
         v = params.get(key)

@@ -447,8 +447,9 @@ class MatchModel:
                 config_text, weights = rnn_parts(rnn)
                 zf.writestr(_RNN_CONFIG, config_text)
                 zf.writestr(_RNN_WEIGHTS, weights)
-            for name, data in lm_files.items():
-                zf.writestr(name, data)
+            for name, data in lm_files.items():  # float weights barely deflate: stored as they are
+                stored = zipfile.ZIP_STORED if name.endswith(".safetensors") else None
+                zf.writestr(name, data, compress_type=stored)
         target = Path(path)
         atomic_write_bytes(target, buf.getvalue())
         return target

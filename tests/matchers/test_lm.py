@@ -347,9 +347,9 @@ def test_risk_query_passes_each_pair_through_the_network_once(tiny, pairs, monke
     sizes = []
     real = LMMatcher._forward_texts
 
-    def counted(self, left, right):
+    def counted(self, left, right, *module):
         sizes.append(len(left))
-        return real(self, left, right)
+        return real(self, left, right, *module)
 
     monkeypatch.setattr(LMMatcher, "_forward_texts", counted)
     sampler(learner, task.rows(task.pool[unl]), n_instances=5, random_state=0)
@@ -422,9 +422,31 @@ def test_offline_weights_unpack_once_and_repair_a_partial_folder(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".unpack-")]  # no temporary left
 
 
+def test_int8_inference_on_the_cpu_is_close_to_float_and_deterministic(tiny, pairs, tmp_path):
+    """quantise=True scores with an int8 copy of the network on the CPU: close to the float
+    network's probabilities here, the same on every call and after save/load, and rebuilt after a
+    fit (a refit's scores are the refit network's); the default scores with the float network."""
+    (X, y), (Xt, _) = pairs["train"], pairs["test"]
+    assert LMMatcher().quantise is False
+    m = LMMatcher(tiny, **{**FAST, "max_epochs": 2, "quantise": True}).fit(X, y)
+    P = m.predict_proba(Xt)
+    assert m._inference_module() is not m.module_
+    assert any("Quantized" in type(mod).__name__ or "quantized" in type(mod).__module__
+               for mod in m._inference_module().modules())
+    F = m.set_params(quantise=False).predict_proba(Xt)  # the memo is keyed by the network that scored
+    assert not np.array_equal(P, F)
+    np.testing.assert_allclose(P, F, atol=0.05)
+    np.testing.assert_array_equal(m.set_params(quantise=True).predict_proba(Xt), P)
+    m.save(tmp_path / "q")
+    np.testing.assert_array_equal(LMMatcher.load(tmp_path / "q", device="cpu").predict_proba(Xt), P)
+    first = m._inference_module()
+    m.fit(X, y)
+    assert m._inference_module() is not first
+
+
 def test_mean_pooling_ignores_padding_and_round_trips(tiny, pairs, tmp_path):
     (X, y), (Xt, _) = pairs["train"], pairs["test"]
-    m = LMMatcher(tiny, **{**FAST, "max_epochs": 2, "pooling": "mean"}).fit(X, y)
+    m = LMMatcher(tiny, **{**FAST, "max_epochs": 2, "pooling": "mean", "quantise": False}).fit(X, y)
     P, H = m.predict_proba_and_represent(Xt)
     # each pair alone (no padding at all): the same vector as in a padded, length-sorted batch
     left, right = _texts(Xt)
