@@ -114,21 +114,20 @@ def run(args: argparse.Namespace) -> dict:
 
 def evaluate(folder: Path, saved: dict, session: LabellingSession) -> list[dict]:
     """Test F1 of each checkpoint's language model, and of a forest on the same labels."""
-    from skrisk.data import SimilarityFeatures
     from skrisk.matchers import FeatureMatcher
     from skrisk.matching import load_model
 
-    ds = load_deepmatcher(folder)
-    test = ds.split("test")
+    test = load_deepmatcher(folder).split("test")
     y_test = test.y
-    sf = SimilarityFeatures(types=(session.store.manifest or {}).get("types"), n_jobs=-1)
-    sf.fit(session.round.dataset)
-    F_all = np.asarray(sf.transform(session.round.dataset), dtype=np.float64)
-    F_test = np.asarray(sf.transform(test), dtype=np.float64)
+    F_all = session.features  # the session's own, computed once; its fitted features are in every model
+    F_test = None
     out = []
     for c, info in sorted(saved.items()):
         t = time.perf_counter()
         model = load_model(info["path"], device="cpu")
+        if F_test is None:
+            F_test = np.asarray(model.features.transform(test), dtype=np.float64)
+            t = time.perf_counter()
         p_lm = np.asarray(model.matcher.predict_proba(test.to_frame()))[:, 1]
         lm_s = time.perf_counter() - t
         keys, y = list(info["labels"]), np.array(list(info["labels"].values()))

@@ -99,20 +99,20 @@ class LMRounds:
         self.newest()
         if self._matcher is None:
             saved = self._saved() if self._saved is not None else None
-            if saved is not None:
-                self._matcher, self.trained_on = saved, 0
-                nxt, X_fit, y_fit, verbose = self._next_fit(X_lab, y_lab, seed)
-                self._matcher = nxt.fit(X_fit, y_fit).set_params(verbose=verbose)
+            if saved is not None:  # fitted as train_next fits, in place: it is nobody else's
+                self.trained_on = 0
+                X_fit, y_fit = self._fit_rows(X_lab, y_lab, seed)
+                verbose = saved.get_params()["verbose"]
+                self._matcher = saved.set_params(warm_epochs=1, verbose=0).fit(X_fit, y_fit).set_params(verbose=verbose)
             else:
                 self._matcher = self._make().fit(X_lab, y_lab)
             self.trained_on = len(y_lab)
         return self._matcher
 
-    def _next_fit(self, X_lab: Any, y_lab: np.ndarray, seed: int) -> tuple[Any, Any, np.ndarray, Any]:
-        """``(matcher, X, y, verbose)`` of the next fit: a copy of the current matcher, quiet and
-        for one warm epoch (``verbose``: the current one's, to give back after it), and at most :data:`TRAIN_PAIRS` of the labelled pairs: those after the ones
-        the current matcher was trained on (the newest answers come last), then a sample of the
-        earlier ones (seeded by ``seed``)."""
+    def _fit_rows(self, X_lab: Any, y_lab: np.ndarray, seed: int) -> tuple[Any, np.ndarray]:
+        """``(X, y)`` of the next fit: at most :data:`TRAIN_PAIRS` of the labelled pairs, those
+        after the ones the current matcher was trained on (the newest answers come last), then a
+        sample of the earlier ones (seeded by ``seed``); every label when the sample misses a class."""
         n = len(y_lab)
         rows = np.arange(n)
         if n > TRAIN_PAIRS:
@@ -121,19 +121,20 @@ class LMRounds:
             k = min(TRAIN_PAIRS - len(new), len(old))
             rows = np.sort(np.r_[np.random.RandomState(seed).choice(old, size=k, replace=False), new])
         X_fit, y_fit = take_rows(X_lab, rows), np.asarray(y_lab)[rows]
-        if len(np.unique(y_fit)) < 2:  # a fit needs both classes: every label then
-            X_fit, y_fit = X_lab, np.asarray(y_lab)
-        verbose = self._matcher.get_params()["verbose"]
-        return copy.deepcopy(self._matcher).set_params(warm_epochs=1, verbose=0), X_fit, y_fit, verbose
+        if len(np.unique(y_fit)) < 2:  # a fit needs both classes
+            return X_lab, np.asarray(y_lab)
+        return X_fit, y_fit
 
     def train_next(self, X_lab: Any, y_lab: np.ndarray, seed: int) -> None:
-        """Start the next round's fit (:meth:`_next_fit`) in a background thread, warm from the
-        current matcher (which keeps scoring until :meth:`matcher` returns the new one); nothing
+        """Start the next round's fit in a background thread: one warm epoch on :meth:`_fit_rows`,
+        from a copy of the current matcher (which keeps scoring until :meth:`matcher` returns the new one); nothing
         when there is no label the current matcher was not trained on."""
         n = len(y_lab)
         if self._matcher is None or self._job is not None or n <= self.trained_on:
             return
-        nxt, X_fit, y_fit, verbose = self._next_fit(X_lab, y_lab, seed)
+        X_fit, y_fit = self._fit_rows(X_lab, y_lab, seed)
+        verbose = self._matcher.get_params()["verbose"]  # given back when the new matcher is adopted
+        nxt = copy.deepcopy(self._matcher).set_params(warm_epochs=1, verbose=0)  # quiet under the questions
         cancel = threading.Event()
         batches = iter(range(1, 1 << 62))
 
