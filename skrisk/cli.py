@@ -464,7 +464,7 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
         matches[col] = matches[col].round(6)
     entities = result.entities.to_frame()
     # written after all the work, together: both files of this run replace the old ones, or neither
-    from .matching._incremental import full_run_index
+    from .matching._known_index import full_run_index
 
     if args.output_format == "parquet":
         names = ("matches.parquet", "entities.parquet")

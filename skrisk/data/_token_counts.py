@@ -137,23 +137,33 @@ def combine(parts: list[TokenCounts]) -> tuple[np.ndarray, list[sp.csr_matrix]]:
     return vocab, out
 
 
-def concat_counts(a: TokenCounts, b: TokenCounts) -> TokenCounts:
-    """The counts of ``a``'s records then ``b``'s, over the sorted union of their words (``b`` the
-    smaller: costs ``len(b.vocab) log len(a.vocab)`` comparisons and one pass over the counts)."""
+def concat_counts(a: TokenCounts, b: TokenCounts, order: np.ndarray | None = None) -> TokenCounts:
+    """The counts of ``a``'s records then ``b``'s (or those rows in the rows of ``order``, which
+    keeps each table's records in their order: ``b``'s slotted in among ``a``'s), over the sorted
+    union of their words (``b`` the smaller: costs ``len(b.vocab) log len(a.vocab)`` comparisons
+    and one pass over the counts, written once into the result)."""
     import scipy.sparse as sp
 
     pos, hit = _lookup(a.vocab, b.vocab)
     at = pos[~hit]
     vocab = np.insert(a.vocab, at, b.vocab[~hit])  # b's new words slotted in: still sorted
-    where_a = np.arange(len(a.vocab)) + np.searchsorted(at, np.arange(len(a.vocab)), side="right")
-    where_b = np.empty(len(b.vocab), dtype=np.int64)
+    where_a = (np.arange(len(a.vocab)) + np.searchsorted(at, np.arange(len(a.vocab)), side="right")).astype(np.int32)
+    where_b = np.empty(len(b.vocab), dtype=np.int32)
     where_b[hit] = where_a[pos[hit]]
     where_b[~hit] = at + np.arange(len(at))
-    counts = sp.vstack([
-        sp.csr_matrix((t.counts.data, w[t.counts.indices].astype(np.int32), t.counts.indptr),
-                      shape=(t.counts.shape[0], len(vocab))) for t, w in ((a, where_a), (b, where_b))
-    ], format="csr")
-    return TokenCounts(list(a.columns), a.ids.append(b.ids), vocab, counts)
+    n_a = a.counts.shape[0]
+    order = np.arange(n_a + b.counts.shape[0]) if order is None else np.asarray(order)
+    from_a = order < n_a
+    lens = np.concatenate([np.diff(a.counts.indptr), np.diff(b.counts.indptr)])[order]
+    indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    of_a = np.repeat(from_a, lens)  # each stored count: from a row of a (in a's order) or of b
+    del lens
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    indices[of_a], data[of_a] = where_a[a.counts.indices], a.counts.data
+    indices[~of_a], data[~of_a] = where_b[b.counts.indices], b.counts.data
+    counts = sp.csr_matrix((data, indices, indptr), shape=(len(order), len(vocab)))
+    return TokenCounts(list(a.columns), a.ids.append(b.ids)[order], vocab, counts)
 
 
 @contextlib.contextmanager

@@ -8,16 +8,24 @@ arrays, nothing in it runs code) of plain arrays:
 - per attribute ``k`` (in the order of the manifest's ``attributes``): ``a{k}_text`` and
   ``a{k}_len`` for its distinct values, ``a{k}_codes`` (int32: each record's value, ``-1``
   missing);
+- ``r_entity`` (int64: each record's entity id, as ``entities.csv`` holds it) and ``r_ident``
+  (uint64: each record's identical key, ``skrisk.data._known_blocking.identical_keys`` over the
+  model's attributes);
+- ``s_entity`` (int64), ``s_text`` and ``s_len``: the entities that ``entities.csv`` marks
+  suspicious, and their ``suspicious`` text;
 - for a model whose blocking has a ``tokens`` rule, the word counts of its columns
   (``TokenCounts``, over the columns of the manifest's ``tokens_columns``):
   ``t_vocab_text`` and ``t_vocab_len`` (the words, sorted), and the records x words counts in
   CSR form, ``t_indptr`` (int64), ``t_indices`` (int32) and ``t_counts`` (float32).
 
 Written and read in one pass per column (no row is visited in Python), so a full run's index
-costs a fraction of a second at 200,000 records. The members are stored with a fixed date, so
-that the same records give the same bytes. Reading checks the archive before loading it: stored
-members only, of sizes the file can hold, the expected names, dtypes and shapes, codes within
-their values.
+costs a fraction of a second at 200,000 records; the archive is written straight to its file,
+member by member. The members are stored with a fixed date, so that the same arrays give the
+same bytes. Reading checks the archive before loading it: stored members only, of sizes the file
+can hold, the expected names, dtypes and shapes, codes within their values. An attribute's values
+need not be distinct (an incremental run appends the values of its new records): the reader
+decodes each attribute's texts once and gives the values of the rows asked for
+(:class:`IndexArchive`), so that the known records are never all turned into Python strings.
 """
 
 from __future__ import annotations
@@ -56,9 +64,9 @@ def _arrays_to_texts(blob: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
-def records_bytes(records: pd.DataFrame, attributes: list[str], tokens: Any = None) -> bytes:
-    """The archive of ``records`` (indexed by str id; text values, missing as ``""`` or NaN/None)
-    and of their word counts ``tokens`` (a ``TokenCounts`` of these records in this order)."""
+def record_arrays(records: pd.DataFrame, attributes: list[str]) -> dict[str, np.ndarray]:
+    """The members ``ids_*`` and ``a{k}_*`` of ``records`` (indexed by str id; text values,
+    missing as ``""`` or NaN/None), each attribute's distinct values once."""
     arrays: dict[str, np.ndarray] = {}
     arrays["ids_text"], arrays["ids_len"] = texts_to_arrays(records.index.astype(str))
     for k, a in enumerate(attributes):
@@ -69,24 +77,65 @@ def records_bytes(records: pd.DataFrame, attributes: list[str], tokens: Any = No
             uniq = np.array([str(v) for v in uniq], dtype=object)
         arrays[f"a{k}_text"], arrays[f"a{k}_len"] = texts_to_arrays(uniq)
         arrays[f"a{k}_codes"] = codes.astype(np.int32)
-    if tokens is not None:
-        m = tokens.counts
-        arrays["t_vocab_text"], arrays["t_vocab_len"] = texts_to_arrays(tokens.vocab)
-        arrays["t_indptr"], arrays["t_indices"] = m.indptr.astype(np.int64), m.indices.astype(np.int32)
-        arrays["t_counts"] = m.data.astype(np.float32)
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+    return arrays
+
+
+def token_arrays(tokens: Any) -> dict[str, np.ndarray]:
+    """The members ``t_*`` of word counts (a ``TokenCounts``)."""
+    m = tokens.counts
+    arrays = {}
+    arrays["t_vocab_text"], arrays["t_vocab_len"] = texts_to_arrays(tokens.vocab)
+    arrays["t_indptr"] = m.indptr.astype(np.int64, copy=False)
+    arrays["t_indices"] = m.indices.astype(np.int32, copy=False)
+    arrays["t_counts"] = m.data.astype(np.float32, copy=False)
+    return arrays
+
+
+def entity_arrays(entity: np.ndarray, ident: np.ndarray, suspicious: dict[int, str]) -> dict[str, np.ndarray]:
+    """The members ``r_entity``, ``r_ident`` and ``s_*`` (``suspicious``: entity id -> text)."""
+    flagged = sorted(suspicious)
+    arrays = {"r_entity": np.asarray(entity, dtype=np.int64), "r_ident": np.asarray(ident, dtype=np.uint64),
+              "s_entity": np.array(flagged, dtype=np.int64)}
+    arrays["s_text"], arrays["s_len"] = texts_to_arrays([suspicious[e] for e in flagged])
+    return arrays
+
+
+def _write_members(f: Any, arrays: dict[str, np.ndarray]) -> None:
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
         for name, arr in arrays.items():
             info = zipfile.ZipInfo(name + ".npy", date_time=_DATE)
             info.compress_type = zipfile.ZIP_STORED
-            with zf.open(info, "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.ascontiguousarray(arr), allow_pickle=False)
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+
+
+def write_archive(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write the archive of ``arrays`` at ``path`` (a new file: the staging file of
+    ``write_files_together``), member by member, and sync it."""
+    import os
+
+    with open(path, "xb") as f:
+        _write_members(f, arrays)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def records_bytes(records: pd.DataFrame, attributes: list[str], tokens: Any = None) -> bytes:
+    """The archive of ``records`` (each its own entity, no identical key, none suspicious) and
+    of their word counts ``tokens`` (a ``TokenCounts`` of these records in this order), as bytes."""
+    n = len(records)
+    arrays = {**record_arrays(records, attributes),
+              **entity_arrays(np.arange(n), np.zeros(n, dtype=np.uint64), {})}
+    if tokens is not None:
+        arrays.update(token_arrays(tokens))
+    buf = io.BytesIO()
+    _write_members(buf, arrays)
     return buf.getvalue()
 
 
 #: The dtype of each kind of member, by the end of its name.
 _DTYPES = {"text": np.uint8, "len": np.int64, "codes": np.int32, "indptr": np.int64, "indices": np.int32,
-           "counts": np.float32}
+           "counts": np.float32, "entity": np.int64, "ident": np.uint64}
 
 
 def _check_arrays(arrays: dict[str, np.ndarray], bad: Any) -> None:
@@ -114,13 +163,106 @@ def _load_checked(path: Path, names: list[str], bad: Any, missing: str) -> dict[
     return arrays
 
 
-def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
-    """The records of an index archive (missing values as None), or a DataError naming ``path`` and ``fix``."""
+class _Texts:
+    """The texts of one ``*_text`` / ``*_len`` pair: checked at once (the UTF-8 decodes, the
+    lengths add up), decoded on the first :meth:`take` and kept until :meth:`drop`."""
+
+    def __init__(self, blob: np.ndarray, lengths: np.ndarray) -> None:
+        self.blob, self.lengths = blob, lengths
+        total = int(lengths.sum())
+        ascii_only = not len(blob) or int(blob.max()) < 128
+        n_chars = len(blob) if ascii_only else len(blob.tobytes().decode("utf-8", "surrogatepass"))
+        if n_chars != total:
+            raise ValueError("the lengths do not add up to the text")
+        self._whole: str | None = None
+        self._ends: np.ndarray | None = None
+
+    def take(self, at: np.ndarray) -> list[str]:
+        if self._whole is None:
+            self._whole = self.blob.tobytes().decode("utf-8", "surrogatepass")
+            self._ends = np.cumsum(self.lengths)
+        w, ends = self._whole, self._ends[at]
+        return [w[a:b] for a, b in zip((ends - self.lengths[at]).tolist(), ends.tolist())]
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def drop(self) -> None:
+        self._whole = self._ends = None
+
+
+class IndexArchive:
+    """The checked members of an index archive: every record's id (``ids``, str), entity and
+    identical key; each attribute's values on request (:meth:`values`, :meth:`frame`: an
+    attribute's texts are decoded at its first request)."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], attributes: list[str]) -> None:
+        self.arrays, self.attributes = arrays, list(attributes)
+        ids = _Texts(arrays["ids_text"], arrays["ids_len"])
+        self.ids = np.empty(len(ids), dtype=object)
+        self.ids[:] = ids.take(np.arange(len(ids)))
+        n = len(self.ids)
+        self._texts = []
+        for k, a in enumerate(self.attributes):
+            texts, codes = _Texts(arrays[f"a{k}_text"], arrays[f"a{k}_len"]), arrays[f"a{k}_codes"]
+            if len(codes) != n or (n and (codes.min() < -1 or codes.max() >= len(texts))):
+                raise ValueError(f"the codes of {a!r} do not fit its values or the records")
+            self._texts.append(texts)
+        for name in ("r_entity", "r_ident"):
+            if len(arrays[name]) != n:
+                raise ValueError(f"{name} does not hold one value per record")
+        sus = _Texts(arrays["s_text"], arrays["s_len"])
+        if len(sus) != len(arrays["s_entity"]):
+            raise ValueError("s_entity and s_len differ in length")
+        self.suspicious = dict(zip(arrays["s_entity"].tolist(), sus.take(np.arange(len(sus)))))
+
+    def drop_values(self) -> None:
+        """Let the decoded values go (a later :meth:`values` decodes them again; the arrays stay)."""
+        for texts in self._texts:
+            texts.drop()
+
+    @property
+    def entity(self) -> np.ndarray:
+        return self.arrays["r_entity"]
+
+    @property
+    def ident(self) -> np.ndarray:
+        return self.arrays["r_ident"]
+
+    def values(self, k: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """The values of attribute ``k`` of the records at ``rows`` (all: None), missing as None."""
+        codes = self.arrays[f"a{k}_codes"]
+        codes = codes if rows is None else codes[rows]
+        out = np.empty(len(codes), dtype=object)
+        out[:] = None
+        at = codes >= 0
+        uniq, inverse = np.unique(codes[at], return_inverse=True)
+        texts = np.empty(len(uniq), dtype=object)
+        texts[:] = self._texts[k].take(uniq)
+        out[at] = texts[inverse]
+        return out
+
+    def frame(self, rows: np.ndarray | None = None, columns: list[str] | None = None) -> pd.DataFrame:
+        """The records at ``rows`` (all: None), their ``columns`` (all the attributes: None)."""
+        columns = self.attributes if columns is None else list(columns)
+        data = {a: self.values(self.attributes.index(a), rows) for a in columns}
+        ids = self.ids if rows is None else self.ids[rows]
+        return pd.DataFrame(data, index=pd.Index(ids, dtype=object), columns=columns)
+
+
+def _members(attributes: list[str]) -> set[str]:
+    return ({"ids_text", "ids_len", "r_entity", "r_ident", "s_entity", "s_text", "s_len"}
+            | {f"a{k}_{p}" for k in range(len(attributes)) for p in ("text", "len", "codes")})
+
+
+def read_archive(path: Path, attributes: list[str], fix: str) -> IndexArchive:
+    """The checked archive of an index (no value of its records decoded but the ids), or a
+    DataError naming ``path`` and ``fix``."""
     def bad(why: str) -> DataError:
         return DataError(f"{path} is not a readable index of records ({why}): the file was changed; {fix}.")
 
     size = path.stat().st_size
-    names = {"ids_text", "ids_len"} | {f"a{k}_{p}" for k in range(len(attributes)) for p in ("text", "len", "codes")}
+    names = _members(attributes)
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
@@ -136,21 +278,14 @@ def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
         raise bad(str(exc)) from None
     arrays = _load_checked(path, sorted(names), bad, "a member is missing")
     try:
-        ids = _arrays_to_texts(arrays["ids_text"], arrays["ids_len"])
-        columns = {}
-        for k, a in enumerate(attributes):
-            uniq = _arrays_to_texts(arrays[f"a{k}_text"], arrays[f"a{k}_len"])
-            codes = arrays[f"a{k}_codes"]
-            if len(codes) != len(ids) or (len(codes) and (codes.min() < -1 or codes.max() >= len(uniq))):
-                raise ValueError(f"the codes of {a!r} do not fit its values or the records")
-            col = np.empty(len(codes), dtype=object)
-            col[:] = None
-            at = codes >= 0
-            col[at] = uniq[codes[at]]
-            columns[a] = col
+        return IndexArchive(arrays, attributes)
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad(str(exc)) from None
-    return pd.DataFrame(columns, index=pd.Index(ids, dtype=object), columns=attributes)
+
+
+def read_records(path: Path, attributes: list[str], fix: str) -> pd.DataFrame:
+    """The records of an index archive (missing values as None), or a DataError naming ``path`` and ``fix``."""
+    return read_archive(path, attributes, fix).frame()
 
 
 def read_tokens(path: Path, columns: list[str], ids: pd.Index, fix: str) -> Any:
@@ -178,7 +313,7 @@ def read_tokens(path: Path, columns: list[str], ids: pd.Index, fix: str) -> Any:
         raise bad("a word index is outside the vocabulary")
     first = np.zeros(len(idx), dtype=bool)
     first[ptr[:-1][np.diff(ptr) > 0]] = True
-    if len(idx) > 1 and (np.diff(idx.astype(np.int64))[~first[1:]] <= 0).any():
+    if len(idx) > 1 and (np.diff(idx)[~first[1:]] <= 0).any():  # int32 differences: the indices are >= 0
         raise bad("a row's words are not distinct and in order")
     if len(cnt) and not (np.isfinite(cnt).all() and cnt.min() > 0):
         raise bad("a count is not a positive number")

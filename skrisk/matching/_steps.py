@@ -183,9 +183,10 @@ def _reasons(model: MatchModel, scorer: Any, part: pd.DataFrame, names: list[str
     if model.risk_model is None or getattr(model.risk_model, "risk_model_", True) is None:
         return ["no risk model (the matcher made no mistake to learn from): risk = min(p, 1 - p)"] * len(part)
     F = scorer.feature_matrix(part)  # the features the pairs were scored by
+    proba = model.risk_model.predict_proba(F)[:, 1] if len(part) else None  # once, not per pair
     out = []
     for j in range(len(part)):
-        exp = model.risk_model.explain(F, j)
+        exp = model.risk_model.explain(F, j, proba=proba)
         if hasattr(exp, "short_text"):
             text = exp.short_text(k=k)
         else:

@@ -742,7 +742,8 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         """
         return self.predict_distribution(X, proba=proba).risk
 
-    def explain(self, X: Any, index: int = 0, *, pairs: Any = None) -> RiskExplanation:
+    def explain(self, X: Any, index: int = 0, *, pairs: Any = None,
+                proba: npt.ArrayLike | None = None) -> RiskExplanation:
         """Why pair ``index`` of ``X`` gets its risk: readable reasons, fired rules, distribution.
 
         Parameters
@@ -757,6 +758,11 @@ n_iter_no_change, alpha_l1, alpha_l2, device
             pair of ``X`` (or a single row: the explained pair's), a
             :class:`~skrisk.data.PairDataset` (its pairs in the order of ``X``), or a mapping
             ``{attribute: (left value, right value)}`` of the explained pair.
+        proba : array-like of shape (n_pairs,), default=None
+            The match probabilities of ``X`` when they are known already (see
+            :meth:`predict_distribution`): the matcher is then not called, so that explaining
+            every pair of ``X`` in turn costs one ``predict_proba`` in all. None:
+            ``predict_proba`` of the explained pair.
 
         Returns
         -------
@@ -780,7 +786,14 @@ n_iter_no_change, alpha_l1, alpha_l2, device
         i = int(index) % n
         row = take_rows(X, [i])
         F = self._features(row, 1, "X")
-        R = self._risk_input(F, self.predict_proba(row)[:, 1])
+        if proba is None:
+            p = self.predict_proba(row)[:, 1]
+        else:
+            p = np.asarray(proba, dtype=np.float64).ravel()
+            if len(p) != n:
+                raise ValueError(f"proba has {len(p)} values for {n} pairs: give one per pair of X.")
+            p = p[[i]]
+        R = self._risk_input(F, p)
         return self.risk_model_.explain(
             R, 0, values=_pair_values(pairs, i, n), feature_names=self._explain_names(F.shape[1])
         )

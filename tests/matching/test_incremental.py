@@ -436,6 +436,39 @@ def test_the_kept_word_counts_give_the_same_candidates(token_world):
         assert len(plain) > 0 and plain.equals(lent)
 
 
+@pytest.mark.parametrize("rules", [RULES, TOKEN_RULES, None], ids=["standard", "tokens", "default"])
+def test_blocking_against_the_kept_keys_gives_the_pairs_of_block(token_world, rules):
+    """New records blocked against what an index keeps of the known ones (identical keys, word
+    counts, values of other rules' columns on request) get the pairs of ``block(new, known,
+    identical=True, one_way=True)``, twins on both sides and records without values included."""
+    import numpy as np
+
+    # internal on purpose: the blocking of an incremental run, against the public block()
+    from skrisk.data._known_blocking import block_new_against_known, identical_keys
+    from skrisk.data._token_counts import token_counts
+
+    _, table = token_world
+    attrs = list(table.columns)
+    known, new = table.iloc[:N_KNOWN].copy(), table.iloc[N_KNOWN:N_KNOWN + 200].copy()
+    known = pd.concat([known, known.iloc[:40].set_axis([f"copy{i}" for i in range(40)])])  # twins among the known
+    new = pd.concat([new, known.iloc[40:60].set_axis([f"new{i}" for i in range(20)]),  # twins of known records
+                     pd.DataFrame({a: [None, ""] for a in attrs}, index=["blank1", "blank2"])])
+    new.iloc[5, 0] = "  " + str(new.iloc[5, 0]).upper()  # equal once normalised
+    known = known.sort_index()
+    expected = block(new, known, rules, identical=True, one_way=True).pairs
+    cols = TOKEN_RULES[0][1] if rules is TOKEN_RULES else attrs
+    ids = known.index.to_numpy(dtype=object)
+    li, ri = block_new_against_known(new, ids, identical_keys(known, attrs), rules, attributes=attrs,
+                                     known_tokens=token_counts(known, cols),
+                                     known_columns=lambda c, rows: known.iloc[rows][c])
+    got = pd.DataFrame({"left_id": new.index.to_numpy(dtype=object)[li], "right_id": ids[ri]})
+    assert len(expected) > 0 and set(map(tuple, got.to_numpy())) == set(map(tuple, expected.to_numpy()))
+    assert len(got) == len(expected)
+    keys = identical_keys(new, attrs)
+    assert keys[-1] == keys[-2] == 0 and keys[5] == identical_keys(table.iloc[N_KNOWN + 5:N_KNOWN + 6], attrs)[0]
+    assert len(np.unique(keys[:-2])) > 150
+
+
 def test_word_counts_that_do_not_hold_together_are_refused(token_world):
     """An index whose word counts were changed and its checksum updated is still refused,
     naming the file (a word outside the vocabulary)."""

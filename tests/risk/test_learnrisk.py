@@ -47,6 +47,12 @@ def test_fit_predict_and_explain_with_validation_pairs():
     assert 0.5 < risk_roc_auc(model, Xv, yv) <= 1.0
     text = str(model.explain(Xv, 3))
     assert text.startswith("Matcher says") and "x0" not in text
+    # the probabilities given once: the same explanation, the matcher not called per pair
+    p = model.predict_proba(Xv)[:, 1]
+    assert model.explain(Xv, 3, proba=p).to_dict() == model.explain(Xv, 3).to_dict()
+    assert model.explain(Xv, 3, proba=np.full(200, 0.99)).probability == pytest.approx(0.99)
+    with pytest.raises(ValueError, match="proba has 5 values for 200 pairs"):
+        model.explain(Xv, 3, proba=p[:5])
     assert all(str(r).split()[0] in {"a", "b", "c"} for r in model.rules_)
 
 

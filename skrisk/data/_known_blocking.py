@@ -1,0 +1,111 @@
+"""Blocking new records against records already matched, from what an index keeps of them.
+
+An incremental run (:mod:`skrisk.matching._incremental`) blocks its new records against the
+known records of an earlier run without holding those as a table: the index keeps, per known
+record, its *identical key* (:func:`identical_keys`, a 64-bit hash of its normalised values) and
+the word counts of the ``tokens`` rule, and gives the values of other rules' columns on request.
+:func:`block_new_against_known` gives the pairs that ``block(new, known, rules, identical=True,
+one_way=True)`` gives (a hash collision can only add a candidate pair, which is then scored).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ._blocking import _Groups, _normalise_rules, _recordlinkage_pairs, _sorted_unique, _token_pairs
+from ._text import normalise_text
+from ._token_counts import TokenCounts, known_token_counts
+from ._typed_blocking import typed_pairs
+
+#: The key of a record with no value at all (never identical to another record).
+NO_KEY = np.uint64(0)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def hash_probe() -> str:
+    """The keys of a fixed set of records, as text: an index written with another hash function
+    (another pandas) is told apart by it."""
+    probe = pd.DataFrame({"a": ["Anna", None, "12 Main St"], "b": ["x", "", "ß"]})
+    return ",".join(str(int(k)) for k in identical_keys(probe, ["a", "b"]))
+
+
+def identical_keys(table: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """Each record's identical key over ``cols`` (uint64): equal for records whose normalised
+    values are all equal, :data:`NO_KEY` for a record without any value (each distinct value
+    normalised and hashed once, :func:`pandas.util.hash_array`)."""
+    key = np.zeros(len(table), dtype=np.uint64)
+    empty = np.ones(len(table), dtype=bool)
+    for c in cols:
+        codes, uniq = pd.factorize(table[c].astype(object), use_na_sentinel=False)
+        norm = np.array([normalise_text(v) for v in uniq], dtype=object)
+        h = pd.util.hash_array(norm, categorize=False) if len(norm) else np.zeros(0, np.uint64)
+        empty &= (norm == "")[codes] if len(codes) else empty
+        with np.errstate(over="ignore"):
+            key = (key ^ h[codes]) * _MIX + np.uint64(1)  # order-sensitive, wraps around
+    key[key == NO_KEY] = np.uint64(1)
+    key[empty] = NO_KEY
+    return key
+
+
+def _groups(new_keys: np.ndarray, known_keys: np.ndarray) -> _Groups:
+    """The identical-record groups of the new records (left) and the known ones (right), as
+    ``_identical_groups`` makes them from the values."""
+    keys = np.concatenate([new_keys, known_keys])
+    n = len(new_keys)
+    codes, _ = pd.factorize(keys)
+    alone = np.flatnonzero(keys == NO_KEY)
+    codes[alone] = codes.max(initial=-1) + 1 + np.arange(len(alone))  # no twin
+    heads = []
+    for lo, hi in ((0, n), (n, len(codes))):
+        part = codes[lo:hi]
+        f = np.full(int(codes.max(initial=-1)) + 1, -1, dtype=np.int64)
+        uniq, at = np.unique(part, return_index=True)
+        f[uniq] = at
+        heads.append((part, f))
+    (pl, fl), (pr, fr) = heads
+    both = np.flatnonzero((fl >= 0) & (fr >= 0))
+    return _Groups(fl[pl], fr[pr], (fl[both], fr[both]))
+
+
+def block_new_against_known(
+    new: pd.DataFrame, known_ids: np.ndarray, known_keys: np.ndarray, rules: Any, *,
+    attributes: list[str], known_tokens: TokenCounts | None, known_columns: Callable[[list[str], np.ndarray], pd.DataFrame],
+    threads: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs of a new record and a known one: (rows of ``new``, positions among the known).
+
+    ``known_keys`` are the known records' :func:`identical_keys` over ``attributes``;
+    ``known_tokens`` their word counts for the ``tokens`` rule (over its columns, in the order of
+    ``known_ids``); ``known_columns(cols, positions)`` the values of other rules' columns, a
+    frame indexed by the ids at ``positions``.
+    """
+    parsed = _normalise_rules(rules, new, new)
+    groups = _groups(identical_keys(new, attributes), known_keys)
+    lpos, rpos = groups.left_reps, groups.right_reps
+    sub_l = new if len(lpos) == len(new) else new.iloc[lpos]
+    rep_ids = pd.Index(known_ids if len(rpos) == len(known_ids) else known_ids[rpos], dtype=object)
+    n_known = len(known_ids)
+    codes = []
+    for method, cols, params in parsed:
+        if method == "tokens" and known_tokens is not None and known_tokens.columns == list(cols):
+            lent = known_tokens if len(rpos) == n_known else known_tokens.take(rpos)
+            with known_token_counts(lent):  # the known side is a frame of ids only: its counts are lent
+                li, ri = _token_pairs(cols, params, sub_l, pd.DataFrame(index=rep_ids), threads, one_way=True)
+            del lent
+        else:
+            sub_r = known_columns(list(cols), rpos)
+            if method == "tokens":
+                li, ri = _token_pairs(cols, params, sub_l, sub_r, threads, one_way=True)
+            elif method == "typed":
+                li, ri = typed_pairs(cols, params, sub_l, sub_r)
+            else:
+                li, ri = _recordlinkage_pairs(method, cols, params, sub_l, sub_r, len(sub_l) + len(sub_r))
+        li, ri = groups.spread(lpos[li], rpos[ri])
+        codes.append(li.astype(np.int64) * n_known + ri)
+    li, ri = groups.identical_pairs()
+    codes.append(li.astype(np.int64) * n_known + ri)
+    all_codes = _sorted_unique(np.concatenate(codes))
+    return np.divmod(all_codes, n_known) if n_known else (all_codes, all_codes)
