@@ -312,8 +312,9 @@ def _add_match_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         "(matches.parquet, entities.parquet: large results, typed columns)")
     m.add_argument("--no-progress", action="store_true", help="no progress bars")
     m.add_argument("--entities", metavar="PREVIOUS", default=None,
-                   help="incremental run (dedup models): the --out folder of an earlier run; --left holds the "
-                        "new records, which join its entities (ids kept) or start new ones; writes changes.csv")
+                   help="incremental run: the --out folder of an earlier run; --left (and, for a linkage model, "
+                        "--right: either may be a header-only file) holds the new records, which join its "
+                        "entities (ids kept) or start new ones; writes changes.csv")
     m.add_argument("--merge", choices=("report", "apply"), default="report",
                    help="with --entities: a new record linking two known entities is reported in changes.csv "
                         "(report, the default) or also merges them (apply)")
@@ -474,13 +475,15 @@ def _match_locked(args: argparse.Namespace, out: Path, client: Any = None) -> in
         names = ("matches.csv", "entities.csv")
         writers = {names[0]: lambda p: write_csv_export(p, matches), names[1]: lambda p: write_csv_export(p, entities)}
     on_cluster = isinstance(left, str) or isinstance(right, str)
-    if not on_cluster:  # the index of later incremental runs needs the records, which a cluster keeps
+    csv = args.output_format != "parquet"
+    if not on_cluster and csv:  # the index of later incremental runs needs the records, which a cluster keeps
         writers.update(full_run_index(model, left, right, entities))
     write_files_together(out, writers)
     print(visible(f"Wrote {out / names[0]} and {out / names[1]}."), flush=True)
-    if on_cluster and model.task == "dedup":
-        print("No blocking index written (the records were read on the cluster): an incremental run "
-              "(--entities) needs a run from CSV files.", flush=True)
+    if on_cluster or not csv:
+        why = "the records were read on the cluster" if on_cluster else "its entities are in entities.parquet"
+        print(f"No blocking index written ({why}): an incremental run (--entities) needs a run from CSV "
+              "files that writes entities.csv.", flush=True)
     return _EXIT_OK
 
 

@@ -15,9 +15,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ._blocking import _Groups, _normalise_rules, _recordlinkage_pairs, _sorted_unique, _token_pairs
+from ._blocking import _Groups, _normalise_rules, _recordlinkage_pairs, _sorted_unique, _token_pairs, _top_k
 from ._text import normalise_text
-from ._token_counts import TokenCounts, known_token_counts
+from ._token_counts import TokenCounts, tfidf_of_counts, token_counts
 from ._typed_blocking import typed_pairs
 
 #: The key of a record with no value at all (never identical to another record).
@@ -70,6 +70,20 @@ def _groups(new_keys: np.ndarray, known_keys: np.ndarray) -> _Groups:
     return _Groups(fl[pl], fr[pr], (fl[both], fr[both]))
 
 
+def _tokens_one_way(cols: list[str], params: dict, new: pd.DataFrame, known: TokenCounts, rows: np.ndarray,
+                    threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_token_pairs(cols, params, new, known.iloc[rows], one_way=True)`` from the known records'
+    word counts (their ids are not looked at)."""
+    counts = known.counts if len(rows) == known.counts.shape[0] else known.counts[rows]
+    mats = tfidf_of_counts([token_counts(new, cols), TokenCounts(cols, pd.Index([]), known.vocab, counts)],
+                           [False, counts is known.counts])
+    if mats is None:  # no token at all
+        return np.empty(0, np.intp), np.empty(0, np.intp)
+    k, thr = int(params["top_k"]), float(params["min_similarity"])
+    how = (float(params["budget"]) * mats[0].shape[0], int(params["prefix"]), int(params["rescore"]))
+    return _top_k(mats[0], mats[1], k, thr, *how, dedup=False, threads=threads)
+
+
 def block_new_against_known(
     new: pd.DataFrame, known_ids: np.ndarray, known_keys: np.ndarray, rules: Any, *,
     attributes: list[str], known_tokens: TokenCounts | None, known_columns: Callable[[list[str], np.ndarray], pd.DataFrame],
@@ -86,15 +100,11 @@ def block_new_against_known(
     groups = _groups(identical_keys(new, attributes), known_keys)
     lpos, rpos = groups.left_reps, groups.right_reps
     sub_l = new if len(lpos) == len(new) else new.iloc[lpos]
-    rep_ids = pd.Index(known_ids if len(rpos) == len(known_ids) else known_ids[rpos], dtype=object)
     n_known = len(known_ids)
     codes = []
     for method, cols, params in parsed:
         if method == "tokens" and known_tokens is not None and known_tokens.columns == list(cols):
-            lent = known_tokens if len(rpos) == n_known else known_tokens.take(rpos)
-            with known_token_counts(lent):  # the known side is a frame of ids only: its counts are lent
-                li, ri = _token_pairs(cols, params, sub_l, pd.DataFrame(index=rep_ids), threads, one_way=True)
-            del lent
+            li, ri = _tokens_one_way(list(cols), params, sub_l, known_tokens, rpos, threads)
         else:
             sub_r = known_columns(list(cols), rpos)
             if method == "tokens":

@@ -28,7 +28,8 @@ from ._text import normalise_text
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-__all__ = ["TokenCounts", "combine", "concat_counts", "known_token_counts", "token_counts", "tfidf_records"]
+__all__ = ["TokenCounts", "combine", "concat_counts", "known_token_counts", "token_counts", "tfidf_of_counts",
+           "tfidf_records"]
 
 _WORD_RE = re.compile(r"(?u)\b\w+\b")
 _LENT: contextvars.ContextVar = contextvars.ContextVar("skrisk_known_token_counts", default=None)
@@ -198,18 +199,24 @@ def tfidf_records(tables: list[pd.DataFrame], cols: list[str]) -> list[sp.csr_ma
     fitted on the records' joined key texts of all tables: ``1 + log(tf)`` times the smoothed
     idf, rows of unit length; the columns are the words in text order.
     """
+    parts = [_counts_of(t, cols) for t in tables]
+    return tfidf_of_counts([p for p, _ in parts], [lent for _, lent in parts])
+
+
+def tfidf_of_counts(parts: list[TokenCounts], lent: list[bool]) -> list[sp.csr_matrix] | None:
+    """:func:`tfidf_records` of tables given by their word counts (``lent[i]``: the counts of
+    ``parts[i]`` stay as they are, the weights get their own values)."""
     from sklearn.preprocessing import normalize
 
-    parts = [_counts_of(t, cols) for t in tables]
-    vocab, counts = combine([p for p, _ in parts])
+    vocab, counts = combine(parts)
     if not len(vocab):
         return None
     n_docs = sum(m.shape[0] for m in counts)
     df = sum(np.bincount(m.indices, minlength=len(vocab)) for m in counts)
     idf = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
     out = []
-    for m, (_, lent) in zip(counts, parts):
-        if lent:  # the lent counts stay as they are
+    for m, keep in zip(counts, lent):
+        if keep:  # the lent counts stay as they are
             m.data = m.data.copy()
         np.log(m.data, m.data)
         m.data += 1.0

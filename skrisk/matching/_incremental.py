@@ -43,6 +43,7 @@ from ._steps import _model_rules
 
 CHANGES_FILE = "changes.csv"
 _MERGE_RULES = ("report", "apply")
+_SIDES = ("left", "right")
 _CHANGE_COLUMNS = ["change", "record_id", "entities", "into", "probability", "risk", "reasons", "applied",
                    "detail"]
 
@@ -86,17 +87,34 @@ class IncrementalResult:
 
 def _prepare_new(model: Any, new: pd.DataFrame, right: pd.DataFrame | None, names: tuple[str, str],
                  _prepare_tables: Any) -> pd.DataFrame:
-    if model.task != "dedup":
-        raise DataError("Incremental matching (entities=, --entities) needs a dedup model (one table); "
-                        "match two tables with a full run, without --entities.")
+    """The new records, checked, indexed by id (dedup) or by side-prefixed id (``left:<id>``,
+    ``right:<id>``: linkage, where either table may be empty or missing)."""
     parts = [t for t in (new, right) if t is not None]
-    if all(isinstance(t, pd.DataFrame) and len(t) == 0 for t in parts):
-        for t, source in zip(parts, names):
+    empty = pd.DataFrame({a: pd.Series(dtype=object) for a in model.attributes})
+    if model.task != "link":
+        if all(isinstance(t, pd.DataFrame) and len(t) == 0 for t in parts):
+            for t, source in zip(parts, names):
+                model.check_table(t, source)
+            return empty
+        parts = [t for t in parts if len(t)]
+        left, _ = _prepare_tables(model, parts[0], parts[1] if len(parts) > 1 else None, names)
+        return left
+    out = []
+    for t, side, source in zip((new, right), _SIDES, names):
+        if t is None:
+            continue
+        if isinstance(t, pd.DataFrame) and len(t) == 0:
             model.check_table(t, source)
-        return pd.DataFrame({a: pd.Series(dtype=object) for a in model.attributes})
-    parts = [t for t in parts if len(t)]
-    left, _ = _prepare_tables(model, parts[0], parts[1] if len(parts) > 1 else None, names)
-    return left
+            continue
+        prepared, _ = _prepare_tables(model, t, t, (source, source))  # one table's checks
+        out.append(prepared.set_axis(side + ":" + prepared.index.astype(str)))
+    return pd.concat(out) if out else empty
+
+
+def _sides(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The side (``left``/``right``) and the record id of each side-prefixed id of linkage."""
+    parts = pd.Series(keys, dtype=object).str.partition(":")
+    return parts[0].to_numpy(dtype=object), parts[2].to_numpy(dtype=object)
 
 
 def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int,
@@ -109,7 +127,8 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
     if not len(pairs):
         empty = pd.DataFrame({c: pd.Series(dtype=np.float64 if c in ("probability", "risk") else object) for c in cols})
         return empty, scorer
-    scorer = model.scorer(table, None, n_jobs=n_jobs) if scorer is None else scorer
+    link = model.task == "link"
+    scorer = model.scorer(table, table if link else None, n_jobs=n_jobs) if scorer is None else scorer
     names_f = _feature_names(model) if reasons else []
     kept = []
     for start in range(0, len(pairs), chunk_size):
@@ -125,8 +144,9 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
     if not kept:
         return _score(model, table, pairs.iloc[:0], chunk_size, reasons, n_jobs, tools, scorer)
     out = pd.concat(kept, ignore_index=True)
-    lo, hi = np.minimum(out["left_id"], out["right_id"]), np.maximum(out["left_id"], out["right_id"])
-    out["left_id"], out["right_id"] = lo, hi
+    if not link:  # one table: the smaller id first
+        lo, hi = np.minimum(out["left_id"], out["right_id"]), np.maximum(out["left_id"], out["right_id"])
+        out["left_id"], out["right_id"] = lo, hi
     return out.sort_values(["probability", "left_id", "right_id"], ascending=[False, True, True],
                            kind="stable", ignore_index=True), scorer
 
@@ -134,27 +154,49 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
 
 
 def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | None, rules: Any,
-                     attributes: list[str], tokens: TokenCounts | None, n_jobs: Any) -> tuple[pd.DataFrame, np.ndarray]:
-    """Pairs of a new record with a new one or a known one (never two known records), and the
-    positions (among the kept known records) of the known records they hold."""
+                     attributes: list[str], tokens: TokenCounts | None, n_jobs: Any,
+                     link: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
+    """Pairs of a new record with a new one or a known one (never two known records; linkage:
+    a left record with a right one), and the positions (among the kept known records) of the
+    known records they hold."""
     from ..data import block
 
     arc = known.archive
-    parts = []
-    if len(new) >= 2:
-        parts.append(block(new, None, rules, n_jobs=n_jobs, identical=True).pairs[["left_id", "right_id"]])
     k_ids = arc.ids if kept is None else arc.ids[kept]
-    ri = np.zeros(0, np.int64)
-    if len(new) and len(k_ids):
+    k_keys = arc.ident if kept is None else arc.ident[kept]
+    new_keys = new.index.to_numpy(dtype=object)
+    parts, involved = [], [np.zeros(0, np.int64)]
+
+    def against(rows: pd.DataFrame, known_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(new ids, known ids) of ``rows`` blocked against the known records at ``known_rows``."""
+        if not len(rows) or not len(known_rows):
+            return np.zeros(0, object), np.zeros(0, object)
+        whole = len(known_rows) == len(k_ids)
         li, ri = block_new_against_known(
-            new, k_ids, arc.ident if kept is None else arc.ident[kept], rules, attributes=attributes,
-            known_tokens=tokens, threads=n_threads(n_jobs),
-            known_columns=lambda cols, rows: arc.frame(rows if kept is None else kept[rows], cols))
-        parts.append(pd.DataFrame({"left_id": new.index.to_numpy(dtype=object)[li], "right_id": k_ids[ri]}))
-    if not parts:
-        return pd.DataFrame({"left_id": pd.Series(dtype=object), "right_id": pd.Series(dtype=object)}), ri
-    pairs = pd.concat(parts, ignore_index=True)
-    return pairs.drop_duplicates(ignore_index=True), np.unique(ri)
+            rows, k_ids if whole else k_ids[known_rows], k_keys if whole else k_keys[known_rows], rules,
+            attributes=attributes, threads=n_threads(n_jobs),
+            known_tokens=None if tokens is None else (tokens if whole else tokens.take(known_rows)),
+            known_columns=lambda cols, at: arc.frame(known_rows[at] if kept is None else kept[known_rows[at]], cols))
+        involved.append(known_rows[ri])
+        return rows.index.to_numpy(dtype=object)[li], k_ids[known_rows[ri]]
+
+    if not link:
+        if len(new) >= 2:
+            parts.append(block(new, None, rules, n_jobs=n_jobs, identical=True).pairs[["left_id", "right_id"]])
+        l_id, r_id = against(new, np.arange(len(k_ids)))
+        parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
+    else:  # the known records are in id order: the left ones, then the right ones
+        cut = int(np.searchsorted(k_ids, "right:")) if len(k_ids) else 0
+        left_new = new.iloc[:int(np.searchsorted(new_keys, "right:"))]
+        right_new = new.iloc[len(left_new):]
+        if len(left_new) and len(right_new):
+            parts.append(block(left_new, right_new, rules, n_jobs=n_jobs, identical=True).pairs[["left_id", "right_id"]])
+        l_id, r_id = against(left_new, np.arange(cut, len(k_ids)))
+        parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
+        r_id, l_id = against(right_new, np.arange(cut))
+        parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
+    pairs = pd.concat(parts, ignore_index=True).astype(object)
+    return pairs.drop_duplicates(ignore_index=True), np.unique(np.concatenate(involved))
 
 
 def _slot_in(known_ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
@@ -221,11 +263,12 @@ def match_incremental(
     known = load_index(previous, model, fp)
     arc = known.archive
     ids, entity = arc.ids, arc.entity
-    id_index = pd.Index(ids, dtype=object)
     timings["index"] = time.perf_counter() - t0
-    # ids seen before: the same values change nothing, other values are an update
-    at = id_index.get_indexer(new.index) if len(new) else np.zeros(0, np.intp)
-    seen = np.flatnonzero(at >= 0)
+    # ids seen before (the index is in id order: no hash table of a million ids): the same values
+    # change nothing, other values are an update
+    at = np.searchsorted(ids, new.index.to_numpy(dtype=object)) if len(ids) else np.zeros(len(new), np.intp)
+    seen = np.flatnonzero(at < len(ids))
+    seen = seen[ids[at[seen]] == new.index.to_numpy(dtype=object)[seen]]
     same = np.zeros(len(seen), dtype=bool)
     if len(seen):
         same = (_canon(new.iloc[seen]) == _canon(arc.frame(at[seen]))).all(axis=1).to_numpy()
@@ -253,13 +296,13 @@ def match_incremental(
                             "detail": "new values, re-matched; old links: " + (";".join(mates) if mates else "none")})
     k_ids = ids if kept is None else ids[kept]
     k_entity = entity if kept is None else entity[kept]
-    k_index = id_index if kept is None else pd.Index(k_ids, dtype=object)
     tokens = known.tokens()
     if tokens is not None and kept is not None:
         tokens = tokens.take(kept)
     rules = _model_rules(model) if blocking is None else blocking
     tick = time.perf_counter()
-    pairs, involved = _candidate_pairs(new, known, kept, rules, attrs, tokens, n_jobs)
+    link = model.task == "link"
+    pairs, involved = _candidate_pairs(new, known, kept, rules, attrs, tokens, n_jobs, link)
     timings["blocking"] = time.perf_counter() - tick
     tick = time.perf_counter()
     table = pd.concat([new, arc.frame(involved if kept is None else kept[involved])])
@@ -278,7 +321,7 @@ def match_incremental(
     a = np.where(np.isnan(l_new), r_new, l_new).astype(np.int64)  # the new end
     known_end = np.where(np.isnan(l_new), lid, rid)
     ent_hit = np.full(len(matches), -1, dtype=np.int64)
-    ent_hit[to_known] = k_entity[k_index.get_indexer(known_end[to_known])]
+    ent_hit[to_known] = k_entity[involved[pd.Index(k_ids[involved], dtype=object).get_indexer(known_end[to_known])]]
     known_nodes = np.unique(ent_hit[to_known])
     # nodes: the new records, then the known entities their matches reach
     b = np.where(to_known, n_new + np.searchsorted(known_nodes, ent_hit), np.nan_to_num(r_new)).astype(np.int64)
@@ -355,8 +398,15 @@ def match_incremental(
     sus = pd.DataFrame({"entity_id": flagged, "reason": [keep_sus[e] for e in flagged.tolist()],
                         "size": size[np.searchsorted(present, flagged)].astype(np.int64)})
     by_entity = np.argsort(all_entity, kind="stable")  # by entity, then record id
-    clusters = pd.DataFrame({"entity_id": all_entity[by_entity], "side": "table", "record_id": all_ids[by_entity]})
-    entities = Entities(clusters=clusters, suspicious=sus, task="dedup")
+    if link:
+        side, record = _sides(all_ids[by_entity])
+        clusters = pd.DataFrame({"entity_id": all_entity[by_entity], "side": side, "record_id": record})
+        if len(matches):
+            matches["left_id"], matches["right_id"] = _sides(matches["left_id"])[1], _sides(matches["right_id"])[1]
+    else:
+        clusters = pd.DataFrame({"entity_id": all_entity[by_entity], "side": "table",
+                                 "record_id": all_ids[by_entity]})
+    entities = Entities(clusters=clusters, suspicious=sus, task=model.task)
     change_frame = pd.DataFrame(changes, columns=_CHANGE_COLUMNS).astype({"probability": np.float64,
                                                                            "risk": np.float64})
     change_frame = change_frame.sort_values("risk", ascending=False, kind="stable", na_position="last",

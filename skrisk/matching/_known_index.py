@@ -199,17 +199,19 @@ def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, finge
 
 
 def full_run_index(model: Any, left: pd.DataFrame, right: pd.DataFrame | None, entities: pd.DataFrame) -> dict:
-    """Writers of the blocking index of a full run of a dedup model (none for linkage);
-    ``entities`` is the frame written as ``entities.csv``."""
-    if model.task != "dedup":
-        return {}
+    """Writers of the blocking index of a full run; ``entities`` is the frame written as
+    ``entities.csv``. A linkage run's index holds the records of both tables, each under its
+    side-prefixed id (``left:<id>``, ``right:<id>``)."""
     attrs = list(model.attributes)
-    records = pd.concat([t[attrs] for t in (left, right) if t is not None])
-    records = records.set_axis(records.index.astype(str))
+    link = model.task == "link"
+    tables = [(t, side) for t, side in zip((left, right), ("left", "right")) if t is not None]
+    records = pd.concat([t[attrs].set_axis((side + ":" if link else "") + t.index.astype(str)) for t, side in tables])
     if not records.index.is_monotonic_increasing:
         records = records.sort_index(kind="stable")
-    entity = pd.Series(entities["entity_id"].to_numpy(dtype=np.int64),
-                       index=entities["record_id"].astype(str).to_numpy(dtype=object))
+    keys = entities["record_id"].astype(str)
+    if link:
+        keys = entities["side"].astype(str) + ":" + keys
+    entity = pd.Series(entities["entity_id"].to_numpy(dtype=np.int64), index=keys.to_numpy(dtype=object))
     flagged = entities.loc[entities["suspicious"] != "", ["entity_id", "suspicious"]].drop_duplicates("entity_id")
     suspicious = dict(zip(flagged["entity_id"].astype(np.int64).tolist(), flagged["suspicious"].tolist()))
     arrays = {**record_arrays(records, attrs),

@@ -123,11 +123,13 @@ def match(
         -1: every CPU, None: 1; never more threads than CPUs). The matches and entities do not
         depend on it; memory grows by a chunk per thread.
     entities : path-like or None, default=None
-        Incremental matching (dedup models): the folder of an earlier run (its ``entities.csv``
-        and blocking index). The new records are blocked against the new and the known records
-        only, join the known entities (whose ids stay) or start new ones; the result also has
-        ``changes`` (merges and updates, riskiest first), ``summary`` and the updated index. An
-        empty ``left`` is allowed. See the user guide's incremental matching section.
+        Incremental matching: the folder of an earlier run (its ``entities.csv`` and blocking
+        index). The new records are blocked against the new and the known records only, join
+        the known entities (whose ids stay) or start new ones; the result also has ``changes``
+        (merges and updates, riskiest first; a linkage record named ``left:<id>`` or
+        ``right:<id>``) and ``summary``. An empty ``left`` is allowed; a linkage model takes new
+        records of either table or both (``right`` may be None). Not with ``one_to_one``. See the
+        user guide's incremental matching section.
     merge : {"report", "apply"}, default="report"
         With ``entities``: a new record that links two known entities is reported in
         ``changes``; ``"apply"`` also merges them (into the smallest id).
@@ -148,6 +150,9 @@ def match(
     if entities is not None and client is not None:
         raise ValueError("match(entities=..., client=...): incremental matching runs on one machine; "
                          "leave out client (the new records and their candidates are few).")
+    if entities is not None and one_to_one:
+        raise ValueError("match(entities=..., one_to_one=True): an incremental run does not keep the matches "
+                         "one to one; run a full run (without entities) for a one-to-one linkage.")
     if entities is not None:
         from ._incremental import match_incremental
 

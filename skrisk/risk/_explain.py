@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -55,10 +56,20 @@ def split_feature_name(name: str) -> tuple[str | None, str | None]:
     >>> split_feature_name("x13")
     (None, None)
     """
-    for m in sorted(_metrics(), key=len, reverse=True):
+    return _split_feature_name(str(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_feature_name(name: str) -> tuple[str | None, str | None]:
+    for m in _metrics_longest_first():
         if name.endswith("_" + m) and len(name) > len(m) + 1:
             return name[: -len(m) - 1], m
     return None, None
+
+
+@functools.lru_cache(maxsize=1)
+def _metrics_longest_first() -> tuple[str, ...]:
+    return tuple(sorted(_metrics(), key=len, reverse=True))
 
 
 def _plural(attr: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -280,12 +281,81 @@ def test_edited_entity_ids_are_refused(world):
         match(load_model(d / "model.skrisk"), table.iloc[N_KNOWN:], entities=folder, progress=False)
 
 
-def test_a_linkage_model_is_refused_for_now(world):
-    d, table, links = world
+@pytest.fixture(scope="module")
+def link_world(tmp_path_factory):
+    """A linkage model and two tables of persons (a person's records on either side), each split
+    into known records and a new batch; a full run of the known records."""
+    d = tmp_path_factory.mktemp("incremental_link")
+    table, links = make_person_table(1500, random_state=1)
+    _train(table.iloc[:600], links, RULES, task="link").save(d / "model.skrisk")
+    side = np.random.default_rng(0).random(len(table)) < 0.5
+    left, right = table[side], table[~side]
+    n_l, n_r = int(len(left) * 0.8), int(len(right) * 0.8)
+    parts = {"lk": left.iloc[:n_l], "rk": right.iloc[:n_r], "ln": left.iloc[n_l:], "rn": right.iloc[n_r:],
+             "l_all": left, "r_all": right, "l_empty": left.iloc[:0]}
+    for name, part in parts.items():
+        part.to_csv(d / f"{name}.csv", index_label="id")
+    run(d, "--left", "lk.csv", "--right", "rk.csv", "--out", "o_link_known")
+    return d, parts
+
+
+def _link_entities(folder) -> pd.Series:
+    """(side, record id) -> entity id of a linkage run's entities.csv."""
+    e = read_csv_export(folder / "entities.csv")
+    return pd.Series(e["entity_id"].astype(int).to_numpy(),
+                     index=pd.MultiIndex.from_arrays([e["side"], e["record_id"]])).sort_index()
+
+
+def test_linkage_new_records_join_known_entities_and_agree_with_a_full_rerun(link_world):
+    d, parts = link_world
+    run(d, "--left", "ln.csv", "--right", "rn.csv", "--entities", "o_link_known", "--out", "o_link_i",
+        "--merge", "apply")
+    run(d, "--left", "l_all.csv", "--right", "r_all.csv", "--out", "o_link_full")
+    before, after = _link_entities(d / "o_link_known"), _link_entities(d / "o_link_i")
+    moved = after.reindex(before.index) != before
+    merged = {int(e) for text in changes(d / "o_link_i")["entities"] for e in text.split(";")}
+    assert moved.any() and set(before[moved]) <= merged  # only the entities of a merge are renumbered
+    new = after.drop(before.index)
+    assert len(new) == len(parts["ln"]) + len(parts["rn"])
+    assert set(new.index.get_level_values(0)) == {"left", "right"}
+    joined = new[new.isin(before.values)]
+    assert len(joined) and new[~new.isin(before.values)].min() > before.max()
+    m = read_csv_export(d / "o_link_i" / "matches.csv")  # the tables' own ids, a left one and a right one
+    assert len(m) and set(m["left_id"]) <= set(parts["l_all"].index) and set(m["right_id"]) <= set(parts["r_all"].index)
+    assert (m["left_id"].isin(parts["ln"].index) | m["right_id"].isin(parts["rn"].index)).all()
+
+    def pairs(series):
+        return {(a, b) for _, g in series.groupby(series) for i, a in enumerate(sorted(g.index)) for b in sorted(g.index)[i + 1:]}
+
+    got, full = pairs(after), pairs(_link_entities(d / "o_link_full"))
+    f1 = 2 * len(got & full) / (len(got) + len(full))
+    assert f1 >= 0.998, (f1, len(got), len(full))
+
+
+def test_linkage_new_records_of_one_table_and_the_same_batch_again(link_world):
+    d, parts = link_world
+    run(d, "--left", "l_empty.csv", "--right", "rn.csv", "--entities", "o_link_known", "--out", "o_link_r")
+    after = _link_entities(d / "o_link_r")
+    assert len(after) == len(parts["lk"]) + len(parts["rk"]) + len(parts["rn"])
+    run(d, "--left", "l_empty.csv", "--right", "rn.csv", "--entities", "o_link_r", "--out", "o_link_r2")
+    for name in ("entities.csv", "index_records.npz", "index.json"):
+        assert (d / "o_link_r" / name).read_bytes() == (d / "o_link_r2" / name).read_bytes(), name
     model = load_model(d / "model.skrisk")
-    model.task = "link"
-    with pytest.raises(DataError, match="dedup model"):
-        match(model, table.iloc[:10], table.iloc[10:20], entities=d / "known", progress=False)
+    res = match(model, parts["ln"], None, entities=d / "o_link_r", progress=False)  # the left batch, from Python
+    assert res.summary["new_records"] == len(parts["ln"]) and res.entities.task == "link"
+    with pytest.raises(ValueError, match="one to one"):
+        match(model, parts["ln"], parts["rn"], entities=d / "o_link_known", one_to_one=True, progress=False)
+    with pytest.raises(DataError, match=r"index\.json.*another model"):  # a dedup model's index
+        match(model, parts["ln"], None, entities=_first_world_known(d), progress=False)
+
+
+def _first_world_known(d):
+    """A dedup run's folder: the linkage index of ``d`` re-run with a dedup model."""
+    model = load_model(d / "model.skrisk")
+    model.task = "dedup"
+    model.save(d / "dedup.skrisk")
+    run(d, "--left", "lk.csv", "--out", "o_link_as_dedup", model="dedup.skrisk")
+    return d / "o_link_as_dedup"
 
 
 def test_a_run_may_write_into_its_entities_folder(world):
@@ -332,7 +402,7 @@ def test_a_hostile_index_file_is_refused_naming_it(tmp_path):
     import io
     import zipfile
 
-    import numpy as np
+
 
     # internal on purpose: the writer of the index file, to build hostile variants of it
     from skrisk.matching._index_file import records_bytes
@@ -441,7 +511,7 @@ def test_blocking_against_the_kept_keys_gives_the_pairs_of_block(token_world, ru
     """New records blocked against what an index keeps of the known ones (identical keys, word
     counts, values of other rules' columns on request) get the pairs of ``block(new, known,
     identical=True, one_way=True)``, twins on both sides and records without values included."""
-    import numpy as np
+
 
     # internal on purpose: the blocking of an incremental run, against the public block()
     from skrisk.data._known_blocking import block_new_against_known, identical_keys
@@ -476,7 +546,7 @@ def test_word_counts_that_do_not_hold_together_are_refused(token_world):
     import io
     import zipfile
 
-    import numpy as np
+
 
     d, table = token_world
     folder = _copy(d, "bad_tokens")
