@@ -16,6 +16,10 @@ of records in one entity), and the known records whose entity id changed are cou
 Usage (from the repository root)::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_incremental.py --n 150000 --new 2000 --work /tmp/incr
+    OMP_NUM_THREADS=1 python benchmarks/bench_incremental.py --task link --n 200000 --new 2000 --work /tmp/incr_link
+
+With ``--task link`` the records are dealt into two tables at random and every step matches the
+two tables with the same model as a linkage model.
 
 Prints one JSON line per step and a Markdown table.
 """
@@ -35,6 +39,8 @@ from bench_splink import _child, _train_model  # noqa: E402
 
 
 def _entities(folder: Path):
+    """record id -> entity id (linkage: the record id of the generated table, the same person's
+    whichever table holds it)."""
     from skrisk.utils import read_csv_export
     import pandas as pd
 
@@ -76,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=150_000, help="known records (default 150000)")
     p.add_argument("--new", type=int, default=2_000, help="new records (default 2000)")
     p.add_argument("--work", required=True, help="folder of the tables, the model and the runs")
+    p.add_argument("--task", choices=("dedup", "link"), default="dedup",
+                   help="link: the records dealt into two tables at random (a person's records on either "
+                        "side), the same model as a linkage model; known and new records of both tables")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from skrisk.datasets import make_person_table
@@ -89,6 +98,20 @@ def main(argv: list[str] | None = None) -> int:
     files = {"known": table.iloc[:args.n], "new": table.iloc[args.n:], "all": table}
     for name, part in files.items():
         part.to_csv(work / f"{name}.csv", index_label="id")
+    tables = {name: ["--left", str(work / f"{name}.csv")] for name in files}
+    if args.task == "link":
+        import numpy as np
+        from skrisk.matching import load_model
+
+        linkage = load_model(model)
+        linkage.task = "link"
+        model = linkage.save(work / "model_link.skrisk")
+        side = np.random.default_rng(0).random(len(table)) < 0.5
+        for name, part in files.items():
+            on_left = side[table.index.get_indexer(part.index)]
+            part[on_left].to_csv(work / f"{name}_left.csv", index_label="id")
+            part[~on_left].to_csv(work / f"{name}_right.csv", index_label="id")
+            tables[name] = ["--left", str(work / f"{name}_left.csv"), "--right", str(work / f"{name}_right.csv")]
     env = {"PYTHONPATH": str(ROOT)}
     steps = [("full run, known records", "known", "full", []),
              ("incremental, --merge report", "new", "incr_report", ["--entities", str(work / "full")]),
@@ -99,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     for what, left, out, extra in steps:
         load = os.getloadavg()[0]
         wall, peak, text, rc = _child([sys.executable, "-m", "skrisk.cli", "match", "--model", str(model),
-                                       "--left", str(work / f"{left}.csv"), "--out", str(work / out),
+                                       *tables[left], "--out", str(work / out),
                                        "--no-progress", "--n-jobs", "1", *extra], env, cwd=work)
         if rc:
             return rc

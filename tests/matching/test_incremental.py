@@ -270,6 +270,17 @@ def test_a_tampered_index_is_refused(world):
         match(model, table.iloc[N_KNOWN:], entities=folder, progress=False)
 
 
+def test_an_index_hashed_otherwise_is_refused(world):
+    """Identical keys made by another hash function (another pandas) would miss twins: refused."""
+    d, table, _ = world
+    folder = _copy(d, "other_hash")
+    man = json.loads((folder / "index.json").read_text())
+    man["hash_probe"] = "1,2,3"
+    (folder / "index.json").write_text(json.dumps(man))
+    with pytest.raises(DataError, match=r"index\.json.*another hash function.*full run"):
+        match(load_model(d / "model.skrisk"), table.iloc[N_KNOWN:], entities=folder, progress=False)
+
+
 def test_edited_entity_ids_are_refused(world):
     d, table, _ = world
     folder = _copy(d, "edited")
