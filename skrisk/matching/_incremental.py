@@ -37,8 +37,9 @@ from ..data._known_blocking import block_new_against_known, identical_keys
 from ..data._token_counts import TokenCounts, concat_counts, token_counts
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
-from ._index_file import INDEX_RECORDS, entity_arrays, texts_to_arrays, token_arrays
-from ._known_index import ENTITIES_FILE, INDEX_MANIFEST, KnownRecords, index_writers, load_index, model_fingerprint
+from ._index_file import INDEX_RECORDS, count_arrays, entity_arrays, texts_to_arrays, token_arrays
+from ._known_index import (ENTITIES_FILE, INDEX_MANIFEST, KnownRecords, group_counts, index_writers, load_index,
+                           model_fingerprint)
 from ._steps import _model_rules
 
 CHANGES_FILE = "changes.csv"
@@ -118,9 +119,11 @@ def _sides(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int,
-           reasons: bool, n_jobs: Any, tools: dict, scorer: Any = None) -> tuple[pd.DataFrame, Any]:
+           reasons: bool, n_jobs: Any, tools: dict, scorer: Any = None,
+           value_counts: dict | None = None) -> tuple[pd.DataFrame, Any]:
     """The pairs above the model's threshold, with probability, risk (and reasons); and the
-    scorer of ``table`` (None when there is no pair)."""
+    scorer of ``table`` (None when there is no pair). ``value_counts``: per group (``t``; ``l``
+    and ``r``), those of all the records, known and new (``exact_tf`` weighs by them)."""
     _feature_names, _reasons = tools["feature_names"], tools["reasons"]
 
     cols = ["left_id", "right_id", "probability", "risk"] + (["reasons"] if reasons else [])
@@ -128,7 +131,13 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
         empty = pd.DataFrame({c: pd.Series(dtype=np.float64 if c in ("probability", "risk") else object) for c in cols})
         return empty, scorer
     link = model.task == "link"
-    scorer = model.scorer(table, table if link else None, n_jobs=n_jobs) if scorer is None else scorer
+    counts = value_counts or {}
+    if scorer is None and link:  # each table's records, each with its table's value counts
+        on_left = table.index.astype(str).str.startswith("left:")
+        scorer = model.scorer(table[on_left], table[~on_left], n_jobs=n_jobs,
+                              value_counts=(counts["l"], counts["r"]) if counts else None)
+    elif scorer is None:
+        scorer = model.scorer(table, None, n_jobs=n_jobs, value_counts=counts.get("t"))
     names_f = _feature_names(model) if reasons else []
     kept = []
     for start in range(0, len(pairs), chunk_size):
@@ -142,7 +151,7 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
                 part["reasons"] = _reasons(model, scorer, part, names_f)
             kept.append(part)
     if not kept:
-        return _score(model, table, pairs.iloc[:0], chunk_size, reasons, n_jobs, tools, scorer)
+        return _score(model, table, pairs.iloc[:0], chunk_size, reasons, n_jobs, tools, scorer, value_counts)
     out = pd.concat(kept, ignore_index=True)
     if not link:  # one table: the smaller id first
         lo, hi = np.minimum(out["left_id"], out["right_id"]), np.maximum(out["left_id"], out["right_id"])
@@ -239,6 +248,24 @@ def _new_index_arrays(known: KnownRecords, kept: np.ndarray | None, new: pd.Data
     return arrays
 
 
+def _whole_counts(model: Any, known: KnownRecords, new: pd.DataFrame,
+                  updated: np.ndarray) -> dict[str, dict[str, pd.Series]]:
+    """The value counts of all the records after the run, per group: the kept ones, less those
+    of the updated records' old values, plus those of the new records."""
+    if not known.counted:
+        return {}
+    add = group_counts(model, new)
+    sub = group_counts(model, known.archive.frame(updated)) if len(updated) else {}
+    out = {}
+    for g, attrs in known.counted.items():
+        out[g] = {}
+        for a, kept in known.archive.value_counts(g, attrs).items():
+            whole = kept.sub(sub.get(g, {}).get(a, pd.Series(dtype=np.int64)), fill_value=0)
+            whole = whole.add(add.get(g, {}).get(a, pd.Series(dtype=np.int64)), fill_value=0)
+            out[g][a] = whole[whole > 0].astype(np.int64).sort_index()
+    return out
+
+
 def match_incremental(
     model: Any, new: pd.DataFrame, right: pd.DataFrame | None, previous: Any, *, merge: str = "report",
     chunk_size: int = 50_000, reasons: bool = False, blocking: Any = None,
@@ -294,6 +321,7 @@ def match_incremental(
             changes.append({"change": "update", "record_id": rid, "entities": str(old), "into": "",
                             "probability": np.nan, "risk": np.nan, "reasons": "", "applied": "yes",
                             "detail": "new values, re-matched; old links: " + (";".join(mates) if mates else "none")})
+    counts = _whole_counts(model, known, new, upd_pos)
     k_ids = ids if kept is None else ids[kept]
     k_entity = entity if kept is None else entity[kept]
     tokens = known.tokens()
@@ -306,7 +334,7 @@ def match_incremental(
     timings["blocking"] = time.perf_counter() - tick
     tick = time.perf_counter()
     table = pd.concat([new, arc.frame(involved if kept is None else kept[involved])])
-    matches, scorer = _score(model, table, pairs, int(chunk_size), reasons, n_jobs, tools)
+    matches, scorer = _score(model, table, pairs, int(chunk_size), reasons, n_jobs, tools, value_counts=counts)
     del table
     arc.drop_values()  # what is left needs the known records' arrays, not their values
     timings["scoring"] = time.perf_counter() - tick
@@ -413,6 +441,7 @@ def match_incremental(
                                             ignore_index=True)
     timings["entities"] = time.perf_counter() - tick
     arrays = _new_index_arrays(known, kept, new, attrs, all_entity, order, all_ids, keep_sus, tokens)
+    arrays.update(count_arrays(counts, attrs))
     timings["total"] = time.perf_counter() - t0
     summary = {"new_records": int(n_new), "joined": joined, "started": started, "merged": merged,
                "merges": n_merges, "updated": int(len(updated)), "unchanged": unchanged,

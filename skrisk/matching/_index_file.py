@@ -13,6 +13,10 @@ arrays, nothing in it runs code) of plain arrays:
   model's attributes);
 - ``s_entity`` (int64), ``s_text`` and ``s_len``: the entities that ``entities.csv`` marks
   suspicious, and their ``suspicious`` text;
+- for a model whose features weigh agreement by a value's frequency (``exact_tf``), per group
+  ``g`` (``t``: the table; linkage ``l`` and ``r``: each table) and attribute ``k`` listed in the
+  manifest's ``value_counts``: ``v{g}{k}_text`` and ``v{g}{k}_len`` (the standardised values) and
+  ``v{g}{k}_count`` (int64: how many records hold each);
 - for a model whose blocking has a ``tokens`` rule, the word counts of its columns
   (``TokenCounts``, over the columns of the manifest's ``tokens_columns``):
   ``t_vocab_text`` and ``t_vocab_len`` (the words, sorted), and the records x words counts in
@@ -100,6 +104,18 @@ def entity_arrays(entity: np.ndarray, ident: np.ndarray, suspicious: dict[int, s
     return arrays
 
 
+def count_arrays(counts: dict[str, dict[str, pd.Series]], attributes: list[str]) -> dict[str, np.ndarray]:
+    """The members ``v{g}{k}_*`` of value counts: per group (``t``, ``l``, ``r``) the counts of
+    attributes (standardised value -> records holding it)."""
+    arrays = {}
+    for g, per_attr in counts.items():
+        for a, series in per_attr.items():
+            k = attributes.index(a)
+            arrays[f"v{g}{k}_text"], arrays[f"v{g}{k}_len"] = texts_to_arrays([str(v) for v in series.index])
+            arrays[f"v{g}{k}_count"] = series.to_numpy(dtype=np.int64)
+    return arrays
+
+
 def _write_members(f: Any, arrays: dict[str, np.ndarray]) -> None:
     with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
         for name, arr in arrays.items():
@@ -135,7 +151,7 @@ def records_bytes(records: pd.DataFrame, attributes: list[str], tokens: Any = No
 
 #: The dtype of each kind of member, by the end of its name.
 _DTYPES = {"text": np.uint8, "len": np.int64, "codes": np.int32, "indptr": np.int64, "indices": np.int32,
-           "counts": np.float32, "entity": np.int64, "ident": np.uint64}
+           "counts": np.float32, "entity": np.int64, "ident": np.uint64, "count": np.int64}
 
 
 def _check_arrays(arrays: dict[str, np.ndarray], bad: Any) -> None:
@@ -216,6 +232,18 @@ class IndexArchive:
             raise ValueError("s_entity and s_len differ in length")
         self.suspicious = dict(zip(arrays["s_entity"].tolist(), sus.take(np.arange(len(sus)))))
 
+    def value_counts(self, group: str, attributes: list[str]) -> dict[str, pd.Series]:
+        """The kept value counts of ``group`` (``t``, ``l`` or ``r``) for ``attributes``."""
+        out = {}
+        for a in attributes:
+            k = self.attributes.index(a)
+            texts = _Texts(self.arrays[f"v{group}{k}_text"], self.arrays[f"v{group}{k}_len"])
+            counts = self.arrays[f"v{group}{k}_count"]
+            if len(counts) != len(texts) or (len(counts) and counts.min() < 1):
+                raise ValueError(f"the value counts of {a!r} do not hold together")
+            out[a] = pd.Series(counts, index=pd.Index(texts.take(np.arange(len(texts))), dtype=object))
+        return out
+
     def drop_values(self) -> None:
         """Let the decoded values go (a later :meth:`values` decodes them again; the arrays stay)."""
         for texts in self._texts:
@@ -250,19 +278,22 @@ class IndexArchive:
         return pd.DataFrame(data, index=pd.Index(ids, dtype=object), columns=columns)
 
 
-def _members(attributes: list[str]) -> set[str]:
+def _members(attributes: list[str], counted: dict[str, list[str]] | None = None) -> set[str]:
     return ({"ids_text", "ids_len", "r_entity", "r_ident", "s_entity", "s_text", "s_len"}
-            | {f"a{k}_{p}" for k in range(len(attributes)) for p in ("text", "len", "codes")})
+            | {f"a{k}_{p}" for k in range(len(attributes)) for p in ("text", "len", "codes")}
+            | {f"v{g}{attributes.index(a)}_{p}" for g, attrs in (counted or {}).items() for a in attrs
+               for p in ("text", "len", "count")})
 
 
-def read_archive(path: Path, attributes: list[str], fix: str) -> IndexArchive:
+def read_archive(path: Path, attributes: list[str], fix: str, counted: dict[str, list[str]] | None = None) -> IndexArchive:
     """The checked archive of an index (no value of its records decoded but the ids), or a
-    DataError naming ``path`` and ``fix``."""
+    DataError naming ``path`` and ``fix``; ``counted``: the groups and attributes of the kept
+    value counts (the manifest's ``value_counts``)."""
     def bad(why: str) -> DataError:
         return DataError(f"{path} is not a readable index of records ({why}): the file was changed; {fix}.")
 
     size = path.stat().st_size
-    names = _members(attributes)
+    names = _members(attributes, counted)
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
@@ -278,7 +309,10 @@ def read_archive(path: Path, attributes: list[str], fix: str) -> IndexArchive:
         raise bad(str(exc)) from None
     arrays = _load_checked(path, sorted(names), bad, "a member is missing")
     try:
-        return IndexArchive(arrays, attributes)
+        archive = IndexArchive(arrays, attributes)
+        for g, attrs in (counted or {}).items():
+            archive.value_counts(g, attrs)  # checked here, read again where used
+        return archive
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad(str(exc)) from None
 

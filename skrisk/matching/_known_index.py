@@ -24,8 +24,8 @@ import pandas as pd
 from ..data._known_blocking import hash_probe, identical_keys
 from ..data._token_counts import TokenCounts, token_counts
 from ..exceptions import DataError
-from ._index_file import (INDEX_RECORDS, IndexArchive, entity_arrays, read_archive, read_tokens, record_arrays,
-                          token_arrays, write_archive)
+from ._index_file import (INDEX_RECORDS, IndexArchive, count_arrays, entity_arrays, read_archive, read_tokens,
+                          record_arrays, token_arrays, write_archive)
 from ._steps import _model_rules
 
 INDEX_MANIFEST = "index.json"
@@ -79,6 +79,7 @@ class KnownRecords:
     next_id: int
     folder: Path
     tokens_columns: list[str] | None = None
+    counted: dict[str, list[str]] | None = None
 
     def tokens(self) -> TokenCounts | None:
         """The word counts of the records kept in the index (read, and checked, at each call)."""
@@ -101,6 +102,30 @@ def tokens_columns(model: Any) -> list[str] | None:
             cols = rule[1] if len(rule) > 1 else None
             return list(model.attributes) if cols is None else ([cols] if isinstance(cols, str) else list(cols))
     return None
+
+
+def counted_attributes(model: Any) -> dict[str, list[str]]:
+    """The value counts an index keeps: per group (``t`` the table; linkage ``l`` and ``r``), the
+    attributes whose features weigh agreement by a value's frequency (``exact_tf``)."""
+    counts = getattr(model.features, "value_counts", None)
+    if not callable(counts):
+        return {}
+    attrs = list(counts(pd.DataFrame({a: pd.Series(dtype=object) for a in model.attributes})))
+    if not attrs:
+        return {}
+    return {"l": attrs, "r": attrs} if model.task == "link" else {"t": attrs}
+
+
+def group_counts(model: Any, records: pd.DataFrame) -> dict[str, dict[str, pd.Series]]:
+    """The value counts of ``records`` (indexed by id, or by side-prefixed id for linkage), per group."""
+    groups = counted_attributes(model)
+    if not groups:
+        return {}
+    if model.task != "link":
+        return {"t": model.features.value_counts(records)}
+    ids = records.index.astype(str)
+    return {g: model.features.value_counts(records[ids.str.startswith(side + ":")])
+            for g, side in (("l", "left"), ("r", "right"))}
 
 
 def _index_folder(path: Any) -> Path:
@@ -161,7 +186,11 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if man.get("hash_probe") != hash_probe():
         raise DataError(f"{man_path}: its identical-record keys were made by another hash function (another "
                         f"version of pandas); {FULL_RUN}.")
-    arc = read_archive(rec_path, attrs, FULL_RUN)
+    counted = counted_attributes(model)
+    if (man.get("value_counts") or {}) != counted:
+        raise DataError(f"{man_path}: its value_counts {man.get('value_counts')!r} are not those the model's "
+                        f"features need ({counted!r}): the file was changed; {FULL_RUN}.")
+    arc = read_archive(rec_path, attrs, FULL_RUN, counted)
     if len(arc.ids) != man["n_records"]:
         raise DataError(f"{rec_path} holds {len(arc.ids)} records, its manifest {man_path} says "
                         f"{man['n_records']!r}: restore the files of that run, or {FULL_RUN}.")
@@ -173,7 +202,8 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if not isinstance(man["next_entity_id"], int) or man["next_entity_id"] <= top:
         raise DataError(f"{man_path}: next_entity_id {man['next_entity_id']!r} is not above every entity id; "
                         f"{FULL_RUN}.")
-    return KnownRecords(archive=arc, next_id=int(man["next_entity_id"]), folder=folder, tokens_columns=cols)
+    return KnownRecords(archive=arc, next_id=int(man["next_entity_id"]), folder=folder, tokens_columns=cols,
+                        counted=counted)
 
 
 def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, fingerprint: str | None = None) -> dict:
@@ -191,7 +221,7 @@ def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, finge
             "records": _file_digest(p.parent / INDEX_RECORDS), "n_records": n_records,
             "entities": _file_digest(p.parent / ENTITIES_FILE), "next_entity_id": int(next_id),
             "attributes": list(model.attributes), "tokens_columns": tokens_columns(model),
-            "hash_probe": hash_probe(),
+            "hash_probe": hash_probe(), "value_counts": counted_attributes(model),
         }
         atomic_write_bytes(p, (json.dumps(man, indent=1) + "\n").encode("utf-8"))
 
@@ -220,5 +250,6 @@ def full_run_index(model: Any, left: pd.DataFrame, right: pd.DataFrame | None, e
     cols = tokens_columns(model)
     if cols is not None:
         arrays.update(token_arrays(token_counts(records, cols)))
+    arrays.update(count_arrays(group_counts(model, records), attrs))
     next_id = int(entities["entity_id"].max()) + 1 if len(entities) else 0
     return index_writers(model, arrays, next_id)

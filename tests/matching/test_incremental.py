@@ -30,12 +30,13 @@ def read_csv_export(path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
-def _train(table: pd.DataFrame, links: pd.DataFrame, rules: list, task: str = "dedup") -> MatchModel:
+def _train(table: pd.DataFrame, links: pd.DataFrame, rules: list, task: str = "dedup",
+           types: dict | None = None) -> MatchModel:
     pairs = block(table, None, rules).pairs
     true = set(map(tuple, links.to_numpy()))
     pairs["label"] = [int((a, b) in true or (b, a) in true) for a, b in zip(pairs["left_id"], pairs["right_id"])]
     ds = PairDataset.from_table(table, pairs, split="train", name="persons")
-    sf = SimilarityFeatures().fit(ds.to_frame())
+    sf = SimilarityFeatures(types=types).fit(ds.to_frame())
     F = sf.transform(ds.to_frame())
     m = FeatureMatcher(random_state=0).fit(F, ds.y)
     with warnings.catch_warnings():
@@ -268,6 +269,44 @@ def test_a_tampered_index_is_refused(world):
     (folder / "index.json").unlink()
     with pytest.raises(DataError, match=r"index\.json is missing.*full run"):
         match(model, table.iloc[N_KNOWN:], entities=folder, progress=False)
+
+
+@pytest.mark.parametrize("task", ["dedup", "link"])
+def test_frequency_features_weigh_by_all_the_records(tmp_path, task):
+    """A typed model's ``exact_tf`` features weigh agreement by the whole table's frequencies:
+    the index keeps the known records' value counts, so an incremental run scores its pairs as a
+    full run of all the records does (and keeps the counts up to date for the next run)."""
+    table, links = make_person_table(1500, random_state=2)
+    types = {"given_name": "given_name", "surname": "family_name", "city": "categorical"}
+    _train(table.iloc[:600], links, RULES, task=task, types=types).save(tmp_path / "model.skrisk")
+    model = load_model(tmp_path / "model.skrisk")
+    assert json.dumps(model.features.value_counts(table.iloc[:3]), default=str)  # it has exact_tf features
+    d = tmp_path
+    if task == "dedup":
+        files = {"known": table.iloc[:1000], "new": table.iloc[1000:], "all": table}
+        args = {name: ["--left", f"{name}.csv"] for name in files}
+    else:
+        side = np.random.default_rng(0).random(len(table)) < 0.5
+        files = {}
+        for name, part in (("known", table.iloc[:1000]), ("new", table.iloc[1000:]), ("all", table)):
+            on_left = side[table.index.get_indexer(part.index)]
+            files[f"{name}_l"], files[f"{name}_r"] = part[on_left], part[~on_left]
+        args = {name: ["--left", f"{name}_l.csv", "--right", f"{name}_r.csv"] for name in ("known", "new", "all")}
+    for name, part in files.items():
+        part.to_csv(d / f"{name}.csv", index_label="id")
+    run(d, *args["known"], "--out", "o_known")
+    man = json.loads((d / "o_known" / "index.json").read_text())
+    assert set(man["value_counts"]) == ({"t"} if task == "dedup" else {"l", "r"})
+    assert set(next(iter(man["value_counts"].values()))) == set(types)
+    run(d, *args["new"], "--entities", "o_known", "--out", "o_incr")
+    run(d, *args["all"], "--out", "o_all")
+    got = read_csv_export(d / "o_incr" / "matches.csv").set_index(["left_id", "right_id"])["probability"]
+    full = read_csv_export(d / "o_all" / "matches.csv").set_index(["left_id", "right_id"])["probability"]
+    both = got.index.intersection(full.index)
+    assert len(both) > 0.9 * len(got) > 0
+    np.testing.assert_allclose(got[both].astype(float), full[both].astype(float), atol=2e-6)
+    run(d, *args["new"], "--entities", "o_incr", "--out", "o_again")  # a no-op, the counts included
+    assert (d / "o_again" / "index_records.npz").read_bytes() == (d / "o_incr" / "index_records.npz").read_bytes()
 
 
 def test_an_index_hashed_otherwise_is_refused(world):
