@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task", choices=("dedup", "link"), default="dedup",
                    help="link: the records dealt into two tables at random (a person's records on either "
                         "side), the same model as a linkage model; known and new records of both tables")
+    p.add_argument("--types", choices=("auto",), default=None,
+                   help="auto: the model's features typed by the columns' inferred types (as skrisk label "
+                        "makes them), with the typed blocking that follows; default: text features, tokens blocking")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from skrisk.datasets import make_person_table
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     model = work / "model.skrisk"
     if not model.exists():
-        print(json.dumps(_train_model(model, 500)), flush=True)
+        print(json.dumps(_train_model(model, 500, args.types)), flush=True)
     table, links = make_person_table(args.n + args.new, random_state=0)
     files = {"known": table.iloc[:args.n], "new": table.iloc[args.n:], "all": table}
     for name, part in files.items():
