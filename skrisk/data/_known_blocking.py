@@ -18,7 +18,7 @@ import pandas as pd
 from ._blocking import _Groups, _normalise_rules, _recordlinkage_pairs, _sorted_unique, _token_pairs, _top_k
 from ._text import normalise_text
 from ._token_counts import TokenCounts, tfidf_of_counts, token_counts
-from ._typed_blocking import typed_pairs
+from ._typed_blocking import _between, _key, typed_pairs, typed_passes
 
 #: The key of a record with no value at all (never identical to another record).
 NO_KEY = np.uint64(0)
@@ -84,17 +84,89 @@ def _tokens_one_way(cols: list[str], params: dict, new: pd.DataFrame, known: Tok
     return _top_k(mats[0], mats[1], k, thr, *how, dedup=False, threads=threads)
 
 
+def typed_rule_passes(rules: Any, attributes: list[str]) -> tuple[list[tuple[str, ...]], dict] | None:
+    """The passes whose keys an index keeps of the first ``typed`` rule of ``rules`` over tables of
+    ``attributes``, and that rule's types; None without such a rule (see :func:`kept_typed_passes`)."""
+    if rules is None:
+        return None
+    frame = pd.DataFrame({a: pd.Series(dtype=object) for a in attributes})
+    try:
+        parsed = _normalise_rules(rules, frame, frame)
+    except (ValueError, TypeError, KeyError):  # DataError is a ValueError
+        return None
+    for method, cols, params in parsed:
+        if method == "typed" and isinstance(params.get("types"), dict):
+            passes = kept_typed_passes(list(cols), params["types"])
+            return None if passes is None else (passes, params["types"])
+    return None
+
+
+def kept_typed_passes(cols: list[str], types: dict) -> list[tuple[str, ...]] | None:
+    """The passes of a ``typed`` rule whose keys an index keeps per record (None: one of them is
+    an ``:id`` key, decided over all the records, so none is kept)."""
+    passes = typed_passes(types, [c for c in cols if c in types])
+    if not passes or any(k.endswith(":id") for p in passes for k in p):
+        return None
+    return passes
+
+
+def typed_keys(table: pd.DataFrame, passes: list[tuple[str, ...]], types: dict) -> np.ndarray:
+    """Each record's key of each ``typed`` pass (``len(passes)`` x records, uint64): a hash of the
+    pass's derived keys, :data:`NO_KEY` where one of them is missing (the record takes no part)."""
+    out = np.zeros((len(passes), len(table)), dtype=np.uint64)
+    cache: dict = {}
+    for i, keys in enumerate(passes):
+        h = np.full(len(table), np.uint64(i + 1))
+        missing = np.zeros(len(table), dtype=bool)
+        for k in keys:
+            values = np.asarray(_key(table, k, types, cache), dtype=object)
+            missing |= values == ""
+            with np.errstate(over="ignore"):
+                h = (h ^ pd.util.hash_array(values, categorize=True)) * _MIX + np.uint64(1)
+        h[h == NO_KEY] = np.uint64(1)
+        h[missing] = NO_KEY
+        out[i] = h
+    return out
+
+
+def _typed_against_known(params: dict, passes: list[tuple[str, ...]], new: pd.DataFrame, kept: np.ndarray,
+                         rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``typed_pairs(cols, params, new, known)`` from the known records' kept pass keys (``kept``:
+    passes x index rows; ``rows``: the index rows of the known records blocked): per pass, only
+    the known records whose key a new record holds are looked at."""
+    mine = typed_keys(new, passes, params["types"])
+    max_block = int(params["max_block"])
+    out_l, out_r = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)]
+    for i in range(len(passes)):
+        hn = mine[i]
+        targets = np.unique(hn[hn != NO_KEY])
+        if not len(targets):
+            continue
+        hk = kept[i][rows]
+        at = np.minimum(np.searchsorted(targets, hk), len(targets) - 1)
+        k_pos = np.flatnonzero((targets[at] == hk) & (hk != NO_KEY))
+        codes, _ = pd.factorize(np.concatenate([hn, hk[k_pos]]))
+        codes = codes.astype(np.int64)
+        codes[:len(hn)][hn == NO_KEY] = -1
+        li, ri = _between(codes[:len(hn)], codes[len(hn):], max_block)
+        out_l.append(li)
+        out_r.append(k_pos[ri])
+    return np.concatenate(out_l), np.concatenate(out_r)
+
+
 def block_new_against_known(
     new: pd.DataFrame, known_ids: np.ndarray, known_keys: np.ndarray, rules: Any, *,
     attributes: list[str], known_tokens: TokenCounts | None, known_columns: Callable[[list[str], np.ndarray], pd.DataFrame],
-    threads: int = 1,
+    threads: int = 1, known_typed: tuple[list, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs of a new record and a known one: (rows of ``new``, positions among the known).
 
     ``known_keys`` are the known records' :func:`identical_keys` over ``attributes``;
     ``known_tokens`` their word counts for the ``tokens`` rule (over its columns, in the order of
-    ``known_ids``); ``known_columns(cols, positions)`` the values of other rules' columns, a
-    frame indexed by the ids at ``positions``.
+    ``known_ids``); ``known_typed`` ``(passes, keys, rows)``: the :func:`typed_keys` of a
+    ``typed`` rule's passes, per pass and index row, and the index rows of the known records;
+    ``known_columns(cols, positions)`` the values of other rules' columns, a frame indexed by the
+    ids at ``positions``.
     """
     parsed = _normalise_rules(rules, new, new)
     groups = _groups(identical_keys(new, attributes), known_keys)
@@ -105,6 +177,8 @@ def block_new_against_known(
     for method, cols, params in parsed:
         if method == "tokens" and known_tokens is not None and known_tokens.columns == list(cols):
             li, ri = _tokens_one_way(list(cols), params, sub_l, known_tokens, rpos, threads)
+        elif method == "typed" and known_typed is not None and kept_typed_passes(cols, params["types"]) == known_typed[0]:
+            li, ri = _typed_against_known(params, known_typed[0], sub_l, known_typed[1], known_typed[2][rpos])
         else:
             sub_r = known_columns(list(cols), rpos)
             if method == "tokens":

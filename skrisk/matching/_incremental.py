@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .._threads import n_threads
-from ..data._known_blocking import block_new_against_known, identical_keys
+from ..data._known_blocking import block_new_against_known, identical_keys, typed_keys
 from ..data._token_counts import TokenCounts, concat_counts, token_counts
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
@@ -181,9 +181,13 @@ def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | 
         if not len(rows) or not len(known_rows):
             return np.zeros(0, object), np.zeros(0, object)
         whole = len(known_rows) == len(k_ids)
+        typed = None
+        if known.typed is not None:
+            typed = ([tuple(p) for p in known.typed[0]], arc.typed_keys(len(known.typed[0])),
+                     known_rows if kept is None else kept[known_rows])
         li, ri = block_new_against_known(
             rows, k_ids if whole else k_ids[known_rows], k_keys if whole else k_keys[known_rows], rules,
-            attributes=attributes, threads=n_threads(n_jobs),
+            attributes=attributes, threads=n_threads(n_jobs), known_typed=typed,
             known_tokens=None if tokens is None else (tokens if whole else tokens.take(known_rows)),
             known_columns=lambda cols, at: arc.frame(known_rows[at] if kept is None else kept[known_rows[at]], cols))
         involved.append(known_rows[ri])
@@ -243,6 +247,11 @@ def _new_index_arrays(known: KnownRecords, kept: np.ndarray | None, new: pd.Data
         arrays[f"a{k}_codes"] = np.concatenate([rows(arc.arrays[f"a{k}_codes"]), codes])[order].astype(np.int32)
     ident = np.concatenate([rows(arc.ident), identical_keys(new, attributes)])[order]
     arrays.update(entity_arrays(entity, ident, suspicious))
+    if known.typed is not None:
+        passes = [tuple(p) for p in known.typed[0]]
+        old = arc.typed_keys(len(passes))
+        arrays["k_hash"] = np.concatenate([old if kept is None else old[:, kept],
+                                           typed_keys(new, passes, known.typed[1])], axis=1)[:, order].ravel()
     if tokens is not None:
         arrays.update(token_arrays(concat_counts(tokens, token_counts(new, tokens.columns), order)))
     return arrays

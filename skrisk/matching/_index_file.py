@@ -17,6 +17,9 @@ arrays, nothing in it runs code) of plain arrays:
   ``g`` (``t``: the table; linkage ``l`` and ``r``: each table) and attribute ``k`` listed in the
   manifest's ``value_counts``: ``v{g}{k}_text`` and ``v{g}{k}_len`` (the standardised values) and
   ``v{g}{k}_count`` (int64: how many records hold each);
+- for a model whose blocking has a ``typed`` rule (without an ``:id`` key), ``k_hash`` (uint64,
+  the manifest's ``typed_passes`` x records, pass by pass): each record's key of each pass
+  (``skrisk.data._known_blocking.typed_keys``; 0: the record takes no part in the pass);
 - for a model whose blocking has a ``tokens`` rule, the word counts of its columns
   (``TokenCounts``, over the columns of the manifest's ``tokens_columns``):
   ``t_vocab_text`` and ``t_vocab_len`` (the words, sorted), and the records x words counts in
@@ -151,7 +154,7 @@ def records_bytes(records: pd.DataFrame, attributes: list[str], tokens: Any = No
 
 #: The dtype of each kind of member, by the end of its name.
 _DTYPES = {"text": np.uint8, "len": np.int64, "codes": np.int32, "indptr": np.int64, "indices": np.int32,
-           "counts": np.float32, "entity": np.int64, "ident": np.uint64, "count": np.int64}
+           "counts": np.float32, "entity": np.int64, "ident": np.uint64, "count": np.int64, "hash": np.uint64}
 
 
 def _check_arrays(arrays: dict[str, np.ndarray], bad: Any) -> None:
@@ -249,6 +252,10 @@ class IndexArchive:
         for texts in self._texts:
             texts.drop()
 
+    def typed_keys(self, n_passes: int) -> np.ndarray:
+        """The kept keys of the typed passes: passes x records (a view)."""
+        return self.arrays["k_hash"].reshape(n_passes, len(self.ids))
+
     @property
     def entity(self) -> np.ndarray:
         return self.arrays["r_entity"]
@@ -278,22 +285,25 @@ class IndexArchive:
         return pd.DataFrame(data, index=pd.Index(ids, dtype=object), columns=columns)
 
 
-def _members(attributes: list[str], counted: dict[str, list[str]] | None = None) -> set[str]:
+def _members(attributes: list[str], counted: dict[str, list[str]] | None = None, typed: bool = False) -> set[str]:
     return ({"ids_text", "ids_len", "r_entity", "r_ident", "s_entity", "s_text", "s_len"}
+            | ({"k_hash"} if typed else set())
             | {f"a{k}_{p}" for k in range(len(attributes)) for p in ("text", "len", "codes")}
             | {f"v{g}{attributes.index(a)}_{p}" for g, attrs in (counted or {}).items() for a in attrs
                for p in ("text", "len", "count")})
 
 
-def read_archive(path: Path, attributes: list[str], fix: str, counted: dict[str, list[str]] | None = None) -> IndexArchive:
+def read_archive(path: Path, attributes: list[str], fix: str, counted: dict[str, list[str]] | None = None,
+                 n_passes: int = 0) -> IndexArchive:
     """The checked archive of an index (no value of its records decoded but the ids), or a
     DataError naming ``path`` and ``fix``; ``counted``: the groups and attributes of the kept
-    value counts (the manifest's ``value_counts``)."""
+    value counts (the manifest's ``value_counts``); ``n_passes``: the typed passes whose keys it
+    keeps."""
     def bad(why: str) -> DataError:
         return DataError(f"{path} is not a readable index of records ({why}): the file was changed; {fix}.")
 
     size = path.stat().st_size
-    names = _members(attributes, counted)
+    names = _members(attributes, counted, n_passes > 0)
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
@@ -312,6 +322,8 @@ def read_archive(path: Path, attributes: list[str], fix: str, counted: dict[str,
         archive = IndexArchive(arrays, attributes)
         for g, attrs in (counted or {}).items():
             archive.value_counts(g, attrs)  # checked here, read again where used
+        if n_passes and len(arrays["k_hash"]) != n_passes * len(archive.ids):
+            raise ValueError("k_hash does not hold a key per pass and record")
         return archive
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad(str(exc)) from None

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data._known_blocking import hash_probe, identical_keys
+from ..data._known_blocking import hash_probe, identical_keys, typed_keys, typed_rule_passes
 from ..data._token_counts import TokenCounts, token_counts
 from ..exceptions import DataError
 from ._index_file import (INDEX_RECORDS, IndexArchive, count_arrays, entity_arrays, read_archive, read_tokens,
@@ -80,6 +80,7 @@ class KnownRecords:
     folder: Path
     tokens_columns: list[str] | None = None
     counted: dict[str, list[str]] | None = None
+    typed: tuple[list, dict] | None = None  # the typed passes whose keys the index keeps, and their types
 
     def tokens(self) -> TokenCounts | None:
         """The word counts of the records kept in the index (read, and checked, at each call)."""
@@ -102,6 +103,13 @@ def tokens_columns(model: Any) -> list[str] | None:
             cols = rule[1] if len(rule) > 1 else None
             return list(model.attributes) if cols is None else ([cols] if isinstance(cols, str) else list(cols))
     return None
+
+
+def typed_rule(model: Any) -> tuple[list, dict] | None:
+    """The passes of the model's first ``typed`` blocking rule whose keys the index keeps (as
+    lists) and the rule's types; None without such a rule (or with an ``:id`` key)."""
+    found = typed_rule_passes(_model_rules(model), list(model.attributes))
+    return None if found is None else ([list(p) for p in found[0]], found[1])
 
 
 def counted_attributes(model: Any) -> dict[str, list[str]]:
@@ -190,7 +198,11 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
     if (man.get("value_counts") or {}) != counted:
         raise DataError(f"{man_path}: its value_counts {man.get('value_counts')!r} are not those the model's "
                         f"features need ({counted!r}): the file was changed; {FULL_RUN}.")
-    arc = read_archive(rec_path, attrs, FULL_RUN, counted)
+    typed = typed_rule(model)
+    if man.get("typed_passes") != (None if typed is None else typed[0]):
+        raise DataError(f"{man_path}: its typed_passes are not those of the model's typed blocking: the file was "
+                        f"changed; {FULL_RUN}.")
+    arc = read_archive(rec_path, attrs, FULL_RUN, counted, 0 if typed is None else len(typed[0]))
     if len(arc.ids) != man["n_records"]:
         raise DataError(f"{rec_path} holds {len(arc.ids)} records, its manifest {man_path} says "
                         f"{man['n_records']!r}: restore the files of that run, or {FULL_RUN}.")
@@ -203,7 +215,7 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
         raise DataError(f"{man_path}: next_entity_id {man['next_entity_id']!r} is not above every entity id; "
                         f"{FULL_RUN}.")
     return KnownRecords(archive=arc, next_id=int(man["next_entity_id"]), folder=folder, tokens_columns=cols,
-                        counted=counted)
+                        counted=counted, typed=typed)
 
 
 def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, fingerprint: str | None = None) -> dict:
@@ -222,6 +234,7 @@ def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, finge
             "entities": _file_digest(p.parent / ENTITIES_FILE), "next_entity_id": int(next_id),
             "attributes": list(model.attributes), "tokens_columns": tokens_columns(model),
             "hash_probe": hash_probe(), "value_counts": counted_attributes(model),
+            "typed_passes": None if typed_rule(model) is None else typed_rule(model)[0],
         }
         atomic_write_bytes(p, (json.dumps(man, indent=1) + "\n").encode("utf-8"))
 
@@ -251,5 +264,8 @@ def full_run_index(model: Any, left: pd.DataFrame, right: pd.DataFrame | None, e
     if cols is not None:
         arrays.update(token_arrays(token_counts(records, cols)))
     arrays.update(count_arrays(group_counts(model, records), attrs))
+    typed = typed_rule(model)
+    if typed is not None:
+        arrays["k_hash"] = typed_keys(records, [tuple(p) for p in typed[0]], typed[1]).ravel()
     next_id = int(entities["entity_id"].max()) + 1 if len(entities) else 0
     return index_writers(model, arrays, next_id)

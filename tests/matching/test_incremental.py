@@ -271,14 +271,20 @@ def test_a_tampered_index_is_refused(world):
         match(model, table.iloc[N_KNOWN:], entities=folder, progress=False)
 
 
-@pytest.mark.parametrize("task", ["dedup", "link"])
-def test_frequency_features_weigh_by_all_the_records(tmp_path, task):
+@pytest.mark.parametrize("task,blocking", [("dedup", "standard"), ("link", "standard"), ("dedup", "typed"),
+                                           ("link", "typed")])
+def test_frequency_features_weigh_by_all_the_records(tmp_path, task, blocking):
     """A typed model's ``exact_tf`` features weigh agreement by the whole table's frequencies:
     the index keeps the known records' value counts, so an incremental run scores its pairs as a
-    full run of all the records does (and keeps the counts up to date for the next run)."""
+    full run of all the records does (and keeps the counts up to date for the next run). With the
+    typed blocking a typed person model gets, the index keeps every record's pass keys, and the
+    new records find their known candidates from them."""
     table, links = make_person_table(1500, random_state=2)
     types = {"given_name": "given_name", "surname": "family_name", "city": "categorical"}
-    _train(table.iloc[:600], links, RULES, task=task, types=types).save(tmp_path / "model.skrisk")
+    if blocking == "typed":
+        types = PERSON_TYPES
+    _train(table.iloc[:600], links, RULES if blocking == "standard" else None, task=task,
+           types=types).save(tmp_path / "model.skrisk")
     model = load_model(tmp_path / "model.skrisk")
     assert json.dumps(model.features.value_counts(table.iloc[:3]), default=str)  # it has exact_tf features
     d = tmp_path
@@ -297,7 +303,8 @@ def test_frequency_features_weigh_by_all_the_records(tmp_path, task):
     run(d, *args["known"], "--out", "o_known")
     man = json.loads((d / "o_known" / "index.json").read_text())
     assert set(man["value_counts"]) == ({"t"} if task == "dedup" else {"l", "r"})
-    assert set(next(iter(man["value_counts"].values()))) == set(types)
+    assert set(next(iter(man["value_counts"].values()))) <= set(types)
+    assert (man["typed_passes"] is not None) == (blocking == "typed")
     run(d, *args["new"], "--entities", "o_known", "--out", "o_incr")
     run(d, *args["all"], "--out", "o_all")
     got = read_csv_export(d / "o_incr" / "matches.csv").set_index(["left_id", "right_id"])["probability"]
@@ -556,7 +563,11 @@ def test_the_kept_word_counts_give_the_same_candidates(token_world):
         assert len(plain) > 0 and plain.equals(lent)
 
 
-@pytest.mark.parametrize("rules", [RULES, TOKEN_RULES, None], ids=["standard", "tokens", "default"])
+PERSON_TYPES = {"given_name": "given_name", "surname": "family_name", "date_of_birth": "date",
+                "address": "address", "city": "categorical", "postcode": "postcode"}
+
+
+@pytest.mark.parametrize("rules", [RULES, TOKEN_RULES, None, "typed"], ids=["standard", "tokens", "default", "typed"])
 def test_blocking_against_the_kept_keys_gives_the_pairs_of_block(token_world, rules):
     """New records blocked against what an index keeps of the known ones (identical keys, word
     counts, values of other rules' columns on request) get the pairs of ``block(new, known,
@@ -564,10 +575,14 @@ def test_blocking_against_the_kept_keys_gives_the_pairs_of_block(token_world, ru
 
 
     # internal on purpose: the blocking of an incremental run, against the public block()
-    from skrisk.data._known_blocking import block_new_against_known, identical_keys
+    from skrisk.data._known_blocking import block_new_against_known, identical_keys, kept_typed_passes, typed_keys
     from skrisk.data._token_counts import token_counts
 
     _, table = token_world
+    if rules == "typed":
+        types = SimilarityFeatures(types=PERSON_TYPES).fit(
+            PairDataset.from_table(table, block(table.iloc[:200], None, RULES).pairs, name="p").to_frame()).column_types_
+        rules = [("typed", None, {"types": types})]
     attrs = list(table.columns)
     known, new = table.iloc[:N_KNOWN].copy(), table.iloc[N_KNOWN:N_KNOWN + 200].copy()
     known = pd.concat([known, known.iloc[:40].set_axis([f"copy{i}" for i in range(40)])])  # twins among the known
@@ -578,9 +593,19 @@ def test_blocking_against_the_kept_keys_gives_the_pairs_of_block(token_world, ru
     expected = block(new, known, rules, identical=True, one_way=True).pairs
     cols = TOKEN_RULES[0][1] if rules is TOKEN_RULES else attrs
     ids = known.index.to_numpy(dtype=object)
+    typed = None
+    if rules is not None and rules[0][0] == "typed":
+        passes = kept_typed_passes(attrs, rules[0][2]["types"])
+        typed = (passes, typed_keys(known, passes, rules[0][2]["types"]), np.arange(len(known)))
+
+        def known_columns(c, rows):
+            raise AssertionError("the typed rule read the known records' values")
+    else:
+        def known_columns(c, rows):
+            return known.iloc[rows][c]
     li, ri = block_new_against_known(new, ids, identical_keys(known, attrs), rules, attributes=attrs,
-                                     known_tokens=token_counts(known, cols),
-                                     known_columns=lambda c, rows: known.iloc[rows][c])
+                                     known_tokens=token_counts(known, cols), known_columns=known_columns,
+                                     known_typed=typed)
     got = pd.DataFrame({"left_id": new.index.to_numpy(dtype=object)[li], "right_id": ids[ri]})
     assert len(expected) > 0 and set(map(tuple, got.to_numpy())) == set(map(tuple, expected.to_numpy()))
     assert len(got) == len(expected)
