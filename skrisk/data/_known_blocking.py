@@ -115,14 +115,19 @@ def typed_keys(table: pd.DataFrame, passes: list[tuple[str, ...]], types: dict) 
     pass's derived keys, :data:`NO_KEY` where one of them is missing (the record takes no part)."""
     out = np.zeros((len(passes), len(table)), dtype=np.uint64)
     cache: dict = {}
+    hashed: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a key of several passes hashed once
     for i, keys in enumerate(passes):
         h = np.full(len(table), np.uint64(i + 1))
         missing = np.zeros(len(table), dtype=bool)
         for k in keys:
-            values = np.asarray(_key(table, k, types, cache), dtype=object)
-            missing |= values == ""
+            if k not in hashed:
+                codes, uniq = pd.factorize(pd.Series(_key(table, k, types, cache), dtype=object))
+                uniq = np.asarray(uniq, dtype=object)
+                hashed[k] = (pd.util.hash_array(uniq, categorize=False)[codes], (uniq == "")[codes])
+            key_hash, key_missing = hashed[k]
+            missing |= key_missing
             with np.errstate(over="ignore"):
-                h = (h ^ pd.util.hash_array(values, categorize=True)) * _MIX + np.uint64(1)
+                h = (h ^ key_hash) * _MIX + np.uint64(1)
         h[h == NO_KEY] = np.uint64(1)
         h[missing] = NO_KEY
         out[i] = h
