@@ -2,8 +2,9 @@
 
 An incremental run (:mod:`skrisk.matching._incremental`) blocks its new records against the
 known records of an earlier run without holding those as a table: the index keeps, per known
-record, its *identical key* (:func:`identical_keys`, a 64-bit hash of its normalised values) and
-the word counts of the ``tokens`` rule, and gives the values of other rules' columns on request.
+record, its *identical key* (:func:`identical_keys`, a 64-bit hash of its normalised values), the
+word counts of the ``tokens`` rule and its key of each pass of a ``typed`` rule
+(:func:`typed_keys`), and gives the values of other rules' columns on request.
 :func:`block_new_against_known` gives the pairs that ``block(new, known, rules, identical=True,
 one_way=True)`` gives (a hash collision can only add a candidate pair, which is then scored).
 """

@@ -2,7 +2,8 @@
 
 An incremental run loads and checks the blocking index of an earlier run
 (:mod:`skrisk.matching._known_index`), blocks the new records against the new and the known
-records only (the known ones from what the index keeps of them: identical keys and word counts,
+records only (the known ones from what the index keeps of them: identical keys, word counts and
+typed pass keys,
 :func:`skrisk.data._known_blocking.block_new_against_known`), scores only pairs that hold a new
 record (with the values of the known records they hold, read from the index), and assigns:
 
