@@ -406,6 +406,32 @@ def test_linkage_new_records_of_one_table_and_the_same_batch_again(link_world):
         match(model, parts["ln"], None, entities=_first_world_known(d), progress=False)
 
 
+def test_linkage_ids_shared_by_both_tables_or_holding_a_colon(link_world, tmp_path):
+    """Ids are per table: the same id on both sides is two records, and an id with a colon (or
+    one that looks like a side prefix) is read back as it was."""
+    d, parts = link_world
+    left = parts["lk"].iloc[:300].copy()
+    right = parts["rk"].iloc[:300].copy()
+    left.index = [f"{i}" for i in range(len(left))]
+    right.index = [f"{i}" for i in range(len(right))]  # the same ids as the left table's
+    left.index = list(left.index[:-2]) + ["a:b", "right:7"]
+    left.to_csv(tmp_path / "l.csv", index_label="id")
+    right.to_csv(tmp_path / "r.csv", index_label="id")
+    new_l = parts["ln"].iloc[:20].copy()
+    new_l.index = [f"n:{i}" for i in range(len(new_l))]
+    new_l.to_csv(tmp_path / "nl.csv", index_label="id")
+    right.iloc[:0].to_csv(tmp_path / "nr.csv", index_label="id")
+    base = ["match", "--model", str(d / "model.skrisk"), "--no-progress", "--n-jobs", "1"]
+    assert main(base + ["--left", str(tmp_path / "l.csv"), "--right", str(tmp_path / "r.csv"),
+                        "--out", str(tmp_path / "known")]) == 0
+    assert main(base + ["--left", str(tmp_path / "nl.csv"), "--right", str(tmp_path / "nr.csv"),
+                        "--entities", str(tmp_path / "known"), "--out", str(tmp_path / "incr")]) == 0
+    before, after = _link_entities(tmp_path / "known"), _link_entities(tmp_path / "incr")
+    assert len(before) == 600 and (after.reindex(before.index) == before).all()
+    assert ("left", "a:b") in after.index and ("left", "right:7") in after.index and ("right", "0") in after.index
+    assert set(after.drop(before.index).index) == {("left", i) for i in new_l.index}
+
+
 def _first_world_known(d):
     """A dedup run's folder: the linkage index of ``d`` re-run with a dedup model."""
     model = load_model(d / "model.skrisk")
