@@ -643,13 +643,18 @@ def _identical_groups(left: pd.DataFrame, right: pd.DataFrame, cols: list[str]) 
         col = norm[codes]
         empty &= np.asarray(uniq_norm, dtype=object)[col] == ""
         key, _ = pd.factorize(key * len(uniq_norm) + col)  # stays below n * n_values: no overflow
-    n_left = len(left)
     key = np.where(empty, -1 - np.arange(len(key)), key)  # a record without values has no twin
     codes, _ = pd.factorize(key)
+    return _groups_of(codes, len(left), dedup)
+
+
+def _groups_of(codes: np.ndarray, n_left: int, dedup: bool) -> _Groups:
+    """The groups of records sharing a code (codes ``0..k``: of the left records, then of the
+    right ones; one table: of its records only)."""
     heads = []
     for lo, hi in ((0, n_left), (n_left, len(codes))) if not dedup else ((0, n_left),):
         part = codes[lo:hi]
-        f = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+        f = np.full(int(codes.max(initial=-1)) + 1, -1, dtype=np.int64)
         uniq, at = np.unique(part, return_index=True)
         f[uniq] = at  # the first position of each group on this side
         heads.append((part, f))

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ._blocking import _Groups, _normalise_rules, _recordlinkage_pairs, _sorted_unique, _token_pairs, _top_k
+from ._blocking import _Groups, _groups_of, _normalise_rules, _recordlinkage_pairs, _sorted_unique, _token_pairs, _top_k
 from ._text import normalise_text
 from ._token_counts import TokenCounts, tfidf_of_counts, token_counts
 from ._typed_blocking import _between, _key, typed_pairs, typed_passes
@@ -55,20 +55,10 @@ def _groups(new_keys: np.ndarray, known_keys: np.ndarray) -> _Groups:
     """The identical-record groups of the new records (left) and the known ones (right), as
     ``_identical_groups`` makes them from the values."""
     keys = np.concatenate([new_keys, known_keys])
-    n = len(new_keys)
     codes, _ = pd.factorize(keys)
     alone = np.flatnonzero(keys == NO_KEY)
     codes[alone] = codes.max(initial=-1) + 1 + np.arange(len(alone))  # no twin
-    heads = []
-    for lo, hi in ((0, n), (n, len(codes))):
-        part = codes[lo:hi]
-        f = np.full(int(codes.max(initial=-1)) + 1, -1, dtype=np.int64)
-        uniq, at = np.unique(part, return_index=True)
-        f[uniq] = at
-        heads.append((part, f))
-    (pl, fl), (pr, fr) = heads
-    both = np.flatnonzero((fl >= 0) & (fr >= 0))
-    return _Groups(fl[pl], fr[pr], (fl[both], fr[both]))
+    return _groups_of(codes, len(new_keys), dedup=False)
 
 
 def _tokens_one_way(cols: list[str], params: dict, new: pd.DataFrame, known: TokenCounts, rows: np.ndarray,
@@ -162,7 +152,8 @@ def _typed_against_known(params: dict, passes: list[tuple[str, ...]], new: pd.Da
 
 def block_new_against_known(
     new: pd.DataFrame, known_ids: np.ndarray, known_keys: np.ndarray, rules: Any, *,
-    attributes: list[str], known_tokens: TokenCounts | None, known_columns: Callable[[list[str], np.ndarray], pd.DataFrame],
+    attributes: list[str], known_tokens: TokenCounts | None,
+    known_columns: Callable[[list[str], np.ndarray], pd.DataFrame],
     threads: int = 1, known_typed: tuple[list, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs of a new record and a known one: (rows of ``new``, positions among the known).
@@ -183,7 +174,8 @@ def block_new_against_known(
     for method, cols, params in parsed:
         if method == "tokens" and known_tokens is not None and known_tokens.columns == list(cols):
             li, ri = _tokens_one_way(list(cols), params, sub_l, known_tokens, rpos, threads)
-        elif method == "typed" and known_typed is not None and kept_typed_passes(cols, params["types"]) == known_typed[0]:
+        elif method == "typed" and known_typed is not None \
+                and kept_typed_passes(cols, params["types"]) == known_typed[0]:
             li, ri = _typed_against_known(params, known_typed[0], sub_l, known_typed[1], known_typed[2][rpos])
         else:
             sub_r = known_columns(list(cols), rpos)

@@ -38,14 +38,13 @@ from ..data._known_blocking import block_new_against_known, identical_keys, type
 from ..data._token_counts import TokenCounts, concat_counts, token_counts
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
-from ._index_file import INDEX_RECORDS, count_arrays, entity_arrays, texts_to_arrays, token_arrays
-from ._known_index import (ENTITIES_FILE, INDEX_MANIFEST, KnownRecords, group_counts, index_writers, load_index,
-                           model_fingerprint)
+from ._index_file import INDEX_RECORDS, count_arrays, entity_arrays, record_arrays, texts_to_arrays, token_arrays
+from ._known_index import (ENTITIES_FILE, INDEX_MANIFEST, SIDES, KnownRecords, group_counts, index_writers,
+                           load_index, model_fingerprint, on_left, side_keys, split_keys)
 from ._steps import _model_rules
 
 CHANGES_FILE = "changes.csv"
 _MERGE_RULES = ("report", "apply")
-_SIDES = ("left", "right")
 _CHANGE_COLUMNS = ["change", "record_id", "entities", "into", "probability", "risk", "reasons", "applied",
                    "detail"]
 
@@ -102,21 +101,15 @@ def _prepare_new(model: Any, new: pd.DataFrame, right: pd.DataFrame | None, name
         left, _ = _prepare_tables(model, parts[0], parts[1] if len(parts) > 1 else None, names)
         return left
     out = []
-    for t, side, source in zip((new, right), _SIDES, names):
+    for t, side, source in zip((new, right), SIDES, names):
         if t is None:
             continue
         if isinstance(t, pd.DataFrame) and len(t) == 0:
             model.check_table(t, source)
             continue
         prepared, _ = _prepare_tables(model, t, t, (source, source))  # one table's checks
-        out.append(prepared.set_axis(side + ":" + prepared.index.astype(str)))
+        out.append(prepared.set_axis(side_keys(prepared.index, side)))
     return pd.concat(out) if out else empty
-
-
-def _sides(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The side (``left``/``right``) and the record id of each side-prefixed id of linkage."""
-    parts = pd.Series(keys, dtype=object).str.partition(":")
-    return parts[0].to_numpy(dtype=object), parts[2].to_numpy(dtype=object)
 
 
 def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int,
@@ -134,8 +127,8 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
     link = model.task == "link"
     counts = value_counts or {}
     if scorer is None and link:  # each table's records, each with its table's value counts
-        on_left = table.index.astype(str).str.startswith("left:")
-        scorer = model.scorer(table[on_left], table[~on_left], n_jobs=n_jobs,
+        left = on_left(table.index)
+        scorer = model.scorer(table[left], table[~left], n_jobs=n_jobs,
                               value_counts=(counts["l"], counts["r"]) if counts else None)
     elif scorer is None:
         scorer = model.scorer(table, None, n_jobs=n_jobs, value_counts=counts.get("t"))
@@ -161,8 +154,6 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
                            kind="stable", ignore_index=True), scorer
 
 
-
-
 def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | None, rules: Any,
                      attributes: list[str], tokens: TokenCounts | None, n_jobs: Any,
                      link: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
@@ -184,7 +175,7 @@ def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | 
         whole = len(known_rows) == len(k_ids)
         typed = None
         if known.typed is not None:
-            typed = ([tuple(p) for p in known.typed[0]], arc.typed_keys(len(known.typed[0])),
+            typed = (known.typed[0], arc.typed_keys(len(known.typed[0])),
                      known_rows if kept is None else kept[known_rows])
         li, ri = block_new_against_known(
             rows, k_ids if whole else k_ids[known_rows], k_keys if whole else k_keys[known_rows], rules,
@@ -200,11 +191,12 @@ def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | 
         l_id, r_id = against(new, np.arange(len(k_ids)))
         parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
     else:  # the known records are in id order: the left ones, then the right ones
-        cut = int(np.searchsorted(k_ids, "right:")) if len(k_ids) else 0
-        left_new = new.iloc[:int(np.searchsorted(new_keys, "right:"))]
+        cut = int(on_left(k_ids).sum())
+        left_new = new.iloc[:int(on_left(new_keys).sum())]
         right_new = new.iloc[len(left_new):]
         if len(left_new) and len(right_new):
-            parts.append(block(left_new, right_new, rules, n_jobs=n_jobs, identical=True).pairs[["left_id", "right_id"]])
+            both_new = block(left_new, right_new, rules, n_jobs=n_jobs, identical=True)
+            parts.append(both_new.pairs[["left_id", "right_id"]])
         l_id, r_id = against(left_new, np.arange(cut, len(k_ids)))
         parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
         r_id, l_id = against(right_new, np.arange(cut))
@@ -236,23 +228,19 @@ def _new_index_arrays(known: KnownRecords, kept: np.ndarray | None, new: pd.Data
     def rows(a: np.ndarray) -> np.ndarray:
         return a if kept is None else a[kept]
 
-    for k, a in enumerate(attributes):
-        values = pd.Series(new[a].to_numpy(dtype=object), dtype=object)
-        codes, uniq = pd.factorize(values.mask(values.eq("")), use_na_sentinel=True)
-        uniq = [v if isinstance(v, str) else str(v) for v in uniq]
-        text, lengths = texts_to_arrays(uniq)
+    fresh = record_arrays(new, attributes)  # the new records' values, numbered after the old ones
+    for k in range(len(attributes)):
         base = len(arc.arrays[f"a{k}_len"])
-        codes = np.where(codes >= 0, codes + base, -1)
-        arrays[f"a{k}_text"] = np.concatenate([arc.arrays[f"a{k}_text"], text])
-        arrays[f"a{k}_len"] = np.concatenate([arc.arrays[f"a{k}_len"], lengths])
+        codes = np.where(fresh[f"a{k}_codes"] >= 0, fresh[f"a{k}_codes"] + base, -1)
+        arrays[f"a{k}_text"] = np.concatenate([arc.arrays[f"a{k}_text"], fresh[f"a{k}_text"]])
+        arrays[f"a{k}_len"] = np.concatenate([arc.arrays[f"a{k}_len"], fresh[f"a{k}_len"]])
         arrays[f"a{k}_codes"] = np.concatenate([rows(arc.arrays[f"a{k}_codes"]), codes])[order].astype(np.int32)
     ident = np.concatenate([rows(arc.ident), identical_keys(new, attributes)])[order]
     arrays.update(entity_arrays(entity, ident, suspicious))
     if known.typed is not None:
-        passes = [tuple(p) for p in known.typed[0]]
-        old = arc.typed_keys(len(passes))
-        arrays["k_hash"] = np.concatenate([old if kept is None else old[:, kept],
-                                           typed_keys(new, passes, known.typed[1])], axis=1)[:, order].ravel()
+        old = arc.typed_keys(len(known.typed[0]))
+        arrays["k_hash"] = np.concatenate([old if kept is None else old[:, kept], typed_keys(new, *known.typed)],
+                                          axis=1)[:, order].ravel()
     if tokens is not None:
         arrays.update(token_arrays(concat_counts(tokens, token_counts(new, tokens.columns), order)))
     return arrays
@@ -437,10 +425,11 @@ def match_incremental(
                         "size": size[np.searchsorted(present, flagged)].astype(np.int64)})
     by_entity = np.argsort(all_entity, kind="stable")  # by entity, then record id
     if link:
-        side, record = _sides(all_ids[by_entity])
+        side, record = split_keys(all_ids[by_entity])
         clusters = pd.DataFrame({"entity_id": all_entity[by_entity], "side": side, "record_id": record})
         if len(matches):
-            matches["left_id"], matches["right_id"] = _sides(matches["left_id"])[1], _sides(matches["right_id"])[1]
+            for col in ("left_id", "right_id"):
+                matches[col] = split_keys(matches[col])[1]
     else:
         clusters = pd.DataFrame({"entity_id": all_entity[by_entity], "side": "table",
                                  "record_id": all_ids[by_entity]})

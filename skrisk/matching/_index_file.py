@@ -60,17 +60,6 @@ def texts_to_arrays(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     return blob, lengths
 
 
-def _arrays_to_texts(blob: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    whole = blob.tobytes().decode("utf-8", "surrogatepass")
-    ends = np.cumsum(lengths)
-    if len(ends) and ends[-1] != len(whole):
-        raise ValueError("the lengths do not add up to the text")
-    starts = (ends - lengths).tolist()
-    out = np.empty(len(lengths), dtype=object)
-    out[:] = [whole[a:b] for a, b in zip(starts, ends.tolist())]
-    return out
-
-
 def record_arrays(records: pd.DataFrame, attributes: list[str]) -> dict[str, np.ndarray]:
     """The members ``ids_*`` and ``a{k}_*`` of ``records`` (indexed by str id; text values,
     missing as ``""`` or NaN/None), each attribute's distinct values once."""
@@ -348,7 +337,8 @@ def read_tokens(path: Path, columns: list[str], ids: pd.Index, fix: str) -> Any:
     a = _load_checked(path, list(_TOKEN_MEMBERS), bad,
                       "the index's manifest lists token columns, the archive holds no word counts")
     try:
-        vocab = _arrays_to_texts(a["t_vocab_text"], a["t_vocab_len"])
+        vocab = np.empty(len(a["t_vocab_len"]), dtype=object)
+        vocab[:] = _Texts(a["t_vocab_text"], a["t_vocab_len"]).take(np.arange(len(vocab)))
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad(str(exc)) from None
     ptr, idx, cnt = a["t_indptr"], a["t_indices"], a["t_counts"]

@@ -33,6 +33,24 @@ ENTITIES_FILE = "entities.csv"
 _FORMAT = "skrisk-match-index"
 _FORMAT_VERSION = 4
 FULL_RUN = "run skrisk match on all the records without --entities (a full run) to rebuild it"
+#: The tables of a linkage; its index names a record ``<side>:<id>`` (left ones sort first).
+SIDES = ("left", "right")
+
+
+def side_keys(ids: Any, side: str) -> pd.Index:
+    """The index names of a linkage table's records."""
+    return side + ":" + pd.Index(ids).astype(str)
+
+
+def split_keys(keys: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The side (``left``/``right``) and the record id of each index name of linkage."""
+    parts = pd.Series(np.asarray(keys, dtype=object), dtype=object).str.partition(":")
+    return parts[0].to_numpy(dtype=object), parts[2].to_numpy(dtype=object)
+
+
+def on_left(keys: Any) -> np.ndarray:
+    """Whether each index name of linkage is a left record's."""
+    return pd.Index(keys).astype(str).str.startswith(SIDES[0] + ":")
 
 
 # ---------------------------------------------------------------------------- fingerprints
@@ -80,7 +98,7 @@ class KnownRecords:
     folder: Path
     tokens_columns: list[str] | None = None
     counted: dict[str, list[str]] | None = None
-    typed: tuple[list, dict] | None = None  # the typed passes whose keys the index keeps, and their types
+    typed: tuple[list[tuple[str, ...]], dict] | None = None  # the typed passes whose keys it keeps, their types
 
     def tokens(self) -> TokenCounts | None:
         """The word counts of the records kept in the index (read, and checked, at each call)."""
@@ -105,11 +123,15 @@ def tokens_columns(model: Any) -> list[str] | None:
     return None
 
 
-def typed_rule(model: Any) -> tuple[list, dict] | None:
-    """The passes of the model's first ``typed`` blocking rule whose keys the index keeps (as
-    lists) and the rule's types; None without such a rule (or with an ``:id`` key)."""
-    found = typed_rule_passes(_model_rules(model), list(model.attributes))
-    return None if found is None else ([list(p) for p in found[0]], found[1])
+def typed_rule(model: Any) -> tuple[list[tuple[str, ...]], dict] | None:
+    """The passes of the model's first ``typed`` blocking rule whose keys the index keeps and the
+    rule's types; None without such a rule (or with an ``:id`` key)."""
+    return typed_rule_passes(_model_rules(model), list(model.attributes))
+
+
+def _passes_json(typed: tuple[list, dict] | None) -> list[list[str]] | None:
+    """The manifest's ``typed_passes``."""
+    return None if typed is None else [list(p) for p in typed[0]]
 
 
 def counted_attributes(model: Any) -> dict[str, list[str]]:
@@ -131,9 +153,8 @@ def group_counts(model: Any, records: pd.DataFrame) -> dict[str, dict[str, pd.Se
         return {}
     if model.task != "link":
         return {"t": model.features.value_counts(records)}
-    ids = records.index.astype(str)
-    return {g: model.features.value_counts(records[ids.str.startswith(side + ":")])
-            for g, side in (("l", "left"), ("r", "right"))}
+    left = on_left(records.index)
+    return {"l": model.features.value_counts(records[left]), "r": model.features.value_counts(records[~left])}
 
 
 def _index_folder(path: Any) -> Path:
@@ -199,7 +220,7 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
         raise DataError(f"{man_path}: its value_counts {man.get('value_counts')!r} are not those the model's "
                         f"features need ({counted!r}): the file was changed; {FULL_RUN}.")
     typed = typed_rule(model)
-    if man.get("typed_passes") != (None if typed is None else typed[0]):
+    if man.get("typed_passes") != _passes_json(typed):
         raise DataError(f"{man_path}: its typed_passes are not those of the model's typed blocking: the file was "
                         f"changed; {FULL_RUN}.")
     arc = read_archive(rec_path, attrs, FULL_RUN, counted, 0 if typed is None else len(typed[0]))
@@ -226,6 +247,7 @@ def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, finge
 
     n_records = int(len(arrays["ids_len"]))
     fp = fingerprint or model_fingerprint(model)
+    passes = _passes_json(typed_rule(model))
 
     def manifest(p: Path) -> None:
         man = {
@@ -234,7 +256,7 @@ def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, finge
             "entities": _file_digest(p.parent / ENTITIES_FILE), "next_entity_id": int(next_id),
             "attributes": list(model.attributes), "tokens_columns": tokens_columns(model),
             "hash_probe": hash_probe(), "value_counts": counted_attributes(model),
-            "typed_passes": None if typed_rule(model) is None else typed_rule(model)[0],
+            "typed_passes": passes,
         }
         atomic_write_bytes(p, (json.dumps(man, indent=1) + "\n").encode("utf-8"))
 
@@ -247,8 +269,9 @@ def full_run_index(model: Any, left: pd.DataFrame, right: pd.DataFrame | None, e
     side-prefixed id (``left:<id>``, ``right:<id>``)."""
     attrs = list(model.attributes)
     link = model.task == "link"
-    tables = [(t, side) for t, side in zip((left, right), ("left", "right")) if t is not None]
-    records = pd.concat([t[attrs].set_axis((side + ":" if link else "") + t.index.astype(str)) for t, side in tables])
+    tables = [(t, side) for t, side in zip((left, right), SIDES) if t is not None]
+    records = pd.concat([t[attrs].set_axis(side_keys(t.index, side) if link else t.index.astype(str))
+                         for t, side in tables])
     if not records.index.is_monotonic_increasing:
         records = records.sort_index(kind="stable")
     keys = entities["record_id"].astype(str)
@@ -266,6 +289,6 @@ def full_run_index(model: Any, left: pd.DataFrame, right: pd.DataFrame | None, e
     arrays.update(count_arrays(group_counts(model, records), attrs))
     typed = typed_rule(model)
     if typed is not None:
-        arrays["k_hash"] = typed_keys(records, [tuple(p) for p in typed[0]], typed[1]).ravel()
+        arrays["k_hash"] = typed_keys(records, *typed).ravel()
     next_id = int(entities["entity_id"].max()) + 1 if len(entities) else 0
     return index_writers(model, arrays, next_id)
