@@ -351,9 +351,11 @@ def _cmd_match(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     lock = FolderLock(out, what="skrisk match output folder", hint="pass another --out folder")
     try:
+        from .data._types import shared_standardisation
         from .matching._distributed import cluster_client
 
-        with lock, cluster_client(args.workers, args.scheduler) as client:
+        # each typed value standardised once: by blocking, the encoding and the index's pass keys
+        with lock, cluster_client(args.workers, args.scheduler) as client, shared_standardisation():
             return _match_locked(args, out, client)
     except BaseException:
         if created:  # a refused run leaves no folder behind

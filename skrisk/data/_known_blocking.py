@@ -125,12 +125,11 @@ def typed_keys(table: pd.DataFrame, passes: list[tuple[str, ...]], types: dict) 
     return out
 
 
-def _typed_against_known(params: dict, passes: list[tuple[str, ...]], new: pd.DataFrame, kept: np.ndarray,
+def _typed_against_known(params: dict, passes: list[tuple[str, ...]], mine: np.ndarray, kept: np.ndarray,
                          rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``typed_pairs(cols, params, new, known)`` from the known records' kept pass keys (``kept``:
-    passes x index rows; ``rows``: the index rows of the known records blocked): per pass, only
-    the known records whose key a new record holds are looked at."""
-    mine = typed_keys(new, passes, params["types"])
+    """``typed_pairs(cols, params, new, known)`` from the pass keys of both (``mine``: passes x
+    new records; ``kept``: passes x index rows; ``rows``: the index rows of the known records
+    blocked): per pass, only the known records whose key a new record holds are looked at."""
     max_block = int(params["max_block"])
     out_l, out_r = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)]
     for i in range(len(passes)):
@@ -154,14 +153,17 @@ def block_new_against_known(
     new: pd.DataFrame, known_ids: np.ndarray, known_keys: np.ndarray, rules: Any, *,
     attributes: list[str], known_tokens: TokenCounts | None,
     known_columns: Callable[[list[str], np.ndarray], pd.DataFrame],
-    threads: int = 1, known_typed: tuple[list, np.ndarray, np.ndarray] | None = None,
+    threads: int = 1, known_typed: tuple[list, dict, np.ndarray, np.ndarray] | None = None,
+    new_typed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs of a new record and a known one: (rows of ``new``, positions among the known).
 
     ``known_keys`` are the known records' :func:`identical_keys` over ``attributes``;
     ``known_tokens`` their word counts for the ``tokens`` rule (over its columns, in the order of
-    ``known_ids``); ``known_typed`` ``(passes, keys, rows)``: the :func:`typed_keys` of a
-    ``typed`` rule's passes, per pass and index row, and the index rows of the known records;
+    ``known_ids``); ``known_typed`` ``(passes, types, keys, rows)``: the :func:`typed_keys` of
+    the passes of a ``typed`` rule with these types, per pass and index row, and the index rows of
+    the known records;
+    ``new_typed`` the new records' keys of those passes (passes x records; None: derived here);
     ``known_columns(cols, positions)`` the values of other rules' columns, a frame indexed by the
     ids at ``positions``.
     """
@@ -174,9 +176,11 @@ def block_new_against_known(
     for method, cols, params in parsed:
         if method == "tokens" and known_tokens is not None and known_tokens.columns == list(cols):
             li, ri = _tokens_one_way(list(cols), params, sub_l, known_tokens, rpos, threads)
-        elif method == "typed" and known_typed is not None \
+        elif method == "typed" and known_typed is not None and params["types"] == known_typed[1] \
                 and kept_typed_passes(cols, params["types"]) == known_typed[0]:
-            li, ri = _typed_against_known(params, known_typed[0], sub_l, known_typed[1], known_typed[2][rpos])
+            passes, types, keys, rows = known_typed
+            mine = typed_keys(new, passes, types) if new_typed is None else new_typed
+            li, ri = _typed_against_known(params, passes, mine[:, lpos], keys, rows[rpos])
         else:
             sub_r = known_columns(list(cols), rpos)
             if method == "tokens":

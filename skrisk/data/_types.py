@@ -317,8 +317,12 @@ def shared_standardisation() -> Iterator[None]:
     """Within the block, :func:`standardise` keeps what it computed, per column type, and
     computes only values it has not seen (blocking and the encoding of the same tables
     standardise the same values). Standardisation is value by value, so the results are the
-    same; what is kept is released when the block ends.
+    same; what is kept is released when the block ends (the outermost one, when blocks nest: an
+    inner block shares the outer one's values).
     """
+    if _SHARED.get() is not None:
+        yield
+        return
     token = _SHARED.set({})
     try:
         yield

@@ -38,6 +38,7 @@ from ..data._known_blocking import block_new_against_known, identical_keys, type
 from ..data._token_counts import TokenCounts, concat_counts, token_counts
 from ..exceptions import DataError
 from ..risk._uncertainty import matcher_uncertainty
+from ._entities_file import EntitiesReuse, entities_parts, reuse_plan
 from ._index_file import INDEX_RECORDS, count_arrays, entity_arrays, record_arrays, texts_to_arrays, token_arrays
 from ._known_index import (ENTITIES_FILE, INDEX_MANIFEST, SIDES, KnownRecords, group_counts, index_writers,
                            load_index, model_fingerprint, on_left, side_keys, split_keys)
@@ -73,6 +74,7 @@ class IncrementalResult:
     index_arrays: dict[str, np.ndarray] | None = None
     next_id: int = 0
     fingerprint: str = ""
+    entities_reuse: EntitiesReuse | None = None
 
     def writers(self, model: Any) -> dict:
         """Writers of ``changes.csv`` and the updated index, for ``write_files_together`` (after
@@ -154,12 +156,13 @@ def _score(model: Any, table: pd.DataFrame, pairs: pd.DataFrame, chunk_size: int
                            kind="stable", ignore_index=True), scorer
 
 
-def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | None, rules: Any,
+def _candidate_pairs(new: pd.DataFrame, new_typed: np.ndarray | None, known: KnownRecords,
+                     kept: np.ndarray | None, rules: Any,
                      attributes: list[str], tokens: TokenCounts | None, n_jobs: Any,
                      link: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
     """Pairs of a new record with a new one or a known one (never two known records; linkage:
     a left record with a right one), and the positions (among the kept known records) of the
-    known records they hold."""
+    known records they hold. ``new_typed``: the new records' keys of the index's typed passes."""
     from ..data import block
 
     arc = known.archive
@@ -168,18 +171,21 @@ def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | 
     new_keys = new.index.to_numpy(dtype=object)
     parts, involved = [], [np.zeros(0, np.int64)]
 
-    def against(rows: pd.DataFrame, known_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(new ids, known ids) of ``rows`` blocked against the known records at ``known_rows``."""
+    def against(at: slice, known_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(new ids, known ids) of the new records at ``at`` blocked against the known records at
+        ``known_rows``."""
+        rows = new.iloc[at]
         if not len(rows) or not len(known_rows):
             return np.zeros(0, object), np.zeros(0, object)
         whole = len(known_rows) == len(k_ids)
         typed = None
         if known.typed is not None:
-            typed = (known.typed[0], arc.typed_keys(len(known.typed[0])),
+            typed = (*known.typed, arc.typed_keys(len(known.typed[0])),
                      known_rows if kept is None else kept[known_rows])
         li, ri = block_new_against_known(
             rows, k_ids if whole else k_ids[known_rows], k_keys if whole else k_keys[known_rows], rules,
             attributes=attributes, threads=n_threads(n_jobs), known_typed=typed,
+            new_typed=None if new_typed is None else new_typed[:, at],
             known_tokens=None if tokens is None else (tokens if whole else tokens.take(known_rows)),
             known_columns=lambda cols, at: arc.frame(known_rows[at] if kept is None else kept[known_rows[at]], cols))
         involved.append(known_rows[ri])
@@ -188,18 +194,18 @@ def _candidate_pairs(new: pd.DataFrame, known: KnownRecords, kept: np.ndarray | 
     if not link:
         if len(new) >= 2:
             parts.append(block(new, None, rules, n_jobs=n_jobs, identical=True).pairs[["left_id", "right_id"]])
-        l_id, r_id = against(new, np.arange(len(k_ids)))
+        l_id, r_id = against(slice(None), np.arange(len(k_ids)))
         parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
     else:  # the known records are in id order: the left ones, then the right ones
         cut = int(on_left(k_ids).sum())
-        left_new = new.iloc[:int(on_left(new_keys).sum())]
-        right_new = new.iloc[len(left_new):]
+        n_left = int(on_left(new_keys).sum())
+        left_new, right_new = new.iloc[:n_left], new.iloc[n_left:]
         if len(left_new) and len(right_new):
             both_new = block(left_new, right_new, rules, n_jobs=n_jobs, identical=True)
             parts.append(both_new.pairs[["left_id", "right_id"]])
-        l_id, r_id = against(left_new, np.arange(cut, len(k_ids)))
+        l_id, r_id = against(slice(None, n_left), np.arange(cut, len(k_ids)))
         parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
-        r_id, l_id = against(right_new, np.arange(cut))
+        r_id, l_id = against(slice(n_left, None), np.arange(cut))
         parts.append(pd.DataFrame({"left_id": l_id, "right_id": r_id}))
     pairs = pd.concat(parts, ignore_index=True).astype(object)
     return pairs.drop_duplicates(ignore_index=True), np.unique(np.concatenate(involved))
@@ -216,11 +222,13 @@ def _slot_in(known_ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
     return order
 
 
-def _new_index_arrays(known: KnownRecords, kept: np.ndarray | None, new: pd.DataFrame, attributes: list[str],
+def _new_index_arrays(known: KnownRecords, kept: np.ndarray | None, new: pd.DataFrame,
+                      new_typed: np.ndarray | None, attributes: list[str],
                       entity: np.ndarray, order: np.ndarray, ids: np.ndarray, suspicious: dict[int, str],
                       tokens: TokenCounts | None) -> dict[str, np.ndarray]:
     """The members of the new index: the kept known records' arrays and the (sorted) new
-    records' in the rows of ``order``; each attribute's new values appended to its texts."""
+    records' in the rows of ``order``; each attribute's new values appended to its texts
+    (``new_typed``: the new records' keys of the typed passes)."""
     arc = known.archive
     arrays: dict[str, np.ndarray] = {}
     arrays["ids_text"], arrays["ids_len"] = texts_to_arrays(ids)
@@ -239,7 +247,7 @@ def _new_index_arrays(known: KnownRecords, kept: np.ndarray | None, new: pd.Data
     arrays.update(entity_arrays(entity, ident, suspicious))
     if known.typed is not None:
         old = arc.typed_keys(len(known.typed[0]))
-        arrays["k_hash"] = np.concatenate([old if kept is None else old[:, kept], typed_keys(new, *known.typed)],
+        arrays["k_hash"] = np.concatenate([old if kept is None else old[:, kept], new_typed],
                                           axis=1)[:, order].ravel()
     if tokens is not None:
         arrays.update(token_arrays(concat_counts(tokens, token_counts(new, tokens.columns), order)))
@@ -328,7 +336,8 @@ def match_incremental(
     rules = _model_rules(model) if blocking is None else blocking
     tick = time.perf_counter()
     link = model.task == "link"
-    pairs, involved = _candidate_pairs(new, known, kept, rules, attrs, tokens, n_jobs, link)
+    new_typed = None if known.typed is None else typed_keys(new, *known.typed)
+    pairs, involved = _candidate_pairs(new, new_typed, known, kept, rules, attrs, tokens, n_jobs, link)
     timings["blocking"] = time.perf_counter() - tick
     tick = time.perf_counter()
     table = pd.concat([new, arc.frame(involved if kept is None else kept[involved])])
@@ -434,12 +443,14 @@ def match_incremental(
         clusters = pd.DataFrame({"entity_id": all_entity[by_entity], "side": "table",
                                  "record_id": all_ids[by_entity]})
     entities = Entities(clusters=clusters, suspicious=sus, task=model.task)
+    reuse = reuse_plan(known.folder / ENTITIES_FILE, known.entities_digest, entity, kept,
+                       np.where(order < len(k_ids), order, -1), all_entity, by_entity, arc.suspicious, keep_sus)
     change_frame = pd.DataFrame(changes, columns=_CHANGE_COLUMNS).astype({"probability": np.float64,
                                                                            "risk": np.float64})
     change_frame = change_frame.sort_values("risk", ascending=False, kind="stable", na_position="last",
                                             ignore_index=True)
     timings["entities"] = time.perf_counter() - tick
-    arrays = _new_index_arrays(known, kept, new, attrs, all_entity, order, all_ids, keep_sus, tokens)
+    arrays = _new_index_arrays(known, kept, new, new_typed, attrs, all_entity, order, all_ids, keep_sus, tokens)
     arrays.update(count_arrays(counts, attrs))
     timings["total"] = time.perf_counter() - t0
     summary = {"new_records": int(n_new), "joined": joined, "started": started, "merged": merged,
@@ -447,7 +458,7 @@ def match_incremental(
                "new_entities": int(next_id - known.next_id)}
     return IncrementalResult(matches=matches, entities=entities, n_candidates=int(len(pairs)), timings=timings,
                              changes=change_frame, summary=summary, index_arrays=arrays, next_id=next_id,
-                             fingerprint=fp)
+                             fingerprint=fp, entities_reuse=reuse)
 
 
 # ---------------------------------------------------------------------------- the command line
@@ -475,7 +486,7 @@ def read_new(path: Any, *, id_column: str = "id", encoding: str = "utf-8") -> pd
 
 def write_incremental(model: Any, result: IncrementalResult, out: Path) -> int:
     """Print the summary of an incremental run and write its files into ``out`` together."""
-    from .._fileio import write_csv_export, write_files_together
+    from .._fileio import atomic_write_bytes, write_csv_export, write_files_together
     from .._safetext import visible
 
     s = result.summary
@@ -488,9 +499,18 @@ def write_incremental(model: Any, result: IncrementalResult, out: Path) -> int:
     matches = result.matches.copy()
     for col in ("probability", "risk"):
         matches[col] = matches[col].round(6)
-    entities = result.entities.to_frame()
+    # the previous run's lines of the entities this run left alone, the others written
+    parts = None if result.entities_reuse is None else entities_parts(result.entities_reuse, result.entities)
+    if parts is None:
+        frame = result.entities.to_frame()
+
+        def write_entities(p: Path) -> None:
+            write_csv_export(p, frame)
+    else:
+        def write_entities(p: Path) -> None:
+            atomic_write_bytes(p, parts)
     write_files_together(out, {"matches.csv": lambda p: write_csv_export(p, matches),
-                               ENTITIES_FILE: lambda p: write_csv_export(p, entities),
+                               ENTITIES_FILE: write_entities,
                                **result.writers(model)})
     print(visible(f"Wrote {out / 'matches.csv'}, {out / ENTITIES_FILE}, {out / CHANGES_FILE} and the index "
                   f"({out / INDEX_RECORDS}, {out / INDEX_MANIFEST})."), flush=True)

@@ -99,6 +99,7 @@ class KnownRecords:
     tokens_columns: list[str] | None = None
     counted: dict[str, list[str]] | None = None
     typed: tuple[list[tuple[str, ...]], dict] | None = None  # the typed passes whose keys it keeps, their types
+    entities_digest: str = ""  # the SHA-256 of its entities.csv
 
     def tokens(self) -> TokenCounts | None:
         """The word counts of the records kept in the index (read, and checked, at each call)."""
@@ -236,7 +237,7 @@ def load_index(path: Any, model: Any, fingerprint: str | None = None) -> KnownRe
         raise DataError(f"{man_path}: next_entity_id {man['next_entity_id']!r} is not above every entity id; "
                         f"{FULL_RUN}.")
     return KnownRecords(archive=arc, next_id=int(man["next_entity_id"]), folder=folder, tokens_columns=cols,
-                        counted=counted, typed=typed)
+                        counted=counted, typed=typed, entities_digest=man["entities"])
 
 
 def index_writers(model: Any, arrays: dict[str, np.ndarray], next_id: int, fingerprint: str | None = None) -> dict:

@@ -387,6 +387,8 @@ def test_linkage_new_records_join_known_entities_and_agree_with_a_full_rerun(lin
     got, full = pairs(after), pairs(_link_entities(d / "o_link_full"))
     f1 = 2 * len(got & full) / (len(got) + len(full))
     assert f1 >= 0.998, (f1, len(got), len(full))
+    # the previous file's lines copied where the entities stayed: the bytes of the file written whole
+    assert (d / "o_link_i" / "entities.csv").read_bytes() == _whole(d, "ln.csv", "o_link_known", "apply", "rn.csv")
 
 
 def test_linkage_new_records_of_one_table_and_the_same_batch_again(link_world):
@@ -622,7 +624,8 @@ def test_blocking_against_the_kept_keys_gives_the_pairs_of_block(token_world, ru
     typed = None
     if rules is not None and rules[0][0] == "typed":
         passes = kept_typed_passes(attrs, rules[0][2]["types"])
-        typed = (passes, typed_keys(known, passes, rules[0][2]["types"]), np.arange(len(known)))
+        typed = (passes, rules[0][2]["types"], typed_keys(known, passes, rules[0][2]["types"]),
+                 np.arange(len(known)))
 
         def known_columns(c, rows):
             raise AssertionError("the typed rule read the known records' values")
@@ -635,6 +638,11 @@ def test_blocking_against_the_kept_keys_gives_the_pairs_of_block(token_world, ru
     got = pd.DataFrame({"left_id": new.index.to_numpy(dtype=object)[li], "right_id": ids[ri]})
     assert len(expected) > 0 and set(map(tuple, got.to_numpy())) == set(map(tuple, expected.to_numpy()))
     assert len(got) == len(expected)
+    if typed is not None:  # the new records' keys given, as an incremental run does
+        again = block_new_against_known(new, ids, identical_keys(known, attrs), rules, attributes=attrs,
+                                        known_tokens=None, known_columns=known_columns, known_typed=typed,
+                                        new_typed=typed_keys(new, passes, rules[0][2]["types"]))
+        assert all(np.array_equal(a, b) for a, b in zip(again, (li, ri)))
     keys = identical_keys(new, attrs)
     assert keys[-1] == keys[-2] == 0 and keys[5] == identical_keys(table.iloc[N_KNOWN + 5:N_KNOWN + 6], attrs)[0]
     assert len(np.unique(keys[:-2])) > 150
@@ -667,3 +675,87 @@ def test_word_counts_that_do_not_hold_together_are_refused(token_world):
     (folder / "index.json").write_text(json.dumps(man))
     with pytest.raises(DataError, match=r"index_records\.npz holds word counts that cannot be read.*vocabulary"):
         match(load_model(d / "model.skrisk"), table.iloc[N_KNOWN:], entities=folder, progress=False)
+
+
+
+def _whole(d, new: str, previous: str, merge: str = "report", right: str | None = None, model=None) -> bytes:
+    """The bytes of ``entities.csv`` with every row written by the CSV writer (the entities of
+    ``match(..., entities=previous)``)."""
+    # internal on purpose: the one CSV writer, which a full write of entities.csv goes through
+    from skrisk._safetext import csv_text
+    from skrisk.data import read_table as read_new
+
+    model = load_model(model or d / "model.skrisk")
+    tables = [read_new(d / new)] + ([read_new(d / right)] if right else [])
+    if right is None and model.task == "link":
+        tables.append(None)
+    res = match(model, *tables, entities=d / previous, merge=merge, progress=False)
+    return csv_text(res.entities.to_frame()).encode("utf-8")
+
+
+def test_entities_csv_copies_the_lines_of_the_entities_left_alone(world):
+    """An incremental run copies the previous file's lines of the entities it did not change and
+    writes the others: the file is byte for byte the one written whole, for joins, new entities,
+    a merge reported or applied, and an update."""
+    d, table, _ = world
+    run(d, "--left", "a.csv", "--entities", "known", "--out", "o_lines_a")
+    assert (d / "o_lines_a" / "entities.csv").read_bytes() == _whole(d, "a.csv", "known")
+    ex, _ = _scenario(d, table)
+    for merge in ("report", "apply"):
+        run(d, "--left", "z.csv", "--entities", "o_known_xy", "--out", f"o_lines_{merge}", "--merge", merge)
+        assert (d / f"o_lines_{merge}" / "entities.csv").read_bytes() == _whole(d, "z.csv", "o_known_xy", merge)
+    known = entities(d / "known")
+    rid = next(r for r in known.index if (known == known[r]).sum() >= 2)
+    upd = table.loc[[next(r for r in table.index[:N_KNOWN] if known[r] != known[rid])]].copy()
+    upd.index = [rid]
+    upd.to_csv(d / "upd_lines.csv", index_label="id")
+    run(d, "--left", "upd_lines.csv", "--entities", "known", "--out", "o_lines_upd")
+    assert (d / "o_lines_upd" / "entities.csv").read_bytes() == _whole(d, "upd_lines.csv", "known")
+
+
+def test_entities_csv_with_line_breaks_and_formulas_in_ids(world, tmp_path):
+    """Hostile ids in the known records (a line break, a quote, a comma, a formula, ``NA``,
+    ``007``): the previous file's lines are not rows, so the whole file is written, and it reads
+    back to the exact ids."""
+    d, table, _ = world
+    known = table.iloc[:300].copy()
+    hostile = ["a\r\nb", 'q"uote', "c,d", "=1+1", "NA", "007"]
+    known.index = hostile + [str(i) for i in known.index[len(hostile):]]
+    known.to_csv(tmp_path / "known.csv", index_label="id")
+    new = table.iloc[:6].copy()  # twins of the hostile records: they join their entities
+    new.index = [f"new{i}" for i in range(6)]
+    new.to_csv(tmp_path / "new.csv", index_label="id")
+    base = ["match", "--model", str(d / "model.skrisk"), "--no-progress", "--n-jobs", "1"]
+    assert main(base + ["--left", str(tmp_path / "known.csv"), "--out", str(tmp_path / "known")]) == 0
+    assert main(base + ["--left", str(tmp_path / "new.csv"), "--entities", str(tmp_path / "known"),
+                        "--out", str(tmp_path / "incr")]) == 0
+    from skrisk.utils import read_csv_export as read_back
+
+    got = read_back(tmp_path / "incr" / "entities.csv")
+    ent = pd.Series(got["entity_id"].to_numpy(), index=got["record_id"].to_numpy())
+    assert set(hostile) <= set(ent.index) and len(ent) == 306
+    assert all(ent[f"new{i}"] == ent[h] for i, h in enumerate(hostile))
+    assert (tmp_path / "incr" / "entities.csv").read_bytes() == _whole(tmp_path, "new.csv", "known",
+                                                                      model=d / "model.skrisk")
+
+
+def test_a_previous_entities_file_that_changed_is_written_whole(world, tmp_path):
+    """The copy is refused when the previous file is not the one the index checked (its SHA-256),
+    or holds more lines than rows."""
+    # internal on purpose: the copy of the previous file's lines and its refusals
+    from skrisk.matching._entities_file import EntitiesReuse, entities_parts
+
+    d, _, _ = world
+    res = match(load_model(d / "model.skrisk"), read_csv_export(d / "a.csv").set_index("id"),
+                entities=d / "known", progress=False)
+    plan = res.entities_reuse
+    assert plan is not None and (plan.old_row >= 0).sum() > 0.5 * N_KNOWN
+    whole = b"".join(entities_parts(plan, res.entities))
+    assert whole == _whole(d, "a.csv", "known")
+    other = tmp_path / "entities.csv"
+    other.write_bytes((d / "known" / "entities.csv").read_bytes() + b"x\r\n")
+    assert entities_parts(EntitiesReuse(other, plan.digest, plan.n_old, plan.old_row), res.entities) is None
+    import hashlib
+
+    digest = hashlib.sha256(other.read_bytes()).hexdigest()
+    assert entities_parts(EntitiesReuse(other, digest, plan.n_old, plan.old_row), res.entities) is None
