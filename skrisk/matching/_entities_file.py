@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
-import pandas as pd
 
 __all__ = ["EntitiesReuse", "reuse_plan", "entities_parts"]
 
